@@ -1,0 +1,6 @@
+package apiserver
+
+// The library registers ConsistentReadsFromCache and FreshResourceVersionZero
+// on k8s.io/apiserver's default feature gate when it is imported, so that
+// kube-apiserver's --feature-gates accepts them.
+import _ "github.com/freshcache/watchcache/features"

@@ -1,0 +1,64 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+// ErrFreshcacheUnavailable is returned while this build has no freshcache
+// storage.Interface to install. The seam is in place; the cache is not.
+var ErrFreshcacheUnavailable = errors.New("apiserver: --watch-cache-implementation=freshcache is not available in this build yet; use --watch-cache-implementation=upstream")
+
+// Decorator returns the storage decorator for impl.
+func (o *Options) Decorator() (generic.StorageDecorator, error) {
+	switch o.WatchCacheImplementation {
+	case Upstream:
+		return genericregistry.StorageWithCacher(), nil
+	case Freshcache:
+		return nil, ErrFreshcacheUnavailable
+	default:
+		return nil, validImplementation(o.WatchCacheImplementation)
+	}
+}
+
+// ApplyTo installs the chosen cache in every getter of cfg that upstream
+// would have given a cacher: the kube APIs, apiextensions' built-in
+// resources and its CRD getter, and the aggregator's APIServices.
+// Call it after app.NewConfig and before Config.Complete.
+func (o *Options) ApplyTo(cfg *app.Config) error {
+	if cfg == nil || cfg.KubeAPIs == nil || cfg.ApiExtensions == nil || cfg.Aggregator == nil {
+		return errors.New("apiserver: ApplyTo needs a config built by app.NewConfig")
+	}
+	decorator, err := o.Decorator()
+	if err != nil {
+		return err
+	}
+	impl := o.WatchCacheImplementation
+	for _, slot := range getterSlots(cfg) {
+		if *slot.getter == nil {
+			return fmt.Errorf("apiserver: the %s config has no RESTOptionsGetter to wrap", slot.name)
+		}
+		*slot.getter = WrapGetter(*slot.getter, impl, decorator)
+	}
+	return nil
+}
+
+type getterSlot struct {
+	name   string
+	getter *generic.RESTOptionsGetter
+}
+
+// getterSlots lists every place in a kube-apiserver config where upstream
+// keeps a RESTOptionsGetter that may hand out a cacher.
+func getterSlots(cfg *app.Config) []getterSlot {
+	return []getterSlot{
+		{"kube APIs", &cfg.KubeAPIs.ControlPlane.Generic.RESTOptionsGetter},
+		{"apiextensions", &cfg.ApiExtensions.GenericConfig.RESTOptionsGetter},
+		{"custom resources", &cfg.ApiExtensions.ExtraConfig.CRDRESTOptionsGetter},
+		{"aggregator", &cfg.Aggregator.GenericConfig.RESTOptionsGetter},
+	}
+}

@@ -1,0 +1,203 @@
+package localup
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// PKI names the credential files of a local control plane.
+type PKI struct {
+	Dir string
+}
+
+// Paths of the files, all under Dir.
+func (p PKI) CACert() string            { return filepath.Join(p.Dir, "ca.crt") }
+func (p PKI) CAKey() string             { return filepath.Join(p.Dir, "ca.key") }
+func (p PKI) ServingCert() string       { return filepath.Join(p.Dir, "apiserver.crt") }
+func (p PKI) ServingKey() string        { return filepath.Join(p.Dir, "apiserver.key") }
+func (p PKI) AdminCert() string         { return filepath.Join(p.Dir, "admin.crt") }
+func (p PKI) AdminKey() string          { return filepath.Join(p.Dir, "admin.key") }
+func (p PKI) ServiceAccountKey() string { return filepath.Join(p.Dir, "sa.key") }
+func (p PKI) ServiceAccountPub() string { return filepath.Join(p.Dir, "sa.pub") }
+
+// AdminUser is the common name of the admin credential. It is in the
+// system:masters group, which RBAC lets do anything.
+const AdminUser = "freshcache-admin"
+
+// Ensure creates every missing file. Existing files are kept, so restarts
+// reuse the credentials that earlier kubeconfigs hold.
+func (p PKI) Ensure(hosts []string) error {
+	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
+		return err
+	}
+	if !exists(p.CACert()) || !exists(p.CAKey()) {
+		if err := p.writeCA(); err != nil {
+			return err
+		}
+	}
+	ca, caKey, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	if !exists(p.ServingCert()) || !exists(p.ServingKey()) {
+		tmpl := leafTemplate("kube-apiserver", nil, x509.ExtKeyUsageServerAuth)
+		for _, h := range hosts {
+			if ip := net.ParseIP(h); ip != nil {
+				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			} else {
+				tmpl.DNSNames = append(tmpl.DNSNames, h)
+			}
+		}
+		if err := writeLeaf(tmpl, ca, caKey, p.ServingCert(), p.ServingKey()); err != nil {
+			return err
+		}
+	}
+	if !exists(p.AdminCert()) || !exists(p.AdminKey()) {
+		tmpl := leafTemplate(AdminUser, []string{"system:masters"}, x509.ExtKeyUsageClientAuth)
+		if err := writeLeaf(tmpl, ca, caKey, p.AdminCert(), p.AdminKey()); err != nil {
+			return err
+		}
+	}
+	if !exists(p.ServiceAccountKey()) || !exists(p.ServiceAccountPub()) {
+		if err := p.writeServiceAccountKeys(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DefaultHosts are the names the serving certificate is valid for: loopback,
+// and the in-cluster names of the kubernetes service.
+func DefaultHosts() []string {
+	return []string{
+		"127.0.0.1", "::1", "10.0.0.1", "localhost",
+		"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+}
+
+func (p PKI) writeCA() error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	sn, err := serial()
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          sn,
+		Subject:               pkix.Name{CommonName: "freshcache-local-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	return writeKeyPair(p.CACert(), p.CAKey(), der, key)
+}
+
+func (p PKI) loadCA() (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	certPEM, err := os.ReadFile(p.CACert())
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM, err := os.ReadFile(p.CAKey())
+	if err != nil {
+		return nil, nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, fmt.Errorf("localup: %s or %s is not PEM; remove both to regenerate", p.CACert(), p.CAKey())
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+func leafTemplate(cn string, orgs []string, usage x509.ExtKeyUsage) *x509.Certificate {
+	now := time.Now()
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(5 * 365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+}
+
+func writeLeaf(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey, certPath, keyPath string) error {
+	sn, err := serial()
+	if err != nil {
+		return err
+	}
+	tmpl.SerialNumber = sn
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	return writeKeyPair(certPath, keyPath, der, key)
+}
+
+func writeKeyPair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+}
+
+// writeServiceAccountKeys writes an RSA key: kube-apiserver signs
+// service-account tokens with RS256 by default.
+func (p PKI) writeServiceAccountKeys() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.ServiceAccountKey(), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(p.ServiceAccountPub(), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+}

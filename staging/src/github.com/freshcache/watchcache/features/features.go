@@ -1,0 +1,51 @@
+package features
+
+import (
+	"k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// ConsistentReadsFromCache serves LIST and GET with resourceVersion=""
+	// from the watch cache after the freshness wait, and starts WATCH with
+	// resourceVersion="" from a snapshot at least as fresh as the request.
+	// When off, LIST and GET with rv="" go to etcd and WATCH rv="" starts
+	// from whatever the cache holds (upstream behaviour).
+	ConsistentReadsFromCache featuregate.Feature = "ConsistentReadsFromCache"
+
+	// FreshResourceVersionZero gives LIST, GET and WATCH with
+	// resourceVersion="0" the same freshness guarantee as rv="". This is
+	// legal because rv=0 means "any state", and a fresh state is one of
+	// them. It closes kubernetes#59848 at component restart.
+	FreshResourceVersionZero featuregate.Feature = "FreshResourceVersionZero"
+)
+
+// introducedIn is the Kubernetes minor version our gates are pinned to, so
+// that they are visible at the default emulation version of kube-apiserver
+// v1.37.
+var introducedIn = version.MustParse("1.37")
+
+// Specs returns the gate specifications, for servers that keep their own
+// feature gate instead of DefaultMutableFeatureGate.
+func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
+	return map[featuregate.Feature]featuregate.VersionedSpecs{
+		ConsistentReadsFromCache: {
+			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
+		},
+		FreshResourceVersionZero: {
+			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
+		},
+	}
+}
+
+func init() {
+	runtime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(Specs()))
+}
+
+// Enabled reports whether gate is on in k8s.io/apiserver's default gate.
+// Call it when building a cache, never on a request path.
+func Enabled(gate featuregate.Feature) bool {
+	return utilfeature.DefaultFeatureGate.Enabled(gate)
+}
