@@ -158,6 +158,19 @@ func (l *localUp) client(t *testing.T, i int) kubernetes.Interface {
 	return cs
 }
 
+// portOf returns the secure port local-up was started with, so a restart
+// can reuse it and old kubeconfigs stay valid.
+func portOf(t *testing.T, l *localUp) string {
+	t.Helper()
+	for _, a := range l.cmd.Args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			return v
+		}
+	}
+	t.Fatal("local-up was started without --secure-port")
+	return ""
+}
+
 // kubectl runs the built kubectl against kubeconfig i.
 func (l *localUp) kubectl(t *testing.T, i int, stdin string, args ...string) string {
 	t.Helper()

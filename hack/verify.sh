@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# gofmt, go vet and golangci-lint over both modules (what `make verify` runs).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+exec make verify

@@ -1,0 +1,163 @@
+package localup
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func TestSplitArgs(t *testing.T) {
+	cases := []struct {
+		name         string
+		args         []string
+		ours, theirs []string
+	}{
+		{"empty", nil, nil, nil},
+		{"ours with =", []string{"--apiservers=2"}, []string{"--apiservers=2"}, nil},
+		{"ours with separate value", []string{"--apiservers", "2"}, []string{"--apiservers", "2"}, nil},
+		{"theirs with =", []string{"--feature-gates=A=true"}, nil, []string{"--feature-gates=A=true"}},
+		{"theirs with separate value", []string{"--v", "4", "--apiservers=2"}, []string{"--apiservers=2"}, []string{"--v", "4"}},
+		{"theirs boolean before ours", []string{"--profiling", "--data-dir=/x"}, []string{"--data-dir=/x"}, []string{"--profiling"}},
+		{"double dash", []string{"--data-dir=/x", "--", "--apiservers=3"}, []string{"--data-dir=/x"}, []string{"--apiservers=3"}},
+		{"positional stays ours", []string{"stray"}, []string{"stray"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			NewOptions().AddFlags(fs)
+			ours, theirs := SplitArgs(fs, tc.args)
+			if !reflect.DeepEqual(ours, tc.ours) || !reflect.DeepEqual(theirs, tc.theirs) {
+				t.Fatalf("SplitArgs(%q) = %q, %q; want %q, %q", tc.args, ours, theirs, tc.ours, tc.theirs)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"three members", func(o *Options) { o.EtcdMembers = 3 }, ""},
+		{"two members", func(o *Options) { o.EtcdMembers = 2 }, "--etcd-members=2"},
+		{"external etcd ignores members", func(o *Options) { o.EtcdMembers = 2; o.EtcdServers = []string{"http://127.0.0.1:2379"} }, ""},
+		{"no apiservers", func(o *Options) { o.APIServers = 0 }, "--apiservers=0"},
+		{"port out of range", func(o *Options) { o.SecurePort = 65535; o.APIServers = 2 }, "--secure-port"},
+		{"public bind", func(o *Options) { o.BindAddress = "0.0.0.0" }, "loopback"},
+		{"our flag passed through", func(o *Options) { o.PassThrough = []string{"--etcd-servers=http://x"} }, "local-up's own flag"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			tc.mutate(o)
+			errs := o.Validate()
+			if tc.want == "" {
+				if len(errs) != 0 {
+					t.Fatalf("unexpected errors: %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestPKIIsReusedAcrossRestarts(t *testing.T) {
+	p := PKI{Dir: t.TempDir()}
+	if err := p.Ensure(DefaultHosts()); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(p.AdminCert())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Ensure(DefaultHosts()); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := os.ReadFile(p.AdminCert())
+	if string(first) != string(second) {
+		t.Fatal("a restart regenerated the admin certificate; earlier kubeconfigs would stop working")
+	}
+
+	ca := parseCert(t, p.CACert())
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	serving := parseCert(t, p.ServingCert())
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("serving cert does not verify for 127.0.0.1: %v", err)
+	}
+	if _, err := serving.Verify(x509.VerifyOptions{Roots: pool, DNSName: "kubernetes.default.svc"}); err != nil {
+		t.Fatalf("serving cert does not verify for kubernetes.default.svc: %v", err)
+	}
+	admin := parseCert(t, p.AdminCert())
+	if _, err := admin.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("admin cert is not a client cert of the CA: %v", err)
+	}
+	if admin.Subject.CommonName != AdminUser || !reflect.DeepEqual(admin.Subject.Organization, []string{"system:masters"}) {
+		t.Fatalf("admin subject %v, want CN=%s O=system:masters", admin.Subject, AdminUser)
+	}
+}
+
+func TestKubeconfigLoads(t *testing.T) {
+	p := PKI{Dir: t.TempDir()}
+	if err := p.Ensure(DefaultHosts()); err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/kubeconfig"
+	if err := WriteKubeconfig(path, "https://127.0.0.1:6443", p); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != "https://127.0.0.1:6443" || len(cfg.CAData) == 0 || len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
+		t.Fatalf("kubeconfig lacks server or embedded credentials: host=%q", cfg.Host)
+	}
+}
+
+func TestLastLines(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"a\nb\nc\n", 2, "b\nc"},
+		{"a\nb\nc", 5, "a\nb\nc"},
+		{"", 3, ""},
+		{"only", 1, "only"},
+	}
+	for _, tc := range cases {
+		if got := string(lastLines([]byte(tc.in), tc.n)); got != tc.want {
+			t.Errorf("lastLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func parseCert(t *testing.T, path string) *x509.Certificate {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("%s is not PEM", path)
+	}
+	c, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
