@@ -162,5 +162,4 @@ func lastLines(data []byte, n int) []byte {
 	return data[idx+1:]
 }
 
-
 func lookPath(name string) (string, error) { return exec.LookPath(name) }
