@@ -89,7 +89,7 @@ func (g *fixedGetter) GetRESTOptions(r schema.GroupResource, _ runtime.Object) (
 var (
 	pods    = schema.GroupResource{Resource: "pods"}
 	events  = schema.GroupResource{Resource: "events"}
-	someErr = errors.New("boom")
+	errBoom = errors.New("boom")
 )
 
 func TestWrapGetter(t *testing.T) {
@@ -104,7 +104,7 @@ func TestWrapGetter(t *testing.T) {
 		{"cached resource gets the replacement", fixedGetter{decorator: genericregistry.StorageWithCacher()}, pods, true, nil},
 		{"resource with cache size 0 stays uncached", fixedGetter{decorator: genericregistry.StorageWithCacher(), uncached: map[schema.GroupResource]bool{events: true}}, events, false, nil},
 		{"--watch-cache=false stays uncached", fixedGetter{decorator: generic.UndecoratedStorage}, pods, false, nil},
-		{"errors pass through", fixedGetter{err: someErr}, pods, false, someErr},
+		{"errors pass through", fixedGetter{err: errBoom}, pods, false, errBoom},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -67,7 +67,7 @@ func startLocalUp(t *testing.T, extra ...string) *localUp {
 		l.mu.Unlock()
 		close(l.exited)
 	}()
-	t.Cleanup(func() { l.stop(t) })
+	t.Cleanup(func() { _ = l.stop(t) })
 
 	deadline := time.NewTimer(4 * time.Minute)
 	defer deadline.Stop()
