@@ -187,4 +187,3 @@ func kubectlWatchesPods(ctx context.Context, t *testing.T, l *localUp) {
 		}
 	}
 }
-
