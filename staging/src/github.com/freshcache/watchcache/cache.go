@@ -1,0 +1,332 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/features"
+	"k8s.io/apiserver/pkg/storage"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/freshcache/watchcache/fanout"
+	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/reflector"
+	"github.com/freshcache/watchcache/store"
+)
+
+// Config is what the cache needs to know about one resource. The storage
+// decorator fills it from its arguments; tests fill it directly.
+type Config struct {
+	// Storage is the underlying etcd3 store. Writes and delegated reads go
+	// to it, and the reflector lists and watches through it.
+	Storage storage.Interface
+	// Versioner defaults to storage.APIObjectVersioner{}.
+	Versioner     storage.Versioner
+	GroupResource schema.GroupResource
+	// ResourcePrefix is the key prefix of the resource, e.g. "/pods".
+	ResourcePrefix string
+	KeyFunc        func(runtime.Object) (string, error)
+	NewFunc        func() runtime.Object
+	NewListFunc    func() runtime.Object
+	GetAttrsFunc   storage.AttrFunc
+	// IndexerFuncs are watch triggers; only one is used, as upstream does.
+	IndexerFuncs storage.IndexerFuncs
+	// Indexers are the secondary indexes used by LIST (names "f:<field>"
+	// or "l:<label>", as SelectionPredicate.MatcherIndex produces).
+	Indexers *cache.Indexers
+}
+
+// ErrStopped is returned by waits on a stopped cache.
+var ErrStopped = errors.New("watchcache: cache stopped")
+
+// Cache is freshcache's storage.Interface. See the package documentation.
+type Cache struct {
+	opts    resolved
+	cfg     Config
+	prefix  string // ResourcePrefix ending in "/"
+	metrics metrics.Recorder
+
+	indexFuncs  map[string]store.IndexFunc
+	triggerName string
+	triggerFunc storage.IndexerFunc
+
+	history   *history.History
+	fanout    *fanout.Fanout
+	reflector *reflector.Reflector
+
+	// latest is the newest published snapshot. It is written under mu by the
+	// reflector goroutine and read without a lock by everyone.
+	latest atomic.Pointer[store.Snapshot]
+	// ready is closed once the first list is in.
+	ready chan struct{}
+	// stop is closed by Stop; wg tracks the goroutines it ends.
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+	// progressKick wakes the progress requester (capacity 1, never blocks).
+	progressKick chan struct{}
+	waiters      atomic.Int64
+
+	// mu is the state lock. It serializes the reflector's writes (store,
+	// history, snapshot publication, dispatch) with watch registration, so
+	// that a new watcher's initial state and its live events meet exactly.
+	// Lock order: mu, then fanout's lock, then a watcher's lock.
+	mu struct {
+		sync.Mutex
+		// writer is the mutable state; only the reflector goroutine calls
+		// its mutating methods, always under mu.
+		writer *store.Writer
+		// changed is closed (and replaced) whenever the revision advances.
+		changed chan struct{}
+		// listed counts Replace calls, to tell the first list from relists.
+		listed int
+	}
+	// lastPublished is the last published revision, guarded by mu; only
+	// the invariants build reads it.
+	lastPublished uint64
+}
+
+var _ storage.Interface = (*Cache)(nil)
+
+// New builds a cache for one resource and starts filling it. Call Stop to
+// release it.
+func New(opts Options, cfg Config) (*Cache, error) {
+	if cfg.Storage == nil || cfg.KeyFunc == nil || cfg.NewFunc == nil || cfg.NewListFunc == nil || cfg.GetAttrsFunc == nil {
+		return nil, fmt.Errorf("%w: Config needs Storage, KeyFunc, NewFunc, NewListFunc and GetAttrsFunc", ErrInvalidOptions)
+	}
+	if cfg.ResourcePrefix == "" || cfg.ResourcePrefix == "/" || !strings.HasPrefix(cfg.ResourcePrefix, "/") {
+		return nil, fmt.Errorf("%w: ResourcePrefix %q must start with / and name a resource", ErrInvalidOptions, cfg.ResourcePrefix)
+	}
+	if cfg.Versioner == nil {
+		cfg.Versioner = storage.APIObjectVersioner{}
+	}
+	r, err := opts.resolve(0)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		opts:         r,
+		cfg:          cfg,
+		prefix:       strings.TrimSuffix(cfg.ResourcePrefix, "/") + "/",
+		metrics:      r.Metrics(cfg.GroupResource),
+		ready:        make(chan struct{}),
+		stop:         make(chan struct{}),
+		progressKick: make(chan struct{}, 1),
+	}
+	if cfg.Indexers != nil && len(*cfg.Indexers) > 0 {
+		c.indexFuncs = make(map[string]store.IndexFunc, len(*cfg.Indexers))
+		for name, fn := range *cfg.Indexers {
+			fn := fn
+			c.indexFuncs[name] = func(obj runtime.Object) ([]string, error) { return fn(obj) }
+		}
+	}
+	for name, fn := range cfg.IndexerFuncs {
+		// Upstream supports exactly one trigger; pick deterministically.
+		if c.triggerFunc == nil || name < c.triggerName {
+			c.triggerName, c.triggerFunc = name, fn
+		}
+	}
+	c.mu.writer = store.NewWriter(c.indexFuncs)
+	c.mu.changed = make(chan struct{})
+	c.latest.Store(c.mu.writer.Snapshot())
+	c.history = history.New(history.Options{
+		Window:   r.EventsHistoryWindow,
+		Capacity: r.HistoryCapacity,
+		Now:      r.Clock.Now,
+	})
+	c.fanout = fanout.New(fanout.Config{
+		Versioner:         cfg.Versioner,
+		NewFunc:           cfg.NewFunc,
+		TriggerFunc:       c.triggerFunc,
+		QueueCapacity:     r.WatcherQueueCapacity,
+		ResultBuffer:      r.WatcherResultBuffer,
+		BookmarkFrequency: r.BookmarkFrequency,
+		Clock:             r.Clock,
+		Metrics:           c.metrics,
+	})
+	c.reflector = reflector.New(reflector.Config{
+		Storage:     cfg.Storage,
+		Versioner:   cfg.Versioner,
+		Prefix:      c.prefix,
+		NewListFunc: cfg.NewListFunc,
+		Sink:        (*sink)(c),
+		PageSize:    r.ListPageSize,
+		Clock:       r.Clock,
+		Name:        cfg.GroupResource.String(),
+	})
+	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
+		// As upstream's cacher: the etcd3 store estimates object sizes from
+		// keys, which the cache lists without asking etcd.
+		if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
+			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
+		}
+	}
+	c.start()
+	return c, nil
+}
+
+func (c *Cache) start() {
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); c.reflector.Run(c.stop) }()
+	go func() { defer c.wg.Done(); c.fanout.Run(c.stop) }()
+	go func() { defer c.wg.Done(); c.runProgressRequester() }()
+}
+
+// Stop ends the cache's goroutines and closes every watcher. It is
+// idempotent and returns once they have exited.
+func (c *Cache) Stop() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.wg.Wait()
+	c.fanout.TerminateAll("")
+}
+
+// Ready reports whether the initial list is in.
+func (c *Cache) Ready() bool {
+	select {
+	case <-c.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait blocks until the cache is ready, ctx is done or the cache stops.
+func (c *Cache) Wait(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrStopped
+	}
+}
+
+// RV is the cache revision: every event up to it has been applied.
+func (c *Cache) RV() uint64 { return c.latest.Load().RV() }
+
+// snapshot returns the newest state.
+func (c *Cache) snapshot() *store.Snapshot { return c.latest.Load() }
+
+func (c *Cache) changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.changed
+}
+
+// publishLocked makes snap the newest state and wakes revision waiters.
+func (c *Cache) publishLocked(snap *store.Snapshot) {
+	c.latest.Store(snap)
+	close(c.mu.changed)
+	c.mu.changed = make(chan struct{})
+	c.metrics.ResourceVersion(snap.RV())
+	checkInvariants(c, snap)
+}
+
+func (c *Cache) newObject(obj runtime.Object, rv uint64) (*store.Object, error) {
+	key, err := c.cfg.KeyFunc(obj)
+	if err != nil {
+		return nil, fmt.Errorf("watchcache: key of %T: %w", obj, err)
+	}
+	l, f, err := c.cfg.GetAttrsFunc(obj)
+	if err != nil {
+		return nil, fmt.Errorf("watchcache: attributes of %q: %w", key, err)
+	}
+	return &store.Object{Key: key, Obj: obj, RV: rv, Labels: l, Fields: f}, nil
+}
+
+// sink is the reflector's view of the cache. Its methods run on the
+// reflector goroutine only.
+type sink Cache
+
+func (s *sink) RV() uint64 { return (*Cache)(s).RV() }
+
+func (s *sink) Replace(objs []runtime.Object, rv uint64) error {
+	c := (*Cache)(s)
+	items := make([]*store.Object, 0, len(objs))
+	for _, obj := range objs {
+		orv, err := c.cfg.Versioner.ObjectResourceVersion(obj)
+		if err != nil {
+			return err
+		}
+		o, err := c.newObject(obj, orv)
+		if err != nil {
+			return err
+		}
+		items = append(items, o)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.mu.writer.Reset(items, rv); err != nil {
+		return err
+	}
+	snap := c.mu.writer.Snapshot()
+	if c.mu.listed > 0 {
+		// Watchers cannot be told what changed while the cache was not
+		// watching; they re-watch, as with upstream's cacher.
+		c.fanout.TerminateAll(metrics.ReasonRelist)
+	}
+	c.mu.listed++
+	c.history.Reset(snap)
+	c.fanout.Reset(rv)
+	c.publishLocked(snap)
+	c.metrics.Relisted()
+	if c.mu.listed == 1 {
+		close(c.ready)
+	}
+	return nil
+}
+
+func (s *sink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
+	c := (*Cache)(s)
+	o, err := c.newObject(obj, rv)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var prev *store.Object
+	switch typ {
+	case watch.Deleted:
+		prev = c.mu.writer.Delete(o.Key, rv)
+	case watch.Added, watch.Modified:
+		prev, err = c.mu.writer.Put(o)
+		if err != nil {
+			return err
+		}
+		typ = watch.Modified
+		if prev == nil {
+			typ = watch.Added
+		}
+	default:
+		return fmt.Errorf("watchcache: unexpected event type %q", typ)
+	}
+	snap := c.mu.writer.Snapshot()
+	ev := history.Event{Type: typ, Object: o, Prev: prev, RV: rv, Snapshot: snap}
+	if err := c.history.Append(ev); err != nil {
+		return err
+	}
+	c.fanout.Dispatch(&ev)
+	c.publishLocked(snap)
+	c.metrics.EventsReceived(1)
+	return nil
+}
+
+func (s *sink) Progress(rv uint64) {
+	c := (*Cache)(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.writer.Advance(rv)
+	c.fanout.Progress(rv)
+	c.history.Tick()
+	c.publishLocked(c.latest.Load().AtRV(rv))
+}

@@ -1,0 +1,70 @@
+package watchcache
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
+	"k8s.io/client-go/tools/cache"
+)
+
+// NewStorageDecorator returns a generic.StorageDecorator that puts a
+// freshcache Cache in front of the etcd3 store of every resource it
+// decorates. It is a drop-in for upstream's
+// genericregistry.StorageWithCacher().
+//
+// Feature gates left nil in opts are read once, now. Options are validated
+// when the decorator builds a cache; an invalid value fails that call.
+func NewStorageDecorator(opts Options) generic.StorageDecorator {
+	opts = opts.withGatesResolved()
+	return func(
+		storageConfig *storagebackend.ConfigForResource,
+		resourcePrefix string,
+		keyFunc func(obj runtime.Object) (string, error),
+		newFunc func() runtime.Object,
+		newListFunc func() runtime.Object,
+		getAttrsFunc storage.AttrFunc,
+		triggerFuncs storage.IndexerFuncs,
+		indexers *cache.Indexers,
+	) (storage.Interface, factory.DestroyFunc, error) {
+		o := opts
+		if o.EventsHistoryWindow == 0 {
+			o.EventsHistoryWindow = storageConfig.EventsHistoryWindow
+		}
+		if _, err := o.resolve(0); err != nil {
+			return nil, func() {}, err
+		}
+		raw, destroyRaw, err := generic.NewRawStorage(storageConfig, newFunc, newListFunc, resourcePrefix)
+		if err != nil {
+			return raw, destroyRaw, err
+		}
+		c, err := New(o, Config{
+			Storage:        raw,
+			Versioner:      storage.APIObjectVersioner{},
+			GroupResource:  storageConfig.GroupResource,
+			ResourcePrefix: resourcePrefix,
+			KeyFunc:        keyFunc,
+			NewFunc:        newFunc,
+			NewListFunc:    newListFunc,
+			GetAttrsFunc:   getAttrsFunc,
+			IndexerFuncs:   triggerFuncs,
+			Indexers:       indexers,
+		})
+		if err != nil {
+			destroyRaw()
+			return nil, func() {}, fmt.Errorf("watchcache: %s: %w", storageConfig.GroupResource, err)
+		}
+		var once sync.Once
+		destroy := func() {
+			once.Do(func() {
+				c.Stop()
+				destroyRaw()
+			})
+		}
+		return c, destroy, nil
+	}
+}

@@ -1,0 +1,6 @@
+//go:build invariants
+
+package freshness
+
+// invariantsEnabled turns on checkInvariants after every input.
+const invariantsEnabled = true

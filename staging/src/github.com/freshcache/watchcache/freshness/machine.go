@@ -1,0 +1,344 @@
+package freshness
+
+import (
+	"container/heap"
+	"fmt"
+	"time"
+)
+
+// stage is a read's internal state. The exported Stage folds pending and
+// covered into StageFetch.
+type stage uint8
+
+const (
+	stagePending stage = iota + 1 // Consistent, not covered by any fetch yet
+	stageCovered                  // Consistent, covered by the fetch in flight
+	stageWaiting                  // target known, c < target
+	stageDone                     // resolved or cancelled; only stale list entries point here
+)
+
+type read struct {
+	Read
+	stage  stage
+	fetch  FetchID // covering fetch (stageCovered, and stageWaiting for Consistent)
+	target int64   // stageWaiting only
+
+	targetIdx   int // index in Machine.waiting, or -1
+	deadlineIdx int // index in Machine.deadlines, or -1
+}
+
+// Machine is the freshness state machine of one cache. It is not safe for
+// concurrent use: the caller serializes every call (see the package
+// documentation). The zero value is not usable; call New.
+type Machine struct {
+	rev int64 // cache revision c; never decreases
+
+	reads map[ReadID]*read // every unresolved read
+
+	// pending holds Consistent reads that no fetch covers yet, in arrival
+	// order. Entries of cancelled or timed-out reads stay until the next
+	// FetchIssued (or until no pending read is left) and are skipped.
+	pending  []*read
+	nPending int
+
+	fetchInFlight bool
+	lastFetch     FetchID
+	covered       []*read // reads covered by the fetch in flight; same skipping rule
+	nCovered      int
+
+	progressInFlight bool
+
+	waiting   targetHeap   // stageWaiting reads by target
+	deadlines deadlineHeap // unresolved reads that have a deadline
+
+	out Ready // resolutions not yet handed out by Ready
+}
+
+// Options configures a Machine. The zero value is valid.
+type Options struct {
+	// Revision is the initial cache revision c, e.g. the RV of the initial
+	// list if the Machine is created after it. Default 0.
+	Revision int64
+}
+
+// New returns a Machine with no reads, no fetch and no progress request in
+// flight.
+func New(opts Options) (*Machine, error) {
+	if opts.Revision < 0 {
+		return nil, fmt.Errorf("freshness: negative initial revision %d", opts.Revision)
+	}
+	return &Machine{
+		rev:   opts.Revision,
+		reads: make(map[ReadID]*read),
+	}, nil
+}
+
+// ReadArrived registers a read. A Consistent read waits for the next fetch
+// issued after this call. A NotOlderThan read is released at once if
+// c >= MinRV, otherwise it waits for c to reach MinRV.
+func (m *Machine) ReadArrived(rd Read) error {
+	if _, ok := m.reads[rd.ID]; ok {
+		return fmt.Errorf("%w: %d", ErrDuplicateRead, rd.ID)
+	}
+	switch rd.Kind {
+	case Consistent:
+	case NotOlderThan:
+		if rd.MinRV < 0 {
+			return fmt.Errorf("%w: negative MinRV %d for read %d", ErrInvalidRead, rd.MinRV, rd.ID)
+		}
+	default:
+		return fmt.Errorf("%w: unknown kind %v for read %d", ErrInvalidRead, rd.Kind, rd.ID)
+	}
+
+	r := &read{Read: rd, targetIdx: -1, deadlineIdx: -1}
+	switch rd.Kind {
+	case Consistent:
+		r.stage = stagePending
+		m.pending = append(m.pending, r)
+		m.nPending++
+	case NotOlderThan:
+		if m.rev >= rd.MinRV {
+			m.out.Released = append(m.out.Released, Release{ID: rd.ID, Target: rd.MinRV, RV: m.rev})
+			m.checkInvariants()
+			return nil
+		}
+		r.stage = stageWaiting
+		r.target = rd.MinRV
+		heap.Push(&m.waiting, r)
+	}
+	m.reads[rd.ID] = r
+	if !rd.Deadline.IsZero() {
+		heap.Push(&m.deadlines, r)
+	}
+	m.checkInvariants()
+	return nil
+}
+
+// FetchIssued records that the caller is issuing a revision fetch. Every
+// read that arrived before this call and has no revision yet is covered by
+// it and will share its answer. The caller must call it before it sends
+// the request, never after. It returns the new fetch's ID.
+//
+// The caller may issue a fetch that Ready did not ask for (e.g. to prefetch);
+// it then covers whatever reads are pending, possibly none.
+func (m *Machine) FetchIssued() (FetchID, error) {
+	if m.fetchInFlight {
+		return 0, ErrFetchInFlight
+	}
+	m.fetchInFlight = true
+	m.lastFetch++
+	m.covered = m.covered[:0]
+	for _, r := range m.pending {
+		if r.stage != stagePending {
+			continue
+		}
+		r.stage = stageCovered
+		r.fetch = m.lastFetch
+		m.covered = append(m.covered, r)
+	}
+	clear(m.pending)
+	m.pending = m.pending[:0]
+	m.nCovered = m.nPending
+	m.nPending = 0
+	m.checkInvariants()
+	return m.lastFetch, nil
+}
+
+// FetchAnswered delivers the answer R of the fetch in flight. Every read it
+// covers gets target R: it is released at once if c >= R (the fast path),
+// otherwise it waits for c to reach R.
+func (m *Machine) FetchAnswered(rev int64) error {
+	if !m.fetchInFlight {
+		return ErrNoFetchInFlight
+	}
+	m.fetchInFlight = false
+	for _, r := range m.covered {
+		if r.stage != stageCovered {
+			continue
+		}
+		if m.rev >= rev {
+			m.resolve(r)
+			m.out.Released = append(m.out.Released, Release{ID: r.ID, Target: rev, RV: m.rev, Fetch: r.fetch})
+			continue
+		}
+		r.stage = stageWaiting
+		r.target = rev
+		heap.Push(&m.waiting, r)
+	}
+	m.clearCovered()
+	m.checkInvariants()
+	return nil
+}
+
+// FetchFailed reports that the fetch in flight failed with cause. Every read
+// it covers fails with an error that wraps ErrFetchFailed and cause. Reads
+// that arrived after it was issued are not affected: they wait for the next
+// fetch.
+func (m *Machine) FetchFailed(cause error) error {
+	if !m.fetchInFlight {
+		return ErrNoFetchInFlight
+	}
+	m.fetchInFlight = false
+	err := ErrFetchFailed
+	if cause != nil {
+		err = fmt.Errorf("%w (fetch %d): %w", ErrFetchFailed, m.lastFetch, cause)
+	}
+	for _, r := range m.covered {
+		if r.stage != stageCovered {
+			continue
+		}
+		m.resolve(r)
+		m.out.Failed = append(m.out.Failed, Failure{ID: r.ID, Fetch: r.fetch, Err: err})
+	}
+	m.clearCovered()
+	m.checkInvariants()
+	return nil
+}
+
+// EventApplied reports that the cache has applied every event of its
+// resource up to and including rv. c becomes max(c, rv), and every read whose
+// target is now <= c is released.
+func (m *Machine) EventApplied(rv int64) {
+	m.advance(rv)
+}
+
+// ProgressNotified reports a watch progress notification at rv: the cache
+// has seen every event of its resource up to rv. Same effect on c as
+// EventApplied. It does not end the progress request in flight; call
+// ProgressAnswered for that.
+func (m *Machine) ProgressNotified(rv int64) {
+	m.advance(rv)
+}
+
+// ProgressRequestSent records that the caller is sending a progress request.
+func (m *Machine) ProgressRequestSent() error {
+	if m.progressInFlight {
+		return ErrProgressInFlight
+	}
+	m.progressInFlight = true
+	m.checkInvariants()
+	return nil
+}
+
+// ProgressAnswered records that the progress request in flight is over:
+// answered, or lost because the watch stream broke. If reads still wait,
+// the next Ready asks for another. Calling it with no request in flight
+// (e.g. for an unsolicited notification) does nothing.
+func (m *Machine) ProgressAnswered() {
+	m.progressInFlight = false
+	m.checkInvariants()
+}
+
+// Tick passes the current time. Every unresolved read whose deadline is at or
+// before now times out.
+func (m *Machine) Tick(now time.Time) {
+	for len(m.deadlines) > 0 && !m.deadlines[0].Deadline.After(now) {
+		r := m.deadlines[0]
+		to := Timeout{ID: r.ID, Stage: StageFetch}
+		if r.stage == stageWaiting {
+			to.Stage = StageCache
+			to.Target = r.target
+		}
+		m.resolve(r)
+		m.out.TimedOut = append(m.out.TimedOut, to)
+	}
+	m.checkInvariants()
+}
+
+// NextDeadline returns the earliest deadline of an unresolved read, so that
+// the caller can arm one timer and call Tick when it fires.
+func (m *Machine) NextDeadline() (time.Time, bool) {
+	if len(m.deadlines) == 0 {
+		return time.Time{}, false
+	}
+	return m.deadlines[0].Deadline, true
+}
+
+// ReadCancelled forgets an unresolved read (its client went away). It
+// produces no output. It reports whether the read was unresolved; false
+// means it was resolved already (possibly in a Ready the caller has not
+// processed yet) or never existed.
+func (m *Machine) ReadCancelled(id ReadID) bool {
+	r, ok := m.reads[id]
+	if !ok {
+		return false
+	}
+	m.resolve(r)
+	m.checkInvariants()
+	return true
+}
+
+// HasReady reports whether Ready would return a non-empty Ready.
+func (m *Machine) HasReady() bool {
+	return m.issueFetch() || m.sendProgress() ||
+		len(m.out.Released) > 0 || len(m.out.Failed) > 0 || len(m.out.TimedOut) > 0
+}
+
+// Ready returns what the caller must do next. The resolutions in it are
+// handed over: they are never returned again. The two requests stay asked
+// for until the caller acknowledges them with FetchIssued and
+// ProgressRequestSent.
+func (m *Machine) Ready() Ready {
+	rd := m.out
+	rd.IssueFetch = m.issueFetch()
+	rd.SendProgress = m.sendProgress()
+	m.out = Ready{}
+	return rd
+}
+
+// Status returns a snapshot of the Machine's state.
+func (m *Machine) Status() Status {
+	return Status{
+		Revision:         m.rev,
+		FetchInFlight:    m.fetchInFlight,
+		Fetch:            m.lastFetch,
+		ProgressInFlight: m.progressInFlight,
+		Pending:          m.nPending,
+		Covered:          m.nCovered,
+		Waiting:          len(m.waiting),
+	}
+}
+
+func (m *Machine) issueFetch() bool { return !m.fetchInFlight && m.nPending > 0 }
+
+func (m *Machine) sendProgress() bool { return !m.progressInFlight && len(m.waiting) > 0 }
+
+func (m *Machine) advance(rv int64) {
+	if rv > m.rev {
+		m.rev = rv
+		for len(m.waiting) > 0 && m.waiting[0].target <= m.rev {
+			r := m.waiting[0]
+			m.resolve(r)
+			m.out.Released = append(m.out.Released, Release{ID: r.ID, Target: r.target, RV: m.rev, Fetch: r.fetch})
+		}
+	}
+	m.checkInvariants()
+}
+
+// resolve removes r from every structure that holds it. Stale entries in
+// pending and covered are skipped by stage, the heaps are exact.
+func (m *Machine) resolve(r *read) {
+	switch r.stage {
+	case stagePending:
+		m.nPending--
+		if m.nPending == 0 {
+			clear(m.pending)
+			m.pending = m.pending[:0]
+		}
+	case stageCovered:
+		m.nCovered--
+	case stageWaiting:
+		heap.Remove(&m.waiting, r.targetIdx)
+	}
+	if r.deadlineIdx >= 0 {
+		heap.Remove(&m.deadlines, r.deadlineIdx)
+	}
+	r.stage = stageDone
+	delete(m.reads, r.ID)
+}
+
+func (m *Machine) clearCovered() {
+	clear(m.covered)
+	m.covered = m.covered[:0]
+	m.nCovered = 0
+}

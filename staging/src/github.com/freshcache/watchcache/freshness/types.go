@@ -1,0 +1,175 @@
+package freshness
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by the Machine's inputs. An input that returns an error has
+// not changed the Machine's state.
+var (
+	// ErrFetchFailed wraps the cause of a failed revision fetch in the Err of
+	// every Failure that fetch covered. The read was not served; the caller
+	// may retry it as a new read, delegate it to etcd, or reject it.
+	ErrFetchFailed = errors.New("freshness: revision fetch failed")
+
+	// ErrFetchInFlight is returned by FetchIssued while a fetch is in flight.
+	ErrFetchInFlight = errors.New("freshness: a revision fetch is already in flight")
+	// ErrNoFetchInFlight is returned by FetchAnswered and FetchFailed when no
+	// fetch is in flight.
+	ErrNoFetchInFlight = errors.New("freshness: no revision fetch in flight")
+	// ErrProgressInFlight is returned by ProgressRequestSent while a progress
+	// request is in flight.
+	ErrProgressInFlight = errors.New("freshness: a progress request is already in flight")
+	// ErrDuplicateRead is returned by ReadArrived for an ID that is still
+	// unresolved.
+	ErrDuplicateRead = errors.New("freshness: read ID already in use")
+	// ErrInvalidRead is returned by ReadArrived for an unknown Kind or a
+	// negative MinRV.
+	ErrInvalidRead = errors.New("freshness: invalid read")
+)
+
+// ReadID names a read. It is chosen by the caller and must be unique among
+// unresolved reads; it may be reused once the read is resolved or cancelled.
+type ReadID uint64
+
+// FetchID names a revision fetch. IDs start at 1 and increase by one for every
+// FetchIssued. Zero means "no fetch".
+type FetchID uint64
+
+// Kind says what a read must wait for.
+type Kind uint8
+
+const (
+	// Consistent is a read that must reflect every write that completed
+	// before it arrived (LIST/GET/WATCH with resourceVersion="", and rv=0
+	// under FreshResourceVersionZero). It needs a revision R from a fetch
+	// issued after it arrived, then waits for the cache revision c >= R.
+	Consistent Kind = iota + 1
+	// NotOlderThan is a read with resourceVersion=N and the NotOlderThan
+	// match. Its target is known at arrival (MinRV = N); it waits for c >= N
+	// and never needs a fetch.
+	NotOlderThan
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Consistent:
+		return "Consistent"
+	case NotOlderThan:
+		return "NotOlderThan"
+	default:
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+}
+
+// Read describes a read as it arrives.
+type Read struct {
+	ID   ReadID
+	Kind Kind
+	// MinRV is the revision a NotOlderThan read needs. Ignored for
+	// Consistent reads. Zero means the read may be served at once.
+	MinRV int64
+	// Deadline is when the read times out, compared with the time passed to
+	// Tick. The zero Time means no deadline.
+	Deadline time.Time
+}
+
+// Stage is where an unresolved read is in the protocol.
+type Stage uint8
+
+const (
+	// StageFetch: a Consistent read that has no revision yet. Either it
+	// waits for the next fetch to be issued, or it is covered by the fetch
+	// in flight.
+	StageFetch Stage = iota + 1
+	// StageCache: the read knows its target revision and waits for c to
+	// reach it.
+	StageCache
+)
+
+func (s Stage) String() string {
+	switch s {
+	case StageFetch:
+		return "fetch"
+	case StageCache:
+		return "cache"
+	default:
+		return fmt.Sprintf("Stage(%d)", uint8(s))
+	}
+}
+
+// Release says that a read may be served from the cache now.
+type Release struct {
+	ID ReadID
+	// Target is the revision the read needed: R from Fetch for a
+	// Consistent read, MinRV for a NotOlderThan read.
+	Target int64
+	// RV is the cache revision c when the read was released. RV >= Target.
+	// A snapshot taken after the release has an RV >= this one, so the
+	// caller may serve the read from any snapshot taken from now on.
+	RV int64
+	// Fetch is the fetch whose answer gave Target, issued after the read
+	// arrived. Zero for NotOlderThan reads.
+	Fetch FetchID
+}
+
+// Failure says that a read must not be served from the cache because the
+// fetch that covered it failed. errors.Is(Err, ErrFetchFailed) holds.
+type Failure struct {
+	ID    ReadID
+	Fetch FetchID
+	Err   error
+}
+
+// Timeout says that a read reached its deadline before it could be released.
+type Timeout struct {
+	ID ReadID
+	// Stage is where the read was when it timed out: StageFetch if it had
+	// no revision yet, StageCache if the cache had not reached Target.
+	Stage Stage
+	// Target is the revision the read was waiting for (StageCache only).
+	Target int64
+}
+
+// Ready is the Machine's output: what the caller must do next. See the
+// package documentation for the caller's duties.
+type Ready struct {
+	// IssueFetch asks the caller to issue one revision fetch: call
+	// FetchIssued, then send the request. It stays set in later Readys
+	// until FetchIssued is called.
+	IssueFetch bool
+	// SendProgress asks the caller to send one progress request on the
+	// cache's watch stream: call ProgressRequestSent, then send it. It
+	// stays set in later Readys until ProgressRequestSent is called.
+	SendProgress bool
+
+	// Released, Failed and TimedOut are resolutions. Each read appears in
+	// exactly one of them, exactly once, and the Machine forgets it.
+	Released []Release
+	Failed   []Failure
+	TimedOut []Timeout
+}
+
+// Empty reports whether rd asks for nothing.
+func (rd Ready) Empty() bool {
+	return !rd.IssueFetch && !rd.SendProgress &&
+		len(rd.Released) == 0 && len(rd.Failed) == 0 && len(rd.TimedOut) == 0
+}
+
+// Status is a snapshot of the Machine's state, for metrics, debugging and
+// tests.
+type Status struct {
+	// Revision is the cache revision c.
+	Revision int64
+	// FetchInFlight and Fetch: whether a fetch is in flight, and the ID of
+	// the last fetch issued.
+	FetchInFlight bool
+	Fetch         FetchID
+	// ProgressInFlight: whether a progress request is in flight.
+	ProgressInFlight bool
+	// Unresolved reads by where they are: waiting for the next fetch,
+	// covered by the fetch in flight, waiting for c.
+	Pending, Covered, Waiting int
+}

@@ -1,0 +1,223 @@
+package cachetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/apis/example"
+	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
+	"k8s.io/apiserver/pkg/features"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	storagetesting "k8s.io/apiserver/pkg/storage/testing"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/metrics"
+)
+
+var (
+	// Scheme knows the example API group.
+	Scheme = runtime.NewScheme()
+	// Codecs is the codec factory of Scheme.
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// ProtoCodec encodes example/v1 as protobuf, as upstream's tests do.
+	ProtoCodec runtime.Codec
+)
+
+func init() {
+	metav1.AddToGroupVersion(Scheme, metav1.SchemeGroupVersion)
+	utilruntime.Must(example.AddToScheme(Scheme))
+	utilruntime.Must(examplev1.AddToScheme(Scheme))
+	pb := protobuf.NewSerializer(Scheme, Scheme)
+	ProtoCodec = Codecs.CodecForVersions(pb, pb, schema.GroupVersions{examplev1.SchemeGroupVersion}, nil)
+}
+
+// NewPod and NewPodList are the resource's constructors.
+func NewPod() runtime.Object     { return &example.Pod{} }
+func NewPodList() runtime.Object { return &example.PodList{} }
+
+// PodAttrs returns the labels and selectable fields of an example pod.
+func PodAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	pod, ok := obj.(*example.Pod)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a pod: %T", obj)
+	}
+	return labels.Set(pod.Labels), fields.Set{
+		"spec.nodeName":      pod.Spec.NodeName,
+		"spec.restartPolicy": string(pod.Spec.RestartPolicy),
+		"status.phase":       string(pod.Status.Phase),
+		"metadata.name":      pod.Name,
+		"metadata.namespace": pod.Namespace,
+	}, nil
+}
+
+// PodKey is the storage key of an example pod.
+func PodKey(p *example.Pod) string { return fmt.Sprintf("/pods/%s/%s", p.Namespace, p.Name) }
+
+// Setup configures Start.
+type Setup struct {
+	Prefix       string
+	KeyFunc      func(runtime.Object) (string, error)
+	IndexerFuncs storage.IndexerFuncs
+	Indexers     cache.Indexers
+	Codec        runtime.Codec
+	Transformer  value.Transformer
+	Options      watchcache.Options
+}
+
+// Option changes a Setup.
+type Option func(*Setup)
+
+// ClusterScoped keys pods without namespace.
+func ClusterScoped(s *Setup) {
+	s.KeyFunc = func(obj runtime.Object) (string, error) { return storage.NoNamespaceKeyFunc(s.Prefix, obj) }
+}
+
+// NodeNameAndNamespaceIndex mirrors the pod registry: a spec.nodeName
+// trigger and indexes on spec.nodeName and metadata.namespace.
+func NodeNameAndNamespaceIndex(s *Setup) {
+	s.IndexerFuncs = storage.IndexerFuncs{
+		"spec.nodeName": func(obj runtime.Object) string {
+			if p, ok := obj.(*example.Pod); ok {
+				return p.Spec.NodeName
+			}
+			return ""
+		},
+	}
+	s.Indexers = cache.Indexers{
+		"f:spec.nodeName": func(obj interface{}) ([]string, error) {
+			return []string{obj.(*example.Pod).Spec.NodeName}, nil
+		},
+		"f:metadata.namespace": func(obj interface{}) ([]string, error) {
+			return []string{obj.(*example.Pod).Namespace}, nil
+		},
+	}
+}
+
+// WithCodec and WithTransformer replace the store's codec and transformer.
+func WithCodec(c runtime.Codec) Option { return func(s *Setup) { s.Codec = c } }
+func WithTransformer(tr value.Transformer) Option {
+	return func(s *Setup) { s.Transformer = tr }
+}
+
+// WithOptions sets the cache's Options.
+func WithOptions(o watchcache.Options) Option { return func(s *Setup) { s.Options = o } }
+
+// Env is a running etcd, etcd3 store and cache.
+type Env struct {
+	Server   *etcd3testing.EtcdTestServer
+	Client   *clientv3.Client
+	Recorder *storagetesting.KubernetesRecorder
+	// Etcd is the etcd3 store under the cache.
+	Etcd  storage.Interface
+	Cache *watchcache.Cache
+}
+
+// Start runs etcd, the store and a ready cache. Cleanup stops them.
+func Start(t testing.TB, opts ...Option) *Env {
+	t.Helper()
+	s := Setup{
+		Prefix:      "/pods/",
+		Codec:       ProtoCodec,
+		Transformer: identity.NewEncryptCheckTransformer(),
+	}
+	s.KeyFunc = func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc(s.Prefix, obj) }
+	for _, o := range opts {
+		o(&s)
+	}
+	if s.Options.Metrics == nil {
+		s.Options.Metrics = func(schema.GroupResource) metrics.Recorder { return metrics.Discard{} }
+	}
+	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	versioner := storage.APIObjectVersioner{}
+	compactor := etcd3.NewCompactor(server.V3Client.Client, 0, clock.RealClock{}, nil)
+	t.Cleanup(compactor.Stop)
+	etcdStore, err := etcd3.New(server.V3Client, compactor, s.Codec, NewPod, NewPodList,
+		etcd3testing.PathPrefix(), s.Prefix, schema.GroupResource{Resource: "pods"}, s.Transformer,
+		etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(s.Codec, versioner), versioner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(etcdStore.Close)
+	var indexers *cache.Indexers
+	if s.Indexers != nil {
+		indexers = &s.Indexers
+	}
+	c, err := watchcache.New(s.Options, watchcache.Config{
+		Storage:        etcdStore,
+		Versioner:      versioner,
+		GroupResource:  schema.GroupResource{Resource: "pods"},
+		ResourcePrefix: s.Prefix,
+		KeyFunc:        s.KeyFunc,
+		NewFunc:        NewPod,
+		NewListFunc:    NewPodList,
+		GetAttrsFunc:   PodAttrs,
+		IndexerFuncs:   s.IndexerFuncs,
+		Indexers:       indexers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Wait(ctx); err != nil {
+		t.Fatalf("cache not ready: %v", err)
+	}
+	rec, _ := server.V3Client.Kubernetes.(*storagetesting.KubernetesRecorder)
+	return &Env{Server: server, Client: server.V3Client.Client, Recorder: rec, Etcd: etcdStore, Cache: c}
+}
+
+// Compact compacts etcd at rv and waits until the store observes it.
+func (e *Env) Compact(ctx context.Context, t *testing.T, rv string) {
+	t.Helper()
+	rev, err := storage.APIObjectVersioner{}.ParseResourceVersion(rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur int64
+	cur, _, _, err = etcd3.Compact(ctx, e.Client, cur, int64(rev))
+	if err != nil {
+		if _, _, _, err = etcd3.Compact(ctx, e.Client, cur, int64(rev)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !utilfeature.DefaultFeatureGate.Enabled(features.ListFromCacheSnapshot) {
+		// Without the gate the etcd3 store observes no external compaction.
+		return
+	}
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return e.Etcd.CompactRevision() >= int64(rev), nil
+	})
+	if err != nil {
+		t.Fatalf("compaction at %d not observed (store at %d): %v", rev, e.Etcd.CompactRevision(), err)
+	}
+}
+
+// IncreaseRV writes a key outside the resource, advancing etcd's revision.
+func (e *Env) IncreaseRV(ctx context.Context, t *testing.T) int64 {
+	resp, err := e.Client.Put(ctx, "increaseRV", "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}

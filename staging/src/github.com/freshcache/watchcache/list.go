@@ -1,0 +1,249 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/conversion"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/store"
+)
+
+// listPlan is how GetList will answer.
+type listPlan int
+
+const (
+	planDelegate listPlan = iota // ask etcd
+	planLatest                   // newest snapshot (rv=0)
+	planNotOlder                 // newest snapshot once RV >= rv
+	planExact                    // the snapshot at exactly rv
+)
+
+// planList decides how to serve a LIST. It mirrors upstream's delegator
+// decisions, except that consistent reads (rv="" and continue tokens of
+// consistent lists) go to etcd until the freshness protocol lands.
+func planList(opts storage.ListOptions, rv uint64, continueRV int64) listPlan {
+	if opts.Recursive && opts.Predicate.Continue != "" {
+		if continueRV > 0 {
+			return planExact
+		}
+		return planDelegate
+	}
+	switch opts.ResourceVersionMatch {
+	case metav1.ResourceVersionMatchExact:
+		return planExact
+	case metav1.ResourceVersionMatchNotOlderThan:
+		if opts.ResourceVersion == "0" {
+			return planLatest
+		}
+		return planNotOlder
+	}
+	switch {
+	case opts.ResourceVersion == "":
+		return planDelegate
+	case opts.ResourceVersion == "0" || rv == 0:
+		return planLatest
+	case opts.Predicate.Limit > 0 && opts.Recursive:
+		// Legacy semantics: a limit with an RV lists at exactly that RV.
+		return planExact
+	default:
+		return planNotOlder
+	}
+}
+
+// listRequest is a validated LIST.
+type listRequest struct {
+	// key is the prepared key (a prefix ending in "/" when recursive).
+	key string
+	// continueKey is where a continued list resumes, or "".
+	continueKey string
+	plan        listPlan
+	// rv is the revision for planNotOlder and planExact.
+	rv uint64
+}
+
+// parseListRequest validates a LIST as upstream does and decides how to
+// serve it. Client mistakes come back as BadRequest; it never panics.
+func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions) (listRequest, error) {
+	preparedKey, err := storage.PrepareKey(prefix, key, opts.Recursive)
+	if err != nil {
+		return listRequest{}, err
+	}
+	if opts.Predicate.Limit < 0 {
+		return listRequest{}, apierrors.NewBadRequest(fmt.Sprintf("invalid limit: %d", opts.Predicate.Limit))
+	}
+	withRev, continueKey, err := storage.ValidateListOptions(preparedKey, v, opts)
+	if err != nil {
+		if !apierrors.IsBadRequest(err) {
+			err = apierrors.NewBadRequest(err.Error())
+		}
+		return listRequest{}, err
+	}
+	rv, err := v.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return listRequest{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
+	}
+	r := listRequest{key: preparedKey, continueKey: continueKey, plan: planList(opts, rv, withRev), rv: rv}
+	if r.plan == planExact && withRev > 0 {
+		r.rv = uint64(withRev)
+	}
+	return r, nil
+}
+
+// GetList implements storage.Interface.
+func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	req, err := parseListRequest(c.prefix, key, c.cfg.Versioner, opts)
+	if err != nil {
+		return err
+	}
+	if req.plan == planDelegate {
+		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+	}
+	if !c.Ready() {
+		// KEP-4568: delegate what etcd can answer cheaply, 429 the rest.
+		if shouldDelegateWhileNotReady(opts) {
+			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+		}
+		return apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
+	}
+
+	var snap *store.Snapshot
+	switch req.plan {
+	case planLatest:
+		snap = c.snapshot()
+	case planNotOlder:
+		if err := c.waitFresh(ctx, req.rv); err != nil {
+			return err
+		}
+		snap = c.snapshot()
+	case planExact:
+		if compacted := c.cfg.Storage.CompactRevision(); compacted > 0 && req.rv < uint64(compacted) {
+			// etcd has forgotten this revision; answer as etcd does.
+			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+		}
+		if err := c.waitFresh(ctx, req.rv); err != nil {
+			return err
+		}
+		snap, err = c.history.SnapshotAt(req.rv, c.RV())
+		if errors.Is(err, history.ErrExpired) {
+			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return c.listFromSnapshot(ctx, snap, req.key, req.continueKey, opts, listObj)
+}
+
+func shouldDelegateWhileNotReady(opts storage.ListOptions) bool {
+	p := opts.Predicate
+	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
+}
+
+// listFromSnapshot fills listObj from snap. It copies every returned object,
+// so the caller owns the result.
+func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, preparedKey, continueKey string, opts storage.ListOptions, listObj runtime.Object) error {
+	listPtr, err := meta.GetItemsPtr(listObj)
+	if err != nil {
+		return err
+	}
+	listVal, err := conversion.EnforcePtr(listPtr)
+	if err != nil {
+		return err
+	}
+	if listVal.Kind() != reflect.Slice {
+		return fmt.Errorf("watchcache: need a pointer to slice, got %v", listVal.Kind())
+	}
+	pred := opts.Predicate
+	limit := pred.Limit
+	if !opts.Recursive {
+		limit = 0
+	}
+
+	var (
+		selected []*store.Object
+		hasMore  bool
+		scanned  int64
+	)
+	visit := func(o *store.Object) bool {
+		if limit > 0 && int64(len(selected)) >= limit {
+			hasMore = true
+			return false
+		}
+		scanned++
+		if c.selects(&pred, o) {
+			selected = append(selected, o)
+		}
+		return true
+	}
+	if !opts.Recursive {
+		if o, ok := snap.Get(preparedKey); ok {
+			visit(o)
+		}
+	} else {
+		from, to := preparedKey, store.PrefixEnd(preparedKey)
+		if continueKey != "" {
+			from = continueKey
+		}
+		if !c.rangeByIndex(ctx, snap, &pred, from, to, visit) {
+			snap.Range(from, to, visit)
+		}
+	}
+
+	listVal.Set(reflect.MakeSlice(listVal.Type(), len(selected), len(selected)))
+	for i, o := range selected {
+		listVal.Index(i).Set(reflect.ValueOf(o.Obj.DeepCopyObject()).Elem())
+	}
+	var cont string
+	var remaining *int64
+	if hasMore {
+		last := selected[len(selected)-1].Key
+		from := preparedKey
+		if continueKey != "" {
+			from = continueKey
+		}
+		// Every object in range counts when there is no selector, which is
+		// the only case where remainingItemCount is reported.
+		total := int64(0)
+		if pred.Empty() {
+			total = int64(snap.CountRange(from, store.PrefixEnd(preparedKey)))
+		}
+		cont, remaining, err = storage.PrepareContinueToken(last, preparedKey, int64(snap.RV()), total, true, opts)
+		if err != nil {
+			return err
+		}
+	}
+	return c.cfg.Versioner.UpdateList(listObj, snap.RV(), cont, remaining)
+}
+
+// selects reports whether o passes the predicate's label, field and shard
+// selectors (the key range is the caller's business).
+func (c *Cache) selects(pred *storage.SelectionPredicate, o *store.Object) bool {
+	if !pred.MatchesObjectAttributes(o.Labels, o.Fields) {
+		return false
+	}
+	if pred.ShardSelector != nil && !pred.ShardSelector.Empty() {
+		ok, err := pred.MatchesSharding(o.Obj)
+		return err == nil && ok
+	}
+	return true
+}
+
+// rangeByIndex iterates through a secondary index when the selector pins
+// one. It reports false when no index applies.
+func (c *Cache) rangeByIndex(ctx context.Context, snap *store.Snapshot, pred *storage.SelectionPredicate, from, to string, visit func(*store.Object) bool) bool {
+	for _, m := range pred.MatcherIndex(ctx) {
+		if snap.HasIndex(m.IndexName) {
+			return snap.RangeIndex(m.IndexName, m.Value, from, to, visit)
+		}
+	}
+	return false
+}

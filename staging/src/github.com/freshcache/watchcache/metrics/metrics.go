@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	compbasemetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+const (
+	namespace = "apiserver"
+	subsystem = "freshcache"
+)
+
+var labels = []string{"group", "resource"}
+
+var (
+	resourceVersion = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "resource_version",
+		Help:           "Cache revision: every event up to it has been applied.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+	eventsReceived = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "events_received_total",
+		Help:           "Watch events received from etcd by the cache.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+	watchers = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "watchers",
+		Help:           "Watchers currently served by the cache.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+	terminatedWatchers = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "terminated_watchers_total",
+		Help:           "Watchers the cache closed because they did not keep up (reason=slow) or because it relisted (reason=relist).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, append(append([]string(nil), labels...), "reason"))
+	relists = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "relists_total",
+		Help:           "Full lists from etcd done by the cache (the first one included).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+
+	registerOnce sync.Once
+)
+
+// Register adds the metrics to the legacy registry. It is idempotent.
+func Register() {
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists)
+	})
+}
+
+// Termination reasons for WatcherTerminated.
+const (
+	ReasonSlow   = "slow"
+	ReasonRelist = "relist"
+)
+
+// Recorder receives the cache's measurements for one resource. Every method
+// must be cheap and safe for concurrent use.
+type Recorder interface {
+	// ResourceVersion is the new cache revision.
+	ResourceVersion(rv uint64)
+	// EventsReceived counts events received from etcd.
+	EventsReceived(n int)
+	// WatchersDelta adds delta (positive or negative) to the watcher gauge.
+	WatchersDelta(delta int)
+	// WatcherTerminated counts one watcher closed by the cache.
+	WatcherTerminated(reason string)
+	// Relisted counts one full list from etcd.
+	Relisted()
+}
+
+// For returns the component-base Recorder for gr, registering the metrics on
+// first use.
+func For(gr schema.GroupResource) Recorder {
+	Register()
+	return &legacy{group: gr.Group, resource: gr.Resource,
+		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
+		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
+		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
+		relists:  relists.WithLabelValues(gr.Group, gr.Resource),
+	}
+}
+
+type legacy struct {
+	group, resource string
+	rv              compbasemetrics.GaugeMetric
+	events          compbasemetrics.CounterMetric
+	watchers        compbasemetrics.GaugeMetric
+	relists         compbasemetrics.CounterMetric
+}
+
+func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
+func (l *legacy) EventsReceived(n int)      { l.events.Add(float64(n)) }
+func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
+func (l *legacy) Relisted()                 { l.relists.Inc() }
+func (l *legacy) WatcherTerminated(r string) {
+	terminatedWatchers.WithLabelValues(l.group, l.resource, r).Inc()
+}
+
+// Discard is a Recorder that records nothing.
+type Discard struct{}
+
+func (Discard) ResourceVersion(uint64)   {}
+func (Discard) EventsReceived(int)       {}
+func (Discard) WatchersDelta(int)        {}
+func (Discard) WatcherTerminated(string) {}
+func (Discard) Relisted()                {}

@@ -1,0 +1,164 @@
+package watchcache
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
+
+	"github.com/freshcache/watchcache/features"
+	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/metrics"
+)
+
+// TimeoutAction says what a consistent read does when the cache is not
+// fresh enough within ConsistentReadTimeout.
+type TimeoutAction string
+
+const (
+	// TimeoutFallback serves the read from etcd (the default).
+	TimeoutFallback TimeoutAction = "fallback"
+	// TimeoutReject answers 429 Too Many Requests with Retry-After.
+	TimeoutReject TimeoutAction = "reject"
+)
+
+// Defaults of Options.
+const (
+	DefaultEventsHistoryWindow   = history.DefaultWindow
+	DefaultHistoryCapacity       = history.DefaultCapacity
+	DefaultConsistentReadTimeout = 3 * time.Second
+)
+
+// ErrInvalidOptions wraps every Options validation failure.
+var ErrInvalidOptions = errors.New("watchcache: invalid options")
+
+// Options configures the cache. The zero value means the production
+// defaults; every field documents its own default.
+type Options struct {
+	// EventsHistoryWindow is how long events are kept for watch resumption,
+	// Exact reads and continue tokens. Zero: the resource's
+	// storagebackend EventsHistoryWindow if set, else 75s. Must not be
+	// negative.
+	EventsHistoryWindow time.Duration
+
+	// HistoryCapacity bounds the number of events kept whatever their age.
+	// Zero: DefaultHistoryCapacity. Must not be negative.
+	HistoryCapacity int
+
+	// ConsistentReadsFromCache overrides the feature gate of the same name.
+	// Nil: read the gate once, when NewStorageDecorator is called.
+	ConsistentReadsFromCache *bool
+
+	// FreshResourceVersionZero overrides the feature gate of the same name.
+	// Nil: read the gate once, when NewStorageDecorator is called.
+	FreshResourceVersionZero *bool
+
+	// ConsistentReadTimeout bounds how long a read waits for the cache to
+	// reach a revision (rv=N NotOlderThan now; consistent reads once the
+	// freshness protocol lands). Zero: 3s. Must not be negative.
+	ConsistentReadTimeout time.Duration
+
+	// TimeoutAction is what a consistent read does after
+	// ConsistentReadTimeout. Empty: TimeoutFallback. Used by the freshness
+	// protocol; validated now so that configurations stay stable.
+	TimeoutAction TimeoutAction
+
+	// WatcherQueueCapacity is how many events a watcher may fall behind
+	// before it is terminated as slow. Zero: 1024.
+	WatcherQueueCapacity int
+
+	// WatcherResultBuffer is the capacity of each watcher's result channel.
+	// Zero: 100.
+	WatcherResultBuffer int
+
+	// BookmarkFrequency is how often watchers that allow bookmarks get one
+	// (and always ~2s before their deadline). Zero: 1 minute.
+	BookmarkFrequency time.Duration
+
+	// ListPageSize is the page size of the cache's lists from etcd.
+	// Zero: 10000.
+	ListPageSize int64
+
+	// Clock drives timeouts, bookmarks and history ages. Nil: real clock.
+	Clock clock.WithTicker
+
+	// Metrics returns the recorder of one resource. Nil: the component-base
+	// metrics of package metrics (apiserver_freshcache_*).
+	Metrics func(schema.GroupResource) metrics.Recorder
+}
+
+// resolved is Options after defaults and gates were applied.
+type resolved struct {
+	Options
+	consistentReads bool
+	freshRVZero     bool
+}
+
+func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
+	var errs []error
+	if o.EventsHistoryWindow < 0 {
+		errs = append(errs, fmt.Errorf("EventsHistoryWindow %v is negative", o.EventsHistoryWindow))
+	}
+	if o.HistoryCapacity < 0 {
+		errs = append(errs, fmt.Errorf("HistoryCapacity %d is negative", o.HistoryCapacity))
+	}
+	if o.ConsistentReadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ConsistentReadTimeout %v is negative", o.ConsistentReadTimeout))
+	}
+	if o.WatcherQueueCapacity < 0 || o.WatcherResultBuffer < 0 || o.ListPageSize < 0 || o.BookmarkFrequency < 0 {
+		errs = append(errs, errors.New("WatcherQueueCapacity, WatcherResultBuffer, ListPageSize and BookmarkFrequency must not be negative"))
+	}
+	switch o.TimeoutAction {
+	case "", TimeoutFallback, TimeoutReject:
+	default:
+		errs = append(errs, fmt.Errorf("TimeoutAction %q is neither %q nor %q", o.TimeoutAction, TimeoutFallback, TimeoutReject))
+	}
+	if len(errs) > 0 {
+		return resolved{}, fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(errs...))
+	}
+	if o.EventsHistoryWindow == 0 {
+		o.EventsHistoryWindow = storageWindow
+		if o.EventsHistoryWindow <= 0 {
+			o.EventsHistoryWindow = DefaultEventsHistoryWindow
+		}
+	}
+	if o.HistoryCapacity == 0 {
+		o.HistoryCapacity = DefaultHistoryCapacity
+	}
+	if o.ConsistentReadTimeout == 0 {
+		o.ConsistentReadTimeout = DefaultConsistentReadTimeout
+	}
+	if o.TimeoutAction == "" {
+		o.TimeoutAction = TimeoutFallback
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.For
+	}
+	r := resolved{Options: o}
+	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
+	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
+	return r, nil
+}
+
+func gate(override *bool, g featuregate.Feature) bool {
+	if override != nil {
+		return *override
+	}
+	return features.Enabled(g)
+}
+
+// withGatesResolved pins both gate overrides to their current values, so
+// that later changes of the global gate do not affect caches built from o.
+func (o Options) withGatesResolved() Options {
+	cr := gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
+	fz := gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
+	o.ConsistentReadsFromCache = &cr
+	o.FreshResourceVersionZero = &fz
+	return o
+}

@@ -1,0 +1,79 @@
+// Package oracle fetches fresh etcd revisions for consistent reads, coalesced
+// across every cache that shares an etcd client.
+//
+// # What it guarantees
+//
+// Oracle.Revision returns a revision R from a fetch that was issued after
+// the call began. The fetch is a linearizable range over one key with
+// count only (no data comes back), so etcd confirms through the leader
+// (ReadIndex) that the answering member has applied every committed write.
+// Hence every write that completed before Revision was called has a
+// revision <= R. A cache whose revision c reaches R can serve the read.
+//
+// At most one fetch is in flight per Oracle. A call that arrives while a
+// fetch is in flight waits for the next one: the one in flight may have
+// been issued before the call and may miss a write that completed just
+// before it. Every call waiting when a fetch is issued shares its answer.
+// Under load etcd sees about one request per round trip, not one per read.
+//
+// A failed fetch fails every call it covered with an error wrapping
+// ErrFetchFailed (and the cause); the caller delegates the read to etcd or
+// rejects it, and never serves it from the cache. A call whose ctx ends
+// returns at once with an error wrapping ctx.Err(). Waiting is a select on
+// the round's channel and ctx.Done(): no goroutine per caller, no sleeping.
+// If every caller of the fetch in flight gives up, the fetch is aborted.
+//
+// # Why linearizable
+//
+// A serializable range is answered by the member from its own state. A
+// member cut off from the majority keeps answering with its last revision,
+// and the cache watching that member is exactly as stale, so it looks fresh
+// against that revision and serves stale data: kubernetes#59848. The
+// linearizable range fails or times out on such a member instead.
+// TestPartitionedMember shows both side by side on a 3-member embedded
+// cluster whose peer traffic runs through proxies the test controls.
+// Options.UnsafeSerializable exists only for that contrast.
+//
+// # Who calls it
+//
+// The watchcache package, from the driver of each resource's
+// freshness.Machine: when a Ready asks for a fetch, the driver calls
+// Machine.FetchIssued and then Revision, and reports the outcome with
+// FetchAnswered or FetchFailed. Because FetchIssued precedes the call and the
+// Oracle only answers with fetches issued after the call, the Machine's
+// "issued after arrival" rule holds end to end.
+//
+// Sharing: the revision is cluster-wide, so all resources should use one
+// Oracle per etcd cluster. k8s.io/apiserver dials one client per resource,
+// so Registry.Acquire keys Oracles by a string (EndpointsKey) and owns the
+// client it dials; Registry.ForClient shares by client pointer. Shared is a
+// process-wide Registry.
+//
+// # Why not reuse freshness.Machine
+//
+// The Machine's coalescing is one part of a bigger protocol: it also tracks
+// the cache revision, waiters, progress requests and deadlines, and its
+// caller must serialize every call. The Oracle needs only "one fetch in
+// flight, the callers that arrived meanwhile form the next round", shared by
+// many caches, each with its own Machine. That is one mutex, two round
+// pointers and a channel per round (oracle.go), small enough to check by
+// eye, and the randomized tests of both packages cover the same rule from
+// each side. Driving a Machine here would add a Ready loop and per-read IDs
+// for nothing.
+//
+// # Concurrency
+//
+// Oracle.mu guards the two rounds (inFlight, next) and each round's waiters.
+// A round's rev and err are written before its done channel is closed and
+// read only after. One goroutine runs per fetch, never per caller; Close
+// waits for it. Registry.mu guards the entries and is taken before
+// Oracle.mu (Acquire/release may create or close an Oracle), never after.
+//
+// # Metrics
+//
+// Options.Recorder receives one FetchDone per fetch with the number of
+// calls it answered. metrics.OracleRecorder turns that into
+// apiserver_freshcache_revision_fetches_total and
+// apiserver_freshcache_reads_per_revision_fetch. These carry no group and
+// resource labels: a fetch serves every resource at once.
+package oracle

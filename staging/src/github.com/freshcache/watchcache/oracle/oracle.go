@@ -1,0 +1,285 @@
+package oracle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var (
+	// ErrFetchFailed wraps the cause of a failed revision fetch. Every
+	// Revision call that the fetch covered returns it. The read must not be
+	// served from the cache: delegate it to etcd or reject it (429).
+	ErrFetchFailed = errors.New("oracle: revision fetch failed")
+	// ErrClosed is returned by Revision once the Oracle is closed.
+	ErrClosed = errors.New("oracle: closed")
+)
+
+// DefaultKey is the key the revision fetch ranges over when Options.Key is
+// empty. It need not exist: a count-only range over a missing key is as
+// linearizable as any other, and returns no data.
+const DefaultKey = "/registry/freshcache/revision"
+
+// DefaultFetchTimeout bounds one revision fetch when Options.FetchTimeout is
+// zero. A fetch that takes longer fails, and so do the reads it covered.
+const DefaultFetchTimeout = 5 * time.Second
+
+// Recorder receives the Oracle's measurements. Methods must be cheap and safe
+// for concurrent use. metrics.OracleRecorder implements it on the
+// component-base legacy registry.
+type Recorder interface {
+	// FetchDone is called once for every fetch sent to etcd, when it ends.
+	// reads is the number of Revision calls it answered (with a revision or
+	// an error); zero if every caller gave up first. err is nil on success.
+	FetchDone(reads int, err error)
+}
+
+type noopRecorder struct{}
+
+func (noopRecorder) FetchDone(int, error) {}
+
+// Options configures an Oracle. The zero value means the production
+// defaults.
+type Options struct {
+	// Key is the single key the fetch ranges over. Default DefaultKey. With
+	// etcd auth, the client must be allowed to read it.
+	Key string
+	// FetchTimeout bounds each fetch. Default DefaultFetchTimeout.
+	FetchTimeout time.Duration
+	// Recorder receives measurements. Default: none.
+	Recorder Recorder
+
+	// UnsafeSerializable makes the fetch a serializable read: the member
+	// answers from its own state, without asking the leader. Its revision
+	// can be stale if the member is cut off from the majority, and then
+	// "fresh" reads are stale. It exists only so that tests can show that
+	// failure side by side with the linearizable fetch. Never set it in
+	// production.
+	UnsafeSerializable bool
+}
+
+// Stats counts what an Oracle did since it was created.
+type Stats struct {
+	// Fetches is the number of fetches sent to etcd; FailedFetches of those
+	// failed (abandoned ones included).
+	Fetches, FailedFetches uint64
+	// Reads is the number of Revision calls answered by a fetch, with a
+	// revision or an error.
+	Reads uint64
+}
+
+// Oracle hands out etcd revisions R such that every write that completed
+// before the Revision call has a revision <= R. One Oracle serves every
+// resource that uses the same etcd client. It is safe for concurrent use.
+type Oracle struct {
+	kv   clientv3.KV
+	key  string
+	ops  []clientv3.OpOption
+	opts Options
+
+	// ctx is cancelled by Close; every fetch's context derives from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // running fetch goroutines
+
+	fetches, failed, reads atomic.Uint64
+
+	// testJoined, if set, is called under mu each time a caller joins a
+	// round that is not yet in flight (inFlight reports whether another
+	// fetch is running). Tests use it to wait for callers without sleeping.
+	testJoined func(inFlight bool)
+
+	mu struct {
+		sync.Mutex
+		// inFlight is the round whose fetch is running, or nil.
+		inFlight *round
+		// next collects the callers that arrived while inFlight ran. It is
+		// started when inFlight ends, so its fetch is issued after every
+		// one of them arrived.
+		next   *round
+		closed bool
+	}
+}
+
+// round is one fetch and the callers that share its answer. rev and err are
+// written before done is closed and read only after.
+type round struct {
+	done chan struct{}
+	rev  int64
+	err  error
+
+	// Guarded by Oracle.mu.
+	waiters int                // callers still waiting
+	cancel  context.CancelFunc // aborts the fetch; set when started
+}
+
+// New returns an Oracle that fetches revisions through client. It does not
+// own client: Close leaves it open.
+func New(client *clientv3.Client, opts Options) (*Oracle, error) {
+	if client == nil {
+		return nil, errors.New("oracle: nil etcd client")
+	}
+	if opts.FetchTimeout < 0 {
+		return nil, fmt.Errorf("oracle: negative FetchTimeout %v", opts.FetchTimeout)
+	}
+	if opts.Key == "" {
+		opts.Key = DefaultKey
+	}
+	if opts.FetchTimeout == 0 {
+		opts.FetchTimeout = DefaultFetchTimeout
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = noopRecorder{}
+	}
+	// Count only: etcd answers with a header and a count, no keys or
+	// values. Linearizable unless UnsafeSerializable: etcd confirms with
+	// the leader (ReadIndex) that the member has applied every committed
+	// write before it answers.
+	ops := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if opts.UnsafeSerializable {
+		ops = append(ops, clientv3.WithSerializable())
+	}
+	o := &Oracle{kv: client.KV, key: opts.Key, ops: ops, opts: opts}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o, nil
+}
+
+// Revision returns a revision R from a fetch issued after the call began. So
+// every write that completed before Revision was called has a revision <= R.
+//
+// If a fetch is in flight, the call waits for it to end and then for the next
+// one, which it shares with every caller that arrived meanwhile. It returns
+// when the fetch answers, or when ctx is done (wrapping ctx.Err()), or with
+// an error wrapping ErrFetchFailed if the fetch fails. It never returns a
+// revision from a fetch issued before it was called.
+func (o *Oracle) Revision(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("oracle: waiting for a revision: %w", err)
+	}
+	o.mu.Lock()
+	if o.mu.closed {
+		o.mu.Unlock()
+		return 0, ErrClosed
+	}
+	r := o.mu.next
+	if r == nil {
+		r = &round{done: make(chan struct{})}
+		o.mu.next = r
+	}
+	r.waiters++
+	if o.testJoined != nil {
+		o.testJoined(o.mu.inFlight != nil)
+	}
+	if o.mu.inFlight == nil {
+		o.startLocked()
+	}
+	o.mu.Unlock()
+
+	select {
+	case <-r.done:
+		return r.rev, r.err
+	case <-ctx.Done():
+		if o.leave(r) {
+			return r.rev, r.err // answered as ctx ended; the fetch counted this read
+		}
+		return 0, fmt.Errorf("oracle: waiting for a revision: %w", ctx.Err())
+	}
+}
+
+// startLocked sends the fetch for o.mu.next. Every caller in it joined under
+// o.mu before this point, so the request goes out after all of them arrived.
+func (o *Oracle) startLocked() {
+	r := o.mu.next
+	o.mu.next = nil
+	o.mu.inFlight = r
+	ctx, cancel := context.WithTimeout(o.ctx, o.opts.FetchTimeout)
+	r.cancel = cancel
+	o.wg.Add(1)
+	go o.fetch(ctx, r)
+}
+
+func (o *Oracle) fetch(ctx context.Context, r *round) {
+	defer o.wg.Done()
+	resp, err := o.kv.Get(ctx, o.key, o.ops...)
+	r.cancel()
+	if err == nil && resp.Header == nil {
+		err = errors.New("response without header")
+	}
+
+	o.mu.Lock()
+	switch {
+	case err != nil && o.mu.closed:
+		r.err = fmt.Errorf("%w: %w", ErrClosed, err)
+	case err != nil:
+		r.err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
+	default:
+		r.rev = resp.Header.Revision
+	}
+	reads := r.waiters
+	close(r.done)
+	o.mu.inFlight = nil
+	if o.mu.next != nil && !o.mu.closed {
+		o.startLocked()
+	}
+	o.mu.Unlock()
+
+	o.fetches.Add(1)
+	if err != nil {
+		o.failed.Add(1)
+	}
+	o.reads.Add(uint64(reads))
+	o.opts.Recorder.FetchDone(reads, err)
+}
+
+// leave is called by a caller that gave up on r. A round nobody waits for is
+// dropped before it starts, or aborted if it is in flight: no later caller
+// may use its answer anyway. It reports whether r was answered meanwhile.
+func (o *Oracle) leave(r *round) (answered bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	select {
+	case <-r.done:
+		return true
+	default:
+	}
+	r.waiters--
+	if r.waiters > 0 {
+		return false
+	}
+	switch r {
+	case o.mu.next:
+		o.mu.next = nil
+	case o.mu.inFlight:
+		r.cancel()
+	}
+	return false
+}
+
+// Stats returns the Oracle's counters.
+func (o *Oracle) Stats() Stats {
+	return Stats{Fetches: o.fetches.Load(), FailedFetches: o.failed.Load(), Reads: o.reads.Load()}
+}
+
+// Close aborts the fetch in flight, fails every waiting caller with an error
+// wrapping ErrClosed, makes later calls return ErrClosed, and waits for the
+// fetch goroutine to end. It does not close the etcd client. It is
+// idempotent.
+func (o *Oracle) Close() {
+	o.mu.Lock()
+	if !o.mu.closed {
+		o.mu.closed = true
+		if r := o.mu.next; r != nil {
+			o.mu.next = nil
+			r.err = ErrClosed
+			close(r.done)
+		}
+	}
+	o.mu.Unlock()
+	o.cancel()
+	o.wg.Wait()
+}

@@ -1,0 +1,35 @@
+// Package reflector feeds the cache from etcd: a paged list, then a watch
+// from the list's revision, with progress notifications. Its goroutine is the
+// only writer of the cache's state: it calls the Sink, and nothing else does.
+//
+// # How it talks to etcd
+//
+// It uses the underlying storage.Interface (upstream's etcd3 store) rather
+// than a raw clientv3 client. That store already owns decoding, the value
+// transformer (encryption at rest) and the key layout, which the cache must
+// match exactly, and its Watch turns etcd progress notifications into
+// Bookmark events when ListOptions.ProgressNotify is set. The reflector
+// attaches gRPC outgoing metadata (Config.Metadata, by default
+// source=freshcache) to the watch context. clientv3 multiplexes watches with
+// identical metadata onto one gRPC Watch stream, so
+//
+//   - every freshcache watch of one etcd client shares one stream, which
+//     client watches that bypass the cache cannot starve; and
+//   - RequestProgress, sent with the same metadata, reaches exactly that
+//     stream. etcd answers a progress request only once every watch on the
+//     stream is synced, so one request covers every cached resource.
+//
+// The etcd3 store adds clientv3.WithRequireLeader to that context, so a
+// member that loses the leader ends the watch instead of silently serving a
+// stale stream.
+//
+// # Guarantees
+//
+//   - Never back in time: a relist whose revision is below what the cache
+//     already holds is discarded and retried; events and progress
+//     notifications at or below the current revision are ignored.
+//   - After a watch error, a compaction (410) or a failed apply, it relists.
+//     A watch that just ends is resumed from the current revision.
+//   - Run returns when stop is closed, after the in-flight call to etcd
+//     returns (its context is cancelled).
+package reflector

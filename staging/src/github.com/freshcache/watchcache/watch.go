@@ -1,0 +1,123 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache/fanout"
+	"github.com/freshcache/watchcache/history"
+)
+
+// Watch implements storage.Interface.
+//
+// Resource-version semantics, as upstream's cacher:
+//   - sendInitialEvents=true: the state at a revision >= the requested one
+//     (rv="": etcd's current revision) as ADDED events, then, with
+//     AllowWatchBookmarks, the initial-events-end bookmark, then changes.
+//   - rv="" or "0" without sendInitialEvents: the current state as ADDED
+//     events, then changes (legacy behaviour).
+//   - rv="" or "0" with sendInitialEvents=false: changes from now on.
+//   - rv=N: every change after N (410 Expired if N left the window).
+func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	preparedKey, err := storage.PrepareKey(c.prefix, key, opts.Recursive)
+	if err != nil {
+		return nil, err
+	}
+	rv, err := c.cfg.Versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Ready() {
+		return nil, apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
+	}
+	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+
+	// Resolve the revision the cache must reach first. From here on errors
+	// are reported as a watch ERROR event, as upstream does.
+	required := rv
+	if sendInitial && opts.ResourceVersion == "" {
+		current, err := c.cfg.Storage.GetCurrentResourceVersion(ctx)
+		if err != nil {
+			return fanout.ErrorWatcher(err), nil
+		}
+		required = current
+	}
+	if sendInitial {
+		if err := c.waitFresh(ctx, required); err != nil {
+			return fanout.ErrorWatcher(toAPIError(err)), nil
+		}
+	}
+
+	spec := fanout.Spec{
+		Ctx:       ctx,
+		Key:       preparedKey,
+		Recursive: opts.Recursive,
+		Predicate: opts.Predicate,
+		Trigger:   c.trigger(&opts.Predicate),
+	}
+	legacyFull := opts.SendInitialEvents == nil && rv == 0
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	current := c.snapshot()
+	spec.StartRV = current.RV()
+	switch {
+	case sendInitial || legacyFull:
+		spec.Initial = current
+		spec.InitialEventsEnd = sendInitial && opts.Predicate.AllowWatchBookmarks
+	case rv == 0:
+		// Changes from now on.
+	default:
+		if compacted := c.cfg.Storage.CompactRevision(); compacted > 0 && rv < uint64(compacted) {
+			// etcd compacted past rv: answer as a watch on etcd would, so a
+			// client cannot resume from a revision nobody can replay.
+			return fanout.ErrorWatcher(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, compacted))), nil
+		}
+		backlog, err := c.history.Since(rv)
+		if errors.Is(err, history.ErrExpired) {
+			return fanout.ErrorWatcher(apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, c.history.Base()))), nil
+		}
+		if err != nil {
+			return fanout.ErrorWatcher(err), nil
+		}
+		spec.Backlog = backlog
+		if rv > spec.StartRV {
+			// A future revision: skip everything up to it.
+			spec.StartRV = rv
+		}
+	}
+	return c.fanout.Add(spec), nil
+}
+
+// trigger returns the trigger value pinned by the predicate, if the
+// resource has a trigger index and the selector requires an exact match.
+func (c *Cache) trigger(p *storage.SelectionPredicate) *string {
+	if c.triggerFunc == nil || p.Field == nil {
+		return nil
+	}
+	for _, f := range p.IndexFields {
+		if f != c.triggerName {
+			continue
+		}
+		if v, ok := p.Field.RequiresExactMatch(f); ok {
+			return &v
+		}
+	}
+	return nil
+}
+
+// toAPIError turns internal wait errors into client-facing ones.
+func toAPIError(err error) error {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(err.Error(), retryAfterSeconds)
+	case errors.Is(err, ErrStopped):
+		return apierrors.NewServiceUnavailable(err.Error())
+	}
+	return err
+}

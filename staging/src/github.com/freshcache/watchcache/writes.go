@@ -1,0 +1,95 @@
+package watchcache
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+)
+
+// Versioner implements storage.Interface.
+func (c *Cache) Versioner() storage.Versioner { return c.cfg.Versioner }
+
+// Create implements storage.Interface; it goes to etcd.
+func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	return c.cfg.Storage.Create(ctx, key, obj, out, ttl)
+}
+
+// suggestion returns a private copy of the cached object at key, which etcd3
+// uses to skip a read (and retries if it is stale), or nil.
+func (c *Cache) suggestion(key string) runtime.Object {
+	if !c.Ready() {
+		return nil
+	}
+	preparedKey, err := storage.PrepareKey(c.prefix, key, false)
+	if err != nil {
+		return nil
+	}
+	if o, ok := c.snapshot().Get(preparedKey); ok {
+		return o.Obj.DeepCopyObject()
+	}
+	return nil
+}
+
+// Delete implements storage.Interface; it goes to etcd with the cached
+// object as the suggestion, as upstream's cacher does.
+func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, _ runtime.Object, opts storage.DeleteOptions) error {
+	return c.cfg.Storage.Delete(ctx, key, out, preconditions, validateDeletion, c.suggestion(key), opts)
+}
+
+// GuaranteedUpdate implements storage.Interface; it goes to etcd with the
+// cached object as the suggestion.
+func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, _ runtime.Object) error {
+	return c.cfg.Storage.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, c.suggestion(key))
+}
+
+// Stats implements storage.Interface. The object count comes from etcd (or
+// its size estimator), as upstream's cacher does.
+func (c *Cache) Stats(ctx context.Context) (storage.Stats, error) {
+	return c.cfg.Storage.Stats(ctx)
+}
+
+// ReadinessCheck implements storage.Interface.
+func (c *Cache) ReadinessCheck() error {
+	if !c.Ready() {
+		return storage.ErrStorageNotReady
+	}
+	return nil
+}
+
+// RequestWatchProgress implements storage.Interface. It asks for progress on
+// the cache's own watch stream.
+func (c *Cache) RequestWatchProgress(ctx context.Context) error {
+	return c.reflector.RequestProgress(ctx)
+}
+
+// GetCurrentResourceVersion implements storage.Interface; it asks etcd.
+func (c *Cache) GetCurrentResourceVersion(ctx context.Context) (uint64, error) {
+	return c.cfg.Storage.GetCurrentResourceVersion(ctx)
+}
+
+// EnableResourceSizeEstimation implements storage.Interface.
+func (c *Cache) EnableResourceSizeEstimation(keys storage.KeysFunc) error {
+	return c.cfg.Storage.EnableResourceSizeEstimation(keys)
+}
+
+// CompactRevision implements storage.Interface: the latest compaction the
+// etcd3 store observed.
+func (c *Cache) CompactRevision() int64 { return c.cfg.Storage.CompactRevision() }
+
+// keys lists every key at a revision at least etcd's current one. It backs
+// the etcd3 store's size estimator (SizeBasedListCostEstimate), so that
+// estimating sizes does not list keys from etcd.
+func (c *Cache) keys(ctx context.Context) ([]string, error) {
+	rv, err := c.cfg.Storage.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := c.waitFresh(ctx, rv); err != nil {
+		return nil, err
+	}
+	return c.snapshot().Keys(), nil
+}
