@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -17,6 +18,8 @@ import (
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 	"k8s.io/kubernetes/pkg/controlplane"
 	controlplaneapiserver "k8s.io/kubernetes/pkg/controlplane/apiserver"
+
+	"github.com/freshcache/watchcache"
 )
 
 func TestFlagParsing(t *testing.T) {
@@ -54,16 +57,73 @@ func TestFlagParsing(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	if errs := (&Options{WatchCacheImplementation: Upstream}).Validate(); len(errs) != 0 {
-		t.Fatalf("upstream refused: %v", errs)
+	cases := []struct {
+		name   string
+		mutate func(*Options)
+		want   string
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"upstream", func(o *Options) { o.WatchCacheImplementation = Upstream }, ""},
+		{"reject on timeout", func(o *Options) { o.ConsistentReadTimeoutAction = watchcache.TimeoutReject }, ""},
+		{"unknown implementation", func(o *Options) { o.WatchCacheImplementation = "x" }, "freshcache|upstream"},
+		{"zero timeout", func(o *Options) { o.ConsistentReadTimeout = 0 }, "--consistent-read-timeout=0s"},
+		{"negative timeout", func(o *Options) { o.ConsistentReadTimeout = -time.Second }, "must be positive"},
+		{"unknown action", func(o *Options) { o.ConsistentReadTimeoutAction = "retry" }, "fallback|reject"},
 	}
-	errs := (&Options{WatchCacheImplementation: "x"}).Validate()
-	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "freshcache|upstream") {
-		t.Fatalf("unknown implementation: %v", errs)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			tc.mutate(o)
+			errs := o.Validate()
+			if tc.want == "" {
+				if len(errs) != 0 {
+					t.Fatalf("unexpected errors %v", errs)
+				}
+				return
+			}
+			if len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
 	}
-	errs = (&Options{WatchCacheImplementation: Freshcache}).Validate()
-	if len(errs) != 1 || !errors.Is(errs[0], ErrFreshcacheUnavailable) {
-		t.Fatalf("freshcache before the cache exists: %v, want ErrFreshcacheUnavailable", errs)
+}
+
+func TestTimeoutFlags(t *testing.T) {
+	o := NewOptions()
+	if o.WatchCacheImplementation != Freshcache || o.ConsistentReadTimeout != 3*time.Second || o.ConsistentReadTimeoutAction != watchcache.TimeoutFallback {
+		t.Fatalf("defaults %+v, want freshcache, 3s, fallback", o)
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--consistent-read-timeout=750ms", "--consistent-read-timeout-action=reject"}); err != nil {
+		t.Fatal(err)
+	}
+	wc := o.WatchcacheOptions()
+	if wc.ConsistentReadTimeout != 750*time.Millisecond || wc.TimeoutAction != watchcache.TimeoutReject {
+		t.Fatalf("flags did not reach the library options: %+v", wc)
+	}
+	err := fs.Parse([]string{"--consistent-read-timeout-action=later"})
+	if err == nil || !strings.Contains(err.Error(), "fallback|reject") {
+		t.Fatalf("unknown action: %v", err)
+	}
+	if err := fs.Parse([]string{"--consistent-read-timeout=soon"}); err == nil {
+		t.Fatal("a malformed duration was accepted")
+	}
+}
+
+func TestDecoratorPerImplementation(t *testing.T) {
+	for _, impl := range Implementations {
+		o := NewOptions()
+		o.WatchCacheImplementation = impl
+		d, err := o.Decorator()
+		if err != nil || !IsCaching(d) {
+			t.Fatalf("%s: decorator %v, err %v; want a caching decorator", impl, d, err)
+		}
+	}
+	o := NewOptions()
+	o.WatchCacheImplementation = "nope"
+	if _, err := o.Decorator(); err == nil {
+		t.Fatal("unknown implementation gave a decorator")
 	}
 }
 

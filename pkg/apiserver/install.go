@@ -7,19 +7,19 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+
+	"github.com/freshcache/watchcache"
 )
 
-// ErrFreshcacheUnavailable is returned while this build has no freshcache
-// storage.Interface to install. The seam is in place; the cache is not.
-var ErrFreshcacheUnavailable = errors.New("apiserver: --watch-cache-implementation=freshcache is not available in this build yet; use --watch-cache-implementation=upstream")
-
-// Decorator returns the storage decorator for impl.
+// Decorator returns the storage decorator of the chosen implementation.
+// For freshcache it resolves the feature gates now, so call it after the
+// command line (and --feature-gates) has been parsed.
 func (o *Options) Decorator() (generic.StorageDecorator, error) {
 	switch o.WatchCacheImplementation {
 	case Upstream:
 		return genericregistry.StorageWithCacher(), nil
 	case Freshcache:
-		return nil, ErrFreshcacheUnavailable
+		return watchcache.NewStorageDecorator(o.WatchcacheOptions()), nil
 	default:
 		return nil, validImplementation(o.WatchCacheImplementation)
 	}
@@ -60,5 +60,14 @@ func getterSlots(cfg *app.Config) []getterSlot {
 		{"apiextensions", &cfg.ApiExtensions.GenericConfig.RESTOptionsGetter},
 		{"custom resources", &cfg.ApiExtensions.ExtraConfig.CRDRESTOptionsGetter},
 		{"aggregator", &cfg.Aggregator.GenericConfig.RESTOptionsGetter},
+	}
+}
+
+// WatchcacheOptions maps the flags onto the library's options. Fields the
+// flags do not cover keep the library's production defaults.
+func (o *Options) WatchcacheOptions() watchcache.Options {
+	return watchcache.Options{
+		ConsistentReadTimeout: o.ConsistentReadTimeout,
+		TimeoutAction:         o.ConsistentReadTimeoutAction,
 	}
 }

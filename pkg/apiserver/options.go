@@ -3,8 +3,11 @@ package apiserver
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/freshcache/watchcache"
 )
 
 // Implementation names a watch cache.
@@ -21,18 +24,27 @@ const (
 var Implementations = []Implementation{Freshcache, Upstream}
 
 // DefaultImplementation is the cache used when the flag is not given.
-// It stays upstream until the freshcache cache is complete.
-const DefaultImplementation = Upstream
+const DefaultImplementation = Freshcache
 
 // Options are the flags this package adds to kube-apiserver.
 type Options struct {
 	// WatchCacheImplementation selects the watch cache.
 	WatchCacheImplementation Implementation
+	// ConsistentReadTimeout bounds how long a freshcache read waits for the
+	// cache to reach the revision it needs.
+	ConsistentReadTimeout time.Duration
+	// ConsistentReadTimeoutAction is what such a read does then: serve from
+	// etcd with a quorum read, or answer 429 with Retry-After.
+	ConsistentReadTimeoutAction watchcache.TimeoutAction
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{WatchCacheImplementation: DefaultImplementation}
+	return &Options{
+		WatchCacheImplementation:    DefaultImplementation,
+		ConsistentReadTimeout:       watchcache.DefaultConsistentReadTimeout,
+		ConsistentReadTimeoutAction: watchcache.TimeoutFallback,
+	}
 }
 
 // AddFlags registers the flags on fs.
@@ -41,6 +53,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		fmt.Sprintf("The watch cache that serves cached resources: one of %s. "+
 			"It applies only where the watch cache is on (see --watch-cache and --watch-cache-sizes).",
 			joinImplementations()))
+	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout,
+		"How long a read served by freshcache may wait for the cache to be as fresh as the request needs. "+
+			"After that, --consistent-read-timeout-action applies. Stale data is never served.")
+	fs.Var(timeoutActionValue{&o.ConsistentReadTimeoutAction}, "consistent-read-timeout-action",
+		"What a freshcache read does after --consistent-read-timeout: fallback (serve it from etcd with a quorum read) "+
+			"or reject (answer 429 Too Many Requests with Retry-After).")
 }
 
 // Validate reports every problem with the options.
@@ -51,12 +69,14 @@ func (o *Options) Validate() []error {
 	if err := validImplementation(o.WatchCacheImplementation); err != nil {
 		return []error{err}
 	}
-	// Refuse an implementation this build cannot install before any listener
-	// or etcd client is created.
-	if _, err := o.Decorator(); err != nil {
-		return []error{err}
+	var errs []error
+	if o.ConsistentReadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--consistent-read-timeout=%v: must be positive", o.ConsistentReadTimeout))
 	}
-	return nil
+	if err := validTimeoutAction(o.ConsistentReadTimeoutAction); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
 }
 
 func validImplementation(impl Implementation) error {
@@ -97,3 +117,31 @@ func (v implementationValue) Set(s string) error {
 }
 
 func (v implementationValue) Type() string { return "string" }
+
+func validTimeoutAction(a watchcache.TimeoutAction) error {
+	switch a {
+	case watchcache.TimeoutFallback, watchcache.TimeoutReject:
+		return nil
+	}
+	return fmt.Errorf("--consistent-read-timeout-action: unknown value %q, valid values are %s|%s", a, watchcache.TimeoutFallback, watchcache.TimeoutReject)
+}
+
+type timeoutActionValue struct{ target *watchcache.TimeoutAction }
+
+func (v timeoutActionValue) String() string {
+	if v.target == nil {
+		return ""
+	}
+	return string(*v.target)
+}
+
+func (v timeoutActionValue) Set(s string) error {
+	a := watchcache.TimeoutAction(strings.TrimSpace(s))
+	if err := validTimeoutAction(a); err != nil {
+		return err
+	}
+	*v.target = a
+	return nil
+}
+
+func (v timeoutActionValue) Type() string { return "string" }

@@ -20,9 +20,9 @@ import (
 	"github.com/freshcache/freshcache/pkg/etcdlocal"
 )
 
-// implementations are the watch caches the e2e suite runs against. freshcache
-// joins once this build can install it.
-var implementations = []string{"upstream"}
+// implementations are the watch caches the e2e suite runs against; the
+// default comes first.
+var implementations = []string{"freshcache", "upstream"}
 
 func TestLocalUpServesKubernetesAPI(t *testing.T) {
 	for _, impl := range implementations {
@@ -37,7 +37,7 @@ func TestLocalUpServesKubernetesAPI(t *testing.T) {
 			t.Run("list", func(t *testing.T) { listAtEveryResourceVersion(ctx, t, cs, ns) })
 			t.Run("get", func(t *testing.T) { getObjects(ctx, t, cs, ns) })
 			t.Run("watch", func(t *testing.T) { watchDeliversEvents(ctx, t, cs, ns) })
-			t.Run("metrics", func(t *testing.T) { metricsAreServed(ctx, t, cs) })
+			t.Run("metrics", func(t *testing.T) { metricsAreServed(ctx, t, cs, impl) })
 			t.Run("kubectl", func(t *testing.T) { kubectlWorks(t, l, ns) })
 
 			if err := l.stop(t); err != nil {
@@ -234,14 +234,30 @@ func watchDeliversEvents(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	}
 }
 
-func metricsAreServed(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+func metricsAreServed(ctx context.Context, t *testing.T, cs kubernetes.Interface, impl string) {
 	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}
+	text := string(body)
 	for _, name := range []string{"apiserver_request_total", "apiserver_storage_objects"} {
-		if !strings.Contains(string(body), name) {
+		if !strings.Contains(text, name) {
 			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	// Each cache exposes its own metrics, and only the one in use has samples.
+	freshcacheSample := `apiserver_freshcache_resource_version{group="",resource="pods"}`
+	switch impl {
+	case "freshcache":
+		if !strings.Contains(text, freshcacheSample) {
+			t.Errorf("/metrics lacks %s: the pods cache is not freshcache", freshcacheSample)
+		}
+	case "upstream":
+		if strings.Contains(text, freshcacheSample) {
+			t.Errorf("/metrics has %s with the upstream cache", freshcacheSample)
+		}
+		if !strings.Contains(text, `apiserver_watch_cache_resource_version{group="",resource="pods"}`) {
+			t.Errorf("/metrics lacks upstream's watch cache resource version for pods")
 		}
 	}
 }
@@ -383,5 +399,33 @@ func TestLocalUpReportsUnreachableEtcd(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "etcd did not answer") || !strings.Contains(string(out), addr) {
 		t.Fatalf("local-up does not say which etcd is unreachable:\n%s", out)
+	}
+}
+
+// TestWatchCacheFalseMeansNoCache keeps upstream's meaning of
+// --watch-cache=false: no cache at all, whatever the implementation flag says.
+func TestWatchCacheFalseMeansNoCache(t *testing.T) {
+	l := startLocalUp(t, "--watch-cache=false", "--watch-cache-implementation=freshcache")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := l.client(t, 0)
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "uncached"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.CoreV1().ConfigMaps("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if countPrefixed(got.Items, "uncached") != 1 {
+		t.Fatalf("rv=0 list without a cache misses a write: %d items", len(got.Items))
+	}
+	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cacheMetric := range []string{"apiserver_freshcache_resource_version{", "apiserver_watch_cache_resource_version{"} {
+		if strings.Contains(string(body), cacheMetric) {
+			t.Errorf("--watch-cache=false, yet /metrics has samples of %s", cacheMetric)
+		}
 	}
 }
