@@ -1,0 +1,359 @@
+package reflector_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
+	"k8s.io/utils/clock"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/reflector"
+)
+
+// recordingSink is a map replayed from what the reflector hands it. It
+// records every revision it was moved to, so the test can check that the
+// reflector never goes back in time.
+type recordingSink struct {
+	mu       sync.Mutex
+	objs     map[string]string // name -> resourceVersion
+	rv       uint64
+	rvs      []uint64
+	replaces int
+	changed  chan struct{}
+}
+
+func newSink() *recordingSink {
+	return &recordingSink{objs: map[string]string{}, changed: make(chan struct{}, 1)}
+}
+
+func (s *recordingSink) moved(rv uint64) {
+	s.rv = rv
+	s.rvs = append(s.rvs, rv)
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *recordingSink) Replace(objs []runtime.Object, rv uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objs = map[string]string{}
+	for _, o := range objs {
+		m, _ := meta.Accessor(o)
+		s.objs[m.GetName()] = m.GetResourceVersion()
+	}
+	s.replaces++
+	s.moved(rv)
+	return nil
+}
+
+func (s *recordingSink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, _ := meta.Accessor(obj)
+	if typ == watch.Deleted {
+		delete(s.objs, m.GetName())
+	} else {
+		s.objs[m.GetName()] = m.GetResourceVersion()
+	}
+	s.moved(rv)
+	return nil
+}
+
+func (s *recordingSink) Progress(rv uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moved(rv)
+}
+
+func (s *recordingSink) RV() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rv
+}
+
+// controlledStorage passes everything to the etcd3 store, but lets the test
+// end the reflector's current watch and hold back its next Watch call.
+type controlledStorage struct {
+	storage.Interface
+	watches chan *endableWatch
+	mu      sync.Mutex
+	hold    chan struct{} // non-nil: the next Watch waits for it to close
+}
+
+func (c *controlledStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	c.mu.Lock()
+	hold := c.hold
+	c.hold = nil
+	c.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	inner, err := c.Interface.Watch(ctx, key, opts)
+	if err != nil {
+		return nil, err
+	}
+	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{})}
+	go w.pump()
+	c.watches <- w
+	return w, nil
+}
+
+func (c *controlledStorage) holdNextWatch() chan struct{} {
+	release := make(chan struct{})
+	c.mu.Lock()
+	c.hold = release
+	c.mu.Unlock()
+	return release
+}
+
+// endableWatch forwards an inner watch until the test ends it, as a broken
+// gRPC stream would.
+type endableWatch struct {
+	inner    watch.Interface
+	out      chan watch.Event
+	end      chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *endableWatch) pump() {
+	defer close(w.out)
+	defer w.inner.Stop()
+	for {
+		select {
+		case <-w.end:
+			return
+		case ev, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			select {
+			case w.out <- ev:
+			case <-w.end:
+				return
+			}
+		}
+	}
+}
+
+func (w *endableWatch) Stop()                          { w.stopOnce.Do(func() { close(w.end) }) }
+func (w *endableWatch) ResultChan() <-chan watch.Event { return w.out }
+
+type env struct {
+	store   storage.Interface
+	client  *clientv3.Client
+	control *controlledStorage
+	sink    *recordingSink
+}
+
+func start(t *testing.T) *env {
+	t.Helper()
+	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	versioner := storage.APIObjectVersioner{}
+	compactor := etcd3.NewCompactor(server.V3Client.Client, 0, clock.RealClock{}, nil)
+	t.Cleanup(compactor.Stop)
+	codec := cachetest.ProtoCodec
+	st, err := etcd3.New(server.V3Client, compactor, codec, cachetest.NewPod, cachetest.NewPodList,
+		etcd3testing.PathPrefix(), "/pods/", schema.GroupResource{Resource: "pods"}, identity.NewEncryptCheckTransformer(),
+		etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(codec, versioner), versioner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return &env{
+		store:   st,
+		client:  server.V3Client.Client,
+		control: &controlledStorage{Interface: st, watches: make(chan *endableWatch, 16)},
+		sink:    newSink(),
+	}
+}
+
+func (e *env) run(t *testing.T) {
+	r := reflector.New(reflector.Config{
+		Storage:     e.control,
+		Versioner:   storage.APIObjectVersioner{},
+		Prefix:      "/pods/",
+		NewListFunc: cachetest.NewPodList,
+		Sink:        e.sink,
+		PageSize:    2, // several pages, to exercise continue
+		Name:        "pods",
+	})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(stop) }()
+	t.Cleanup(func() { close(stop); <-done })
+	select {
+	case <-r.Listed():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("reflector did not list: %v", r.LastError())
+	}
+}
+
+func (e *env) create(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	p := &example.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	if err := e.store.Create(ctx, "/pods/ns/"+name, p, &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) delete(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	if err := e.store.Delete(ctx, "/pods/ns/"+name, &example.Pod{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// etcdState lists etcd directly: the truth the sink must converge to.
+func (e *env) etcdState(ctx context.Context, t *testing.T) (map[string]string, uint64) {
+	t.Helper()
+	list := &example.PodList{}
+	if err := e.store.GetList(ctx, "/pods/", storage.ListOptions{Recursive: true, Predicate: storage.Everything}, list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.ResourceVersion
+	}
+	rv, _ := strconv.ParseUint(list.ResourceVersion, 10, 64)
+	return out, rv
+}
+
+// converge waits until the sink holds exactly etcd's state at rv or later.
+func (e *env) converge(ctx context.Context, t *testing.T) {
+	t.Helper()
+	want, rv := e.etcdState(ctx, t)
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		e.sink.mu.Lock()
+		got := fmt.Sprint(sorted(e.sink.objs))
+		at := e.sink.rv
+		e.sink.mu.Unlock()
+		if at >= rv && got == fmt.Sprint(sorted(want)) {
+			return
+		}
+		select {
+		case <-e.sink.changed:
+		case <-deadline.C:
+			t.Fatalf("sink at rv %d holds %s; etcd at %d holds %s", at, got, rv, fmt.Sprint(sorted(want)))
+		}
+	}
+}
+
+func (e *env) checkMonotonic(t *testing.T) {
+	t.Helper()
+	e.sink.mu.Lock()
+	defer e.sink.mu.Unlock()
+	for i := 1; i < len(e.sink.rvs); i++ {
+		if e.sink.rvs[i] < e.sink.rvs[i-1] {
+			t.Fatalf("sink went back in time: %v", e.sink.rvs)
+		}
+	}
+}
+
+func sorted(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"@"+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func nextWatch(t *testing.T, e *env) *endableWatch {
+	t.Helper()
+	select {
+	case w := <-e.control.watches:
+		return w
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reflector did not open a watch")
+		return nil
+	}
+}
+
+// TestResumeAfterWatchEnds: a watch that ends without an error is resumed
+// from the sink's revision, without a relist, and nothing is lost.
+func TestResumeAfterWatchEnds(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	for i := 0; i < 5; i++ {
+		e.create(ctx, t, "pod-"+strconv.Itoa(i))
+	}
+	e.run(t)
+	first := nextWatch(t, e)
+	e.converge(ctx, t)
+
+	release := e.control.holdNextWatch()
+	first.Stop()
+	e.create(ctx, t, "while-down")
+	e.delete(ctx, t, "pod-0")
+	close(release)
+	nextWatch(t, e)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	e.sink.mu.Lock()
+	defer e.sink.mu.Unlock()
+	if e.sink.replaces != 1 {
+		t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", e.sink.replaces)
+	}
+}
+
+// TestRelistAfterCompaction: the watch breaks, etcd compacts past the
+// sink's revision before the watch resumes, so resuming fails with 410 and
+// the reflector must relist, converge on etcd's state, and never go back.
+func TestRelistAfterCompaction(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	for i := 0; i < 5; i++ {
+		e.create(ctx, t, "pod-"+strconv.Itoa(i))
+	}
+	e.run(t)
+	first := nextWatch(t, e)
+	e.converge(ctx, t)
+
+	release := e.control.holdNextWatch()
+	first.Stop()
+	e.create(ctx, t, "while-down")
+	e.delete(ctx, t, "pod-1")
+	e.delete(ctx, t, "pod-2")
+	_, rv := e.etcdState(ctx, t)
+	if _, err := e.client.Compact(ctx, int64(rv)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	e.sink.mu.Lock()
+	replaces := e.sink.replaces
+	e.sink.mu.Unlock()
+	if replaces < 2 {
+		t.Fatalf("%d lists, want a relist after the compaction", replaces)
+	}
+
+	// And the relisted reflector keeps following etcd.
+	e.create(ctx, t, "after-relist")
+	e.converge(ctx, t)
+}
