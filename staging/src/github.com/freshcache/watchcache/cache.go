@@ -15,10 +15,12 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/freshcache/watchcache/fanout"
 	"github.com/freshcache/watchcache/history"
 	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
 	"github.com/freshcache/watchcache/reflector"
 	"github.com/freshcache/watchcache/store"
 )
@@ -43,6 +45,20 @@ type Config struct {
 	// Indexers are the secondary indexes used by LIST (names "f:<field>"
 	// or "l:<label>", as SelectionPredicate.MatcherIndex produces).
 	Indexers *cache.Indexers
+
+	// Oracle supplies the revisions of consistent reads. Share one per etcd
+	// cluster (an *oracle.Oracle from oracle.Registry). Nil: the cache
+	// builds its own over Storage.GetCurrentResourceVersion (a
+	// linearizable one-key read), coalesced for this resource only. The
+	// cache does not close a supplied Oracle.
+	Oracle RevisionSource
+
+	// ConsistentReadsDisabled, if not empty, is why this cache must not
+	// serve consistent reads from memory (metrics.ReasonEtcdVersion: an
+	// etcd member has broken progress notifications). They are delegated
+	// to etcd, and the consistent_reads_disabled gauge says so. The storage
+	// decorator sets it from the etcd version guard.
+	ConsistentReadsDisabled string
 }
 
 // ErrStopped is returned by waits on a stopped cache.
@@ -72,9 +88,14 @@ type Cache struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
-	// progressKick wakes the progress requester (capacity 1, never blocks).
-	progressKick chan struct{}
-	waiters      atomic.Int64
+	// driver runs the freshness protocol (driver.go); its lock is a leaf.
+	driver *driver
+	// closeOracle releases an Oracle the cache built itself, or is nil.
+	closeOracle func()
+	// gates shape LIST planning; resolved once in New.
+	gates readGates
+	// disabledReason is Config.ConsistentReadsDisabled.
+	disabledReason string
 
 	// mu is the state lock. It serializes the reflector's writes (store,
 	// history, snapshot publication, dispatch) with watch registration, so
@@ -114,13 +135,14 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{
-		opts:         r,
-		cfg:          cfg,
-		prefix:       strings.TrimSuffix(cfg.ResourcePrefix, "/") + "/",
-		metrics:      r.Metrics(cfg.GroupResource),
-		ready:        make(chan struct{}),
-		stop:         make(chan struct{}),
-		progressKick: make(chan struct{}, 1),
+		opts:           r,
+		cfg:            cfg,
+		prefix:         strings.TrimSuffix(cfg.ResourcePrefix, "/") + "/",
+		metrics:        r.Metrics(cfg.GroupResource),
+		ready:          make(chan struct{}),
+		stop:           make(chan struct{}),
+		gates:          readGates{consistent: r.consistentReads, freshZero: r.freshRVZero, snapshots: r.listFromSnapshots},
+		disabledReason: cfg.ConsistentReadsDisabled,
 	}
 	if cfg.Indexers != nil && len(*cfg.Indexers) > 0 {
 		c.indexFuncs = make(map[string]store.IndexFunc, len(*cfg.Indexers))
@@ -163,6 +185,22 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Clock:       r.Clock,
 		Name:        cfg.GroupResource.String(),
 	})
+	source := cfg.Oracle
+	if source == nil && (r.consistentReads || r.freshRVZero) {
+		o, err := oracle.NewFromFunc(func(ctx context.Context) (int64, error) {
+			rv, err := cfg.Storage.GetCurrentResourceVersion(ctx)
+			return int64(rv), err
+		}, oracle.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("watchcache: revision oracle: %w", err)
+		}
+		source, c.closeOracle = o, o.Close
+	}
+	c.driver = newDriver(source, c.reflector.RequestProgress, r.Clock, r.ConsistentReadTimeout, c.metrics, cfg.GroupResource.String(), c.stop)
+	if c.disabledReason != "" {
+		klog.InfoS("freshcache: consistent reads are delegated to etcd", "resource", cfg.GroupResource.String(), "reason", c.disabledReason)
+		c.metrics.ConsistentReadsDisabled(c.disabledReason)
+	}
 	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
 		// As upstream's cacher: the etcd3 store estimates object sizes from
 		// keys, which the cache lists without asking etcd.
@@ -178,7 +216,7 @@ func (c *Cache) start() {
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.reflector.Run(c.stop) }()
 	go func() { defer c.wg.Done(); c.fanout.Run(c.stop) }()
-	go func() { defer c.wg.Done(); c.runProgressRequester() }()
+	go func() { defer c.wg.Done(); c.driver.run() }()
 }
 
 // Stop ends the cache's goroutines and closes every watcher. It is
@@ -187,6 +225,9 @@ func (c *Cache) Stop() {
 	c.stopOnce.Do(func() { close(c.stop) })
 	c.wg.Wait()
 	c.fanout.TerminateAll("")
+	if c.closeOracle != nil {
+		c.closeOracle()
+	}
 }
 
 // Ready reports whether the initial list is in.
@@ -251,6 +292,15 @@ type sink Cache
 func (s *sink) RV() uint64 { return (*Cache)(s).RV() }
 
 func (s *sink) Replace(objs []runtime.Object, rv uint64) error {
+	if err := s.replace(objs, rv); err != nil {
+		return err
+	}
+	// After publication: a read released at rv takes a snapshot >= rv.
+	s.driver.applied(rv)
+	return nil
+}
+
+func (s *sink) replace(objs []runtime.Object, rv uint64) error {
 	c := (*Cache)(s)
 	items := make([]*store.Object, 0, len(objs))
 	for _, obj := range objs {
@@ -287,6 +337,14 @@ func (s *sink) Replace(objs []runtime.Object, rv uint64) error {
 }
 
 func (s *sink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
+	if err := s.apply(typ, obj, rv); err != nil {
+		return err
+	}
+	s.driver.applied(rv)
+	return nil
+}
+
+func (s *sink) apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
 	c := (*Cache)(s)
 	o, err := c.newObject(obj, rv)
 	if err != nil {
@@ -323,10 +381,13 @@ func (s *sink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
 
 func (s *sink) Progress(rv uint64) {
 	c := (*Cache)(s)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.mu.writer.Advance(rv)
-	c.fanout.Progress(rv)
-	c.history.Tick()
-	c.publishLocked(c.latest.Load().AtRV(rv))
+	if rv > c.RV() {
+		c.mu.Lock()
+		c.mu.writer.Advance(rv)
+		c.fanout.Progress(rv)
+		c.history.Tick()
+		c.publishLocked(c.latest.Load().AtRV(rv))
+		c.mu.Unlock()
+	}
+	c.driver.progressNotified(rv)
 }

@@ -261,7 +261,11 @@ func TestModel(t *testing.T) {
 			if !ok {
 				t.Fatalf("watch closed after %d events", i)
 			}
-			p := ev.Object.(*example.Pod)
+			obj := ev.Object
+			if co, ok := obj.(runtime.CacheableObject); ok {
+				obj = co.GetObject() // the fan-out shares objects among watchers
+			}
+			p := obj.(*example.Pod)
 			rv, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
 			if ev.Type != want.typ || rv != want.rv || cachetest.PodKey(p) != want.key {
 				t.Fatalf("watch event %d = %s %s@%d, model %s %s@%d", i, ev.Type, cachetest.PodKey(p), rv, want.typ, want.key, want.rv)

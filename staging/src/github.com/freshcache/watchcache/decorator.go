@@ -10,6 +10,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/freshcache/watchcache/oracle"
 )
 
 // NewStorageDecorator returns a generic.StorageDecorator that puts a
@@ -19,6 +21,12 @@ import (
 //
 // Feature gates left nil in opts are read once, now. Options are validated
 // when the decorator builds a cache; an invalid value fails that call.
+//
+// With ConsistentReadsFromCache or FreshResourceVersionZero on, every cache
+// of one etcd cluster shares one revision oracle from opts.OracleRegistry
+// (default oracle.Shared()), with an etcd client the registry dials from
+// the resource's transport and closes with the last cache (cluster.go).
+// The etcd version guard runs when that client is dialled.
 func NewStorageDecorator(opts Options) generic.StorageDecorator {
 	opts = opts.withGatesResolved()
 	return func(
@@ -35,26 +43,49 @@ func NewStorageDecorator(opts Options) generic.StorageDecorator {
 		if o.EventsHistoryWindow == 0 {
 			o.EventsHistoryWindow = storageConfig.EventsHistoryWindow
 		}
-		if _, err := o.resolve(0); err != nil {
+		r, err := o.resolve(0)
+		if err != nil {
 			return nil, func() {}, err
 		}
 		raw, destroyRaw, err := generic.NewRawStorage(storageConfig, newFunc, newListFunc, resourcePrefix)
 		if err != nil {
 			return raw, destroyRaw, err
 		}
-		c, err := New(o, Config{
-			Storage:        raw,
-			Versioner:      storage.APIObjectVersioner{},
-			GroupResource:  storageConfig.GroupResource,
-			ResourcePrefix: resourcePrefix,
-			KeyFunc:        keyFunc,
-			NewFunc:        newFunc,
-			NewListFunc:    newListFunc,
-			GetAttrsFunc:   getAttrsFunc,
-			IndexerFuncs:   triggerFuncs,
-			Indexers:       indexers,
-		})
+		var (
+			orc           *oracle.Oracle
+			disabled      string
+			releaseOracle = func() {}
+		)
+		if (r.consistentReads || r.freshRVZero) && len(storageConfig.Transport.ServerList) > 0 {
+			reg := o.OracleRegistry
+			if reg == nil {
+				reg = oracle.Shared()
+			}
+			orc, disabled, releaseOracle, err = acquireCluster(reg, storageConfig.Transport)
+			if err != nil {
+				destroyRaw()
+				return nil, func() {}, fmt.Errorf("watchcache: %s: %w", storageConfig.GroupResource, err)
+			}
+		}
+		cfg := Config{
+			Storage:                 raw,
+			Versioner:               storage.APIObjectVersioner{},
+			GroupResource:           storageConfig.GroupResource,
+			ResourcePrefix:          resourcePrefix,
+			KeyFunc:                 keyFunc,
+			NewFunc:                 newFunc,
+			NewListFunc:             newListFunc,
+			GetAttrsFunc:            getAttrsFunc,
+			IndexerFuncs:            triggerFuncs,
+			Indexers:                indexers,
+			ConsistentReadsDisabled: disabled,
+		}
+		if orc != nil {
+			cfg.Oracle = orc // a nil *Oracle must not become a non-nil interface
+		}
+		c, err := New(o, cfg)
 		if err != nil {
+			releaseOracle()
 			destroyRaw()
 			return nil, func() {}, fmt.Errorf("watchcache: %s: %w", storageConfig.GroupResource, err)
 		}
@@ -62,6 +93,7 @@ func NewStorageDecorator(opts Options) generic.StorageDecorator {
 		destroy := func() {
 			once.Do(func() {
 				c.Stop()
+				releaseOracle()
 				destroyRaw()
 			})
 		}

@@ -14,7 +14,8 @@
 //
 //	apiserver handler
 //	  -> Cache (storage.Interface)             this package: plan the read
-//	  -> freshness check                       waitFresh now; freshness/ + oracle/ next
+//	  -> freshness wait (consistent.go)        driver.go runs a freshness.Machine;
+//	                                           oracle/ fetches revisions
 //	  -> immutable snapshot                    store/ (btree clone), history/ (Exact, continue)
 //
 // Writes go straight to etcd, with the cached object as the suggestion. The
@@ -22,30 +23,65 @@
 // then watches etcd on the cache's own gRPC stream, and publishes a new
 // snapshot after every event. fanout/ delivers events to watchers.
 //
-// # What is served from where (until the freshness protocol lands)
+// # Consistent reads (design.md, "The protocol")
 //
-//	LIST/GET rv=""              etcd (consistent read, delegated)
-//	LIST/GET rv="0"             newest snapshot (LIST honours limit)
+// A consistent read registers with the cache's freshness.Machine through
+// the driver (driver.go), which carries out the Machine's caller duties:
+// it issues a linearizable revision fetch R after the read arrived, shared
+// through one oracle.Oracle per etcd cluster; reports every applied event
+// and progress notification as the cache revision c; sends a progress
+// request on the cache's watch stream at once when a read waits (and again
+// while reads wait, never on a tick); and arms one timer for deadlines.
+// The reader selects on its own channel and ctx.Done(). Once released
+// (c >= R) it serves from a snapshot taken after the release, whose RV is
+// >= R. On timeout: TimeoutFallback delegates with rv="" (a quorum read),
+// TimeoutReject answers 429 with Retry-After; a failed fetch delegates.
+// Stale data is never served.
+//
+// # What is served from where
+//
+//	LIST/GET rv=""              gate ConsistentReadsFromCache on: freshness
+//	                            wait, newest snapshot; off: etcd
+//	LIST/GET/WATCH rv="0"       gate FreshResourceVersionZero on: as rv="";
+//	                            off: newest snapshot as it is
+//	WATCH rv=""                 gate on: starts from a snapshot after the
+//	                            freshness wait; off: from the current state
 //	LIST/GET rv=N NotOlderThan  newest snapshot once the cache reached N
+//	                            (same machinery; "too large RV" on timeout)
 //	LIST rv=N Exact, continue   snapshot at N from history; etcd if N left
-//	                            the window or etcd compacted it
-//	WATCH                       see Cache.Watch
+//	                            the window, etcd compacted it, or upstream's
+//	                            ListFromCacheSnapshot gate is off
+//	consistent continue (RV<0)  as rv="", continuing from the token's key
 //	before the first list       GET and limited unfiltered LIST go to etcd,
 //	                            the rest gets 429 (KEP-4568)
+//	etcd too old (versionguard) consistent reads go to etcd
 //
 // # Caller duties
 //
 //  1. Call Stop (or the decorator's DestroyFunc) exactly when the resource's
 //     storage is torn down; it ends every goroutine and watcher.
 //  2. Do not mutate Options after passing them; gates are read once.
-//  3. Treat objects handed out as your own: they are copies.
+//  3. Treat nested data of objects handed out as read-only, as with
+//     upstream's cacher. LIST items are shallow copies: their maps, slices
+//     and pointers are the cache's. Watch events carry a fanout.Shared,
+//     which copies on write; call its GetObject for a private copy. GET
+//     returns a deep copy.
 //
 // # Locks
 //
-// Cache.mu (the state lock) serializes the reflector's writes with watch
-// registration. It is taken before the fan-out's lock, which is taken before
-// a watcher's queue lock. Readers of snapshots take no lock; waiters select
-// on a channel closed at every revision change, on ctx.Done() and on a timer.
+// Lock order, outermost first:
+//
+//  1. Cache.mu (the state lock) serializes the reflector's writes with
+//     watch registration;
+//  2. the fan-out's lock;
+//  3. a watcher's queue lock.
+//
+// driver.mu (the freshness Machine) is a leaf: it is never held while
+// another lock is taken, and the reflector reports to it after releasing
+// Cache.mu. oracle.Registry.mu is taken before oracle.Oracle.mu, and
+// neither is held while the cache's locks are. Readers of snapshots take no
+// lock; waiters select on a channel of their own, ctx.Done() and the
+// cache's stop channel.
 //
 // The feature gates live in features/ and are registered on import.
 package watchcache

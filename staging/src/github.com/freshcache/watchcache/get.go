@@ -8,14 +8,20 @@ import (
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
-// Get implements storage.Interface. rv="" (a consistent read) goes to etcd
-// until the freshness protocol lands, as does any Get before the cache is
-// ready (KEP-4568). rv=0 is the newest cached state; rv=N waits until the
-// cache has reached N.
+// Get implements storage.Interface. Any Get before the cache is ready goes
+// to etcd (KEP-4568). Then:
+//   - rv="": with ConsistentReadsFromCache, the freshness wait and the
+//     newest snapshot; without it, etcd (upstream behaviour).
+//   - rv=0: with FreshResourceVersionZero, as rv=""; without it, the
+//     newest snapshot as it is.
+//   - rv=N: the newest snapshot once the cache has reached N.
 func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
-	if opts.ResourceVersion == "" || !c.Ready() {
+	requested := c.consistentClass(opts.ResourceVersion)
+	if !c.Ready() || (opts.ResourceVersion == "" && requested == "") {
 		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
 	}
 	preparedKey, err := storage.PrepareKey(c.prefix, key, false)
@@ -30,8 +36,20 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 	if err != nil {
 		return err
 	}
-	if err := c.waitFresh(ctx, rv); err != nil {
-		return err
+	switch {
+	case requested != "":
+		where, err := c.freshRead(ctx, metrics.VerbGet, requested, 0)
+		if err != nil {
+			return err
+		}
+		if where == fromEtcd {
+			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
+			return c.cfg.Storage.Get(ctx, key, opts, objPtr)
+		}
+	case rv > 0:
+		if _, err := c.freshRead(ctx, metrics.VerbGet, metrics.RequestedNotOlderThan, rv); err != nil {
+			return err
+		}
 	}
 	snap := c.snapshot()
 	o, ok := snap.Get(preparedKey)

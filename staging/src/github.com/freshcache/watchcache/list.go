@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/store"
 )
 
@@ -21,39 +22,72 @@ import (
 type listPlan int
 
 const (
-	planDelegate listPlan = iota // ask etcd
-	planLatest                   // newest snapshot (rv=0)
-	planNotOlder                 // newest snapshot once RV >= rv
-	planExact                    // the snapshot at exactly rv
+	planDelegate   listPlan = iota // ask etcd
+	planLatest                     // newest snapshot (rv=0, gate off)
+	planNotOlder                   // newest snapshot once RV >= rv
+	planExact                      // the snapshot at exactly rv
+	planConsistent                 // newest snapshot after the freshness wait
 )
 
+// readGates are the gates that shape LIST planning, resolved once when the
+// cache is built.
+type readGates struct {
+	// consistent: ConsistentReadsFromCache. rv="" (and continuations of
+	// consistent lists) wait for freshness and are served from the cache.
+	consistent bool
+	// freshZero: FreshResourceVersionZero. rv=0 does the same.
+	freshZero bool
+	// snapshots: upstream's ListFromCacheSnapshot. When off, Exact reads
+	// and continuations go to etcd, as upstream's cacher does then.
+	snapshots bool
+}
+
 // planList decides how to serve a LIST. It mirrors upstream's delegator
-// decisions, except that consistent reads (rv="" and continue tokens of
-// consistent lists) go to etcd until the freshness protocol lands.
-func planList(opts storage.ListOptions, rv uint64, continueRV int64) listPlan {
+// decisions, with freshcache's gates for rv="" and rv=0.
+func planList(opts storage.ListOptions, rv uint64, continueRV int64, g readGates) listPlan {
 	if opts.Recursive && opts.Predicate.Continue != "" {
-		if continueRV > 0 {
+		switch {
+		case !g.snapshots:
+			return planDelegate
+		case continueRV > 0:
 			return planExact
+		case g.consistent:
+			// A continuation of a consistent list (negative RV in the
+			// token) is itself a consistent read.
+			return planConsistent
 		}
 		return planDelegate
 	}
+	exact := planExact
+	if !g.snapshots {
+		exact = planDelegate
+	}
 	switch opts.ResourceVersionMatch {
 	case metav1.ResourceVersionMatchExact:
-		return planExact
+		return exact
 	case metav1.ResourceVersionMatchNotOlderThan:
 		if opts.ResourceVersion == "0" {
+			if g.freshZero {
+				return planConsistent
+			}
 			return planLatest
 		}
 		return planNotOlder
 	}
 	switch {
 	case opts.ResourceVersion == "":
+		if g.consistent {
+			return planConsistent
+		}
 		return planDelegate
 	case opts.ResourceVersion == "0" || rv == 0:
+		if g.freshZero {
+			return planConsistent
+		}
 		return planLatest
 	case opts.Predicate.Limit > 0 && opts.Recursive:
 		// Legacy semantics: a limit with an RV lists at exactly that RV.
-		return planExact
+		return exact
 	default:
 		return planNotOlder
 	}
@@ -72,7 +106,7 @@ type listRequest struct {
 
 // parseListRequest validates a LIST as upstream does and decides how to
 // serve it. Client mistakes come back as BadRequest; it never panics.
-func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions) (listRequest, error) {
+func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions, g readGates) (listRequest, error) {
 	preparedKey, err := storage.PrepareKey(prefix, key, opts.Recursive)
 	if err != nil {
 		return listRequest{}, err
@@ -91,7 +125,7 @@ func parseListRequest(prefix, key string, v storage.Versioner, opts storage.List
 	if err != nil {
 		return listRequest{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
-	r := listRequest{key: preparedKey, continueKey: continueKey, plan: planList(opts, rv, withRev), rv: rv}
+	r := listRequest{key: preparedKey, continueKey: continueKey, plan: planList(opts, rv, withRev, g), rv: rv}
 	if r.plan == planExact && withRev > 0 {
 		r.rv = uint64(withRev)
 	}
@@ -100,7 +134,7 @@ func parseListRequest(prefix, key string, v storage.Versioner, opts storage.List
 
 // GetList implements storage.Interface.
 func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
-	req, err := parseListRequest(c.prefix, key, c.cfg.Versioner, opts)
+	req, err := parseListRequest(c.prefix, key, c.cfg.Versioner, opts, c.gates)
 	if err != nil {
 		return err
 	}
@@ -119,9 +153,26 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 	switch req.plan {
 	case planLatest:
 		snap = c.snapshot()
-	case planNotOlder:
-		if err := c.waitFresh(ctx, req.rv); err != nil {
+	case planConsistent:
+		requested := metrics.RequestedConsistent
+		if opts.ResourceVersion == "0" {
+			requested = metrics.RequestedZero
+		}
+		where, err := c.freshRead(ctx, metrics.VerbList, requested, 0)
+		if err != nil {
 			return err
+		}
+		if where == fromEtcd {
+			return c.cfg.Storage.GetList(ctx, key, quorum(opts), listObj)
+		}
+		snap = c.snapshot()
+	case planNotOlder:
+		where, err := c.freshRead(ctx, metrics.VerbList, metrics.RequestedNotOlderThan, req.rv)
+		if err != nil {
+			return err
+		}
+		if where == fromEtcd {
+			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
 		snap = c.snapshot()
 	case planExact:
@@ -143,13 +194,27 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 	return c.listFromSnapshot(ctx, snap, req.key, req.continueKey, opts, listObj)
 }
 
+// quorum turns a LIST into the consistent read etcd serves for rv="":
+// rv=0 (under FreshResourceVersionZero) means "any", and etcd's newest
+// state is one of "any". A continuation keeps its token.
+func quorum(opts storage.ListOptions) storage.ListOptions {
+	if opts.ResourceVersion == "0" {
+		opts.ResourceVersion = ""
+		opts.ResourceVersionMatch = ""
+	}
+	return opts
+}
+
 func shouldDelegateWhileNotReady(opts storage.ListOptions) bool {
 	p := opts.Predicate
 	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
 }
 
-// listFromSnapshot fills listObj from snap. It copies every returned object,
-// so the caller owns the result.
+// listFromSnapshot fills listObj from snap. Each item is a shallow copy of
+// the cached object, as upstream's cacher hands out: the item's own fields
+// are the caller's, but maps, slices and pointers inside it are shared with
+// the cache and must be treated as read-only (deep-copying every item cost
+// ~7x in LIST throughput; see docs/results/core.md).
 func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, preparedKey, continueKey string, opts storage.ListOptions, listObj runtime.Object) error {
 	listPtr, err := meta.GetItemsPtr(listObj)
 	if err != nil {
@@ -200,7 +265,7 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 
 	listVal.Set(reflect.MakeSlice(listVal.Type(), len(selected), len(selected)))
 	for i, o := range selected {
-		listVal.Index(i).Set(reflect.ValueOf(o.Obj.DeepCopyObject()).Elem())
+		listVal.Index(i).Set(reflect.ValueOf(o.Obj).Elem())
 	}
 	var cont string
 	var remaining *int64

@@ -6,12 +6,15 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
 	"github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/history"
 	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
 )
 
 // TimeoutAction says what a consistent read does when the cache is not
@@ -57,14 +60,24 @@ type Options struct {
 	FreshResourceVersionZero *bool
 
 	// ConsistentReadTimeout bounds how long a read waits for the cache to
-	// reach a revision (rv=N NotOlderThan now; consistent reads once the
-	// freshness protocol lands). Zero: 3s. Must not be negative.
+	// be fresh enough: consistent reads (rv="", and rv=0 under
+	// FreshResourceVersionZero) and rv=N NotOlderThan. Zero: 3s. Must not
+	// be negative. kube-apiserver: --consistent-read-timeout.
 	ConsistentReadTimeout time.Duration
 
 	// TimeoutAction is what a consistent read does after
-	// ConsistentReadTimeout. Empty: TimeoutFallback. Used by the freshness
-	// protocol; validated now so that configurations stay stable.
+	// ConsistentReadTimeout: TimeoutFallback serves it from etcd with a
+	// quorum read, TimeoutReject answers 429 with Retry-After. Empty:
+	// TimeoutFallback. (A NotOlderThan read answers "too large resource
+	// version" either way, as upstream.) kube-apiserver:
+	// --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
+
+	// OracleRegistry shares revision oracles (and their etcd clients)
+	// among the caches a storage decorator builds: one per etcd cluster.
+	// Nil: oracle.Shared(), the process-wide registry. Only
+	// NewStorageDecorator uses it; New takes Config.Oracle.
+	OracleRegistry *oracle.Registry
 
 	// WatcherQueueCapacity is how many events a watcher may fall behind
 	// before it is terminated as slow. Zero: 1024.
@@ -95,6 +108,10 @@ type resolved struct {
 	Options
 	consistentReads bool
 	freshRVZero     bool
+	// listFromSnapshots is upstream's ListFromCacheSnapshot gate: when
+	// off, Exact LISTs and continuations go to etcd, as with upstream's
+	// cacher. Read once, in New.
+	listFromSnapshots bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -143,6 +160,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r := resolved{Options: o}
 	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
+	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -45,7 +46,7 @@ func FuzzParseListRequest(f *testing.F) {
 			Recursive:            recursive,
 			Predicate:            storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: limit, Continue: cont},
 		}
-		req, err := parseListRequest("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts)
+		req, err := parseListRequest("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts, readGates{consistent: true, freshZero: true, snapshots: true})
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("client input %+v gave a non-BadRequest error: %v", opts, err)
@@ -72,7 +73,9 @@ func FuzzContinueRoundTrip(f *testing.F) {
 	f.Add("x/../y", int64(3))
 	f.Add("\x00", int64(9))
 	f.Fuzz(func(t *testing.T, suffix string, rv int64) {
-		if rv <= 0 || suffix == "" {
+		if rv <= 0 || suffix == "" || !utf8.ValidString(suffix) {
+			// Continue tokens are JSON: invalid UTF-8 cannot round-trip
+			// (it becomes U+FFFD), and Kubernetes keys are valid UTF-8.
 			return
 		}
 		key := "/pods/ns/" + suffix
@@ -81,7 +84,7 @@ func FuzzContinueRoundTrip(f *testing.F) {
 			return
 		}
 		opts := storage.ListOptions{Recursive: true, Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: 1, Continue: tok}}
-		req, err := parseListRequest("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts)
+		req, err := parseListRequest("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts, readGates{consistent: true, freshZero: true, snapshots: true})
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("non-BadRequest for token of %q: %v", key, err)

@@ -11,11 +11,15 @@ import (
 
 	"github.com/freshcache/watchcache/fanout"
 	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // Watch implements storage.Interface.
 //
-// Resource-version semantics, as upstream's cacher:
+// Resource-version semantics, as upstream's cacher, except that with
+// ConsistentReadsFromCache rv="" (and with FreshResourceVersionZero rv=0)
+// first waits until the cache is at least as fresh as etcd was when the
+// request arrived, and starts from that state:
 //   - sendInitialEvents=true: the state at a revision >= the requested one
 //     (rv="": etcd's current revision) as ADDED events, then, with
 //     AllowWatchBookmarks, the initial-events-end bookmark, then changes.
@@ -38,18 +42,38 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 
 	// Resolve the revision the cache must reach first. From here on errors
-	// are reported as a watch ERROR event, as upstream does.
-	required := rv
-	if sendInitial && opts.ResourceVersion == "" {
-		current, err := c.cfg.Storage.GetCurrentResourceVersion(ctx)
-		if err != nil {
-			return fanout.ErrorWatcher(err), nil
+	// are reported as a watch ERROR event, as upstream does; a rejected
+	// consistent read is a plain 429.
+	requested := c.consistentClass(opts.ResourceVersion)
+	switch {
+	case requested != "":
+		// Start from a snapshot at least as fresh as the request: its
+		// initial events, if any, come from it, and so does StartRV.
+		where, err := c.freshRead(ctx, metrics.VerbWatch, requested, 0)
+		if apierrors.IsTooManyRequests(err) {
+			return nil, err
 		}
-		required = current
-	}
-	if sendInitial {
-		if err := c.waitFresh(ctx, required); err != nil {
+		if err != nil {
 			return fanout.ErrorWatcher(toAPIError(err)), nil
+		}
+		if where == fromEtcd {
+			return c.cfg.Storage.Watch(ctx, key, opts)
+		}
+	case sendInitial:
+		required := rv
+		if opts.ResourceVersion == "" {
+			// Gate off: upstream's watch-list semantics, the state at
+			// etcd's current revision at least.
+			current, err := c.cfg.Storage.GetCurrentResourceVersion(ctx)
+			if err != nil {
+				return fanout.ErrorWatcher(err), nil
+			}
+			required = current
+		}
+		if required > 0 {
+			if _, err := c.freshRead(ctx, metrics.VerbWatch, metrics.RequestedNotOlderThan, required); err != nil {
+				return fanout.ErrorWatcher(toAPIError(err)), nil
+			}
 		}
 	}
 

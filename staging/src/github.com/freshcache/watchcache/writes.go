@@ -58,10 +58,14 @@ func (c *Cache) ReadinessCheck() error {
 	return nil
 }
 
-// RequestWatchProgress implements storage.Interface. It asks for progress on
-// the cache's own watch stream.
+// RequestWatchProgress implements storage.Interface. It asks etcd for a
+// progress notification on the cache's own watch stream, through the
+// freshness driver, so that it shares the one request in flight with
+// waiting reads (and counts in progress_requests_total). The notification
+// advances the cache revision and sends bookmarks to the cache's watchers
+// that allow them; it does not reach watches opened directly on etcd.
 func (c *Cache) RequestWatchProgress(ctx context.Context) error {
-	return c.reflector.RequestProgress(ctx)
+	return c.driver.requestProgress(ctx)
 }
 
 // GetCurrentResourceVersion implements storage.Interface; it asks etcd.

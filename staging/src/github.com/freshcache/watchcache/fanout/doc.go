@@ -23,8 +23,15 @@
 //   - A watcher sees revisions in increasing order; bookmarks never go back.
 //     With Spec.InitialEventsEnd, the initial state is followed by a bookmark
 //     at StartRV annotated k8s.io/initial-events-end, as for sendInitialEvents.
-//   - Objects are deep-copied before they leave the cache, so clients may
-//     mutate what they receive.
+//   - Objects leave the cache as a *Shared (see shared.go), never as the
+//     cached object itself and without a deep copy: one Shared per
+//     dispatched event is handed to every watcher that gets it, and it
+//     implements runtime.CacheableObject, so the apiserver encodes an event
+//     once per encoding rather than once per watcher (as upstream's
+//     cachingObject does). Writes through it copy first, so no consumer can
+//     corrupt the cache; a consumer that wants to mutate freely calls
+//     GetObject for a private copy, since a Shared's own setters are seen by
+//     the other watchers of the same event.
 //   - Stop, a cancelled context, Terminate and TerminateAll all end the
 //     watcher's goroutine; none leaks.
 //

@@ -169,12 +169,18 @@ func (f *Fanout) Dispatch(ev *history.Event) {
 	if ev.RV > f.mu.rv {
 		f.mu.rv = ev.RV
 	}
-	var slow []*Watcher
+	var (
+		slow   []*Watcher
+		shared *Shared // made for the first watcher, then handed to all
+	)
 	offer := func(w *Watcher) {
 		if ev.RV <= w.spec.StartRV {
 			return
 		}
-		if !w.enqueue(item{ev: ev}) {
+		if shared == nil && ev.Object != nil {
+			shared, _ = share(ev.Object.Obj) // nil: each watcher copies
+		}
+		if !w.enqueue(item{ev: ev, obj: shared}) {
 			slow = append(slow, w)
 		}
 	}

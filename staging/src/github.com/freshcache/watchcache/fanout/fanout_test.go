@@ -95,7 +95,7 @@ func TestTriggerRoutesOnlyMatchingEvents(t *testing.T) {
 	f.Dispatch(event(2, "/p/b", "n1"))
 	select {
 	case ev := <-w.ResultChan():
-		if ev.Object.(*example.Pod).Name != "/p/b" {
+		if ev.Object.(*Shared).GetName() != "/p/b" {
 			t.Fatalf("got %v, want only the n1 pod", ev.Object)
 		}
 	case <-time.After(10 * time.Second):
@@ -123,7 +123,7 @@ func TestStartRVSkipsOldEventsAndBookmarkMarksInitialEnd(t *testing.T) {
 				if m.Annotations[metav1.InitialEventsAnnotationKey] != "true" || m.ResourceVersion != "5" {
 					t.Fatalf("bookmark %+v", m.ObjectMeta)
 				}
-			} else if ev.Object.(*example.Pod).Name != "/p/new" {
+			} else if ev.Object.(*Shared).GetName() != "/p/new" {
 				t.Fatalf("got %v", ev.Object)
 			}
 		case <-time.After(10 * time.Second):

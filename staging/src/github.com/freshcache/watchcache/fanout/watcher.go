@@ -22,7 +22,9 @@ import (
 // item is one entry of a watcher's queue: an event, or a bookmark at a
 // revision.
 type item struct {
-	ev       *history.Event
+	ev *history.Event
+	// obj, if set, is ev.Object shared by every watcher of this dispatch.
+	obj      *Shared
 	bookmark uint64
 }
 
@@ -140,7 +142,7 @@ func (w *Watcher) run() {
 		for _, it := range w.take() {
 			var ok bool
 			if it.ev != nil {
-				ok = w.deliver(it.ev)
+				ok = w.deliver(it.ev, it.obj)
 			} else {
 				ok = w.sendBookmark(it.bookmark, false)
 			}
@@ -158,7 +160,7 @@ func (w *Watcher) sendInitial() bool {
 			if !w.matches(o) {
 				return true
 			}
-			ok = w.send(watch.Event{Type: watch.Added, Object: o.Obj.DeepCopyObject()})
+			ok = w.send(watch.Event{Type: watch.Added, Object: shareOrCopy(o.Obj)})
 			return ok
 		}
 		if w.spec.Recursive {
@@ -172,7 +174,7 @@ func (w *Watcher) sendInitial() bool {
 		}
 	}
 	for i := range w.spec.Backlog {
-		if !w.deliver(&w.spec.Backlog[i]) {
+		if !w.deliver(&w.spec.Backlog[i], nil) {
 			return false
 		}
 	}
@@ -203,8 +205,9 @@ func (w *Watcher) matches(o *store.Object) bool {
 }
 
 // deliver converts ev for this watcher (an object that starts or stops
-// matching becomes ADDED or DELETED) and sends it.
-func (w *Watcher) deliver(ev *history.Event) bool {
+// matching becomes ADDED or DELETED) and sends it. shared, if set, is
+// ev.Object as shared by the other watchers of the same dispatch.
+func (w *Watcher) deliver(ev *history.Event, shared *Shared) bool {
 	cur := ev.Type != watch.Deleted && w.matches(ev.Object)
 	var prev bool
 	switch {
@@ -213,13 +216,19 @@ func (w *Watcher) deliver(ev *history.Event) bool {
 	case ev.Prev != nil:
 		prev = w.matches(ev.Prev)
 	}
+	object := func() runtime.Object {
+		if shared != nil {
+			return shared
+		}
+		return shareOrCopy(ev.Object.Obj)
+	}
 	switch {
 	case cur && !prev:
-		return w.send(watch.Event{Type: watch.Added, Object: ev.Object.Obj.DeepCopyObject()})
+		return w.send(watch.Event{Type: watch.Added, Object: object()})
 	case cur && prev:
-		return w.send(watch.Event{Type: watch.Modified, Object: ev.Object.Obj.DeepCopyObject()})
+		return w.send(watch.Event{Type: watch.Modified, Object: object()})
 	case prev && ev.Type == watch.Deleted:
-		return w.send(watch.Event{Type: watch.Deleted, Object: ev.Object.Obj.DeepCopyObject()})
+		return w.send(watch.Event{Type: watch.Deleted, Object: object()})
 	case prev:
 		// It stopped matching: the client sees the old version go away at
 		// the event's revision.

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	compbasemetrics "k8s.io/component-base/metrics"
@@ -81,13 +82,26 @@ type Recorder interface {
 	WatcherTerminated(reason string)
 	// Relisted counts one full list from etcd.
 	Relisted()
+
+	// ReadWait observes the freshness wait of one read (verb: VerbList,
+	// VerbGet, VerbWatch; requested: Requested*).
+	ReadWait(verb, requested string, d time.Duration)
+	// Read counts one read that needed freshness, by outcome (Outcome*).
+	Read(verb, requested, outcome string)
+	// ProgressRequest counts one progress request sent to etcd.
+	ProgressRequest()
+	// ConsistentReadsDisabled records that the cache delegates its
+	// consistent reads to etcd, and why (e.g. ReasonEtcdVersion).
+	ConsistentReadsDisabled(reason string)
 }
 
 // For returns the component-base Recorder for gr, registering the metrics on
 // first use.
 func For(gr schema.GroupResource) Recorder {
 	Register()
+	registerRead()
 	return &legacy{group: gr.Group, resource: gr.Resource,
+		progress: progressRequests.WithLabelValues(gr.Group, gr.Resource),
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
@@ -101,6 +115,7 @@ type legacy struct {
 	events          compbasemetrics.CounterMetric
 	watchers        compbasemetrics.GaugeMetric
 	relists         compbasemetrics.CounterMetric
+	progress        compbasemetrics.CounterMetric
 }
 
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }

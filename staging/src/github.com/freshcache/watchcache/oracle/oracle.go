@@ -77,9 +77,8 @@ type Stats struct {
 // before the Revision call has a revision <= R. One Oracle serves every
 // resource that uses the same etcd client. It is safe for concurrent use.
 type Oracle struct {
-	kv   clientv3.KV
-	key  string
-	ops  []clientv3.OpOption
+	// get performs one revision fetch.
+	get  func(ctx context.Context) (int64, error)
 	opts Options
 
 	// ctx is cancelled by Close; every fetch's context derives from it.
@@ -115,6 +114,7 @@ type round struct {
 
 	// Guarded by Oracle.mu.
 	waiters int                // callers still waiting
+	reads   int                // reads those callers stand for (RevisionFor)
 	cancel  context.CancelFunc // aborts the fetch; set when started
 }
 
@@ -124,8 +124,58 @@ func New(client *clientv3.Client, opts Options) (*Oracle, error) {
 	if client == nil {
 		return nil, errors.New("oracle: nil etcd client")
 	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	// Count only: etcd answers with a header and a count, no keys or
+	// values. Linearizable unless UnsafeSerializable: etcd confirms with
+	// the leader (ReadIndex) that the member has applied every committed
+	// write before it answers.
+	ops := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if opts.UnsafeSerializable {
+		ops = append(ops, clientv3.WithSerializable())
+	}
+	kv, key := client.KV, opts.Key
+	get := func(ctx context.Context) (int64, error) {
+		resp, err := kv.Get(ctx, key, ops...)
+		if err != nil {
+			return 0, err
+		}
+		if resp.Header == nil {
+			return 0, errors.New("response without header")
+		}
+		return resp.Header.Revision, nil
+	}
+	return buildOracle(get, opts), nil
+}
+
+// NewFromFunc returns an Oracle whose fetch is get, which must return a
+// revision R such that every write that completed before get was called
+// has a revision <= R (a linearizable read). It serves embedders that hold
+// no etcd client, e.g. a cache built over a storage.Interface alone, with
+// storage.Interface.GetCurrentResourceVersion as get. Options.Key and
+// UnsafeSerializable are ignored.
+func NewFromFunc(get func(ctx context.Context) (int64, error), opts Options) (*Oracle, error) {
+	if get == nil {
+		return nil, errors.New("oracle: nil fetch func")
+	}
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return buildOracle(get, opts), nil
+}
+
+func buildOracle(get func(ctx context.Context) (int64, error), opts Options) *Oracle {
+	o := &Oracle{get: get, opts: opts}
+	o.ctx, o.cancel = context.WithCancel(context.Background())
+	return o
+}
+
+func (opts Options) withDefaults() (Options, error) {
 	if opts.FetchTimeout < 0 {
-		return nil, fmt.Errorf("oracle: negative FetchTimeout %v", opts.FetchTimeout)
+		return opts, fmt.Errorf("oracle: negative FetchTimeout %v", opts.FetchTimeout)
 	}
 	if opts.Key == "" {
 		opts.Key = DefaultKey
@@ -136,17 +186,7 @@ func New(client *clientv3.Client, opts Options) (*Oracle, error) {
 	if opts.Recorder == nil {
 		opts.Recorder = noopRecorder{}
 	}
-	// Count only: etcd answers with a header and a count, no keys or
-	// values. Linearizable unless UnsafeSerializable: etcd confirms with
-	// the leader (ReadIndex) that the member has applied every committed
-	// write before it answers.
-	ops := []clientv3.OpOption{clientv3.WithCountOnly()}
-	if opts.UnsafeSerializable {
-		ops = append(ops, clientv3.WithSerializable())
-	}
-	o := &Oracle{kv: client.KV, key: opts.Key, ops: ops, opts: opts}
-	o.ctx, o.cancel = context.WithCancel(context.Background())
-	return o, nil
+	return opts, nil
 }
 
 // Revision returns a revision R from a fetch issued after the call began. So
@@ -158,6 +198,18 @@ func New(client *clientv3.Client, opts Options) (*Oracle, error) {
 // an error wrapping ErrFetchFailed if the fetch fails. It never returns a
 // revision from a fetch issued before it was called.
 func (o *Oracle) Revision(ctx context.Context) (int64, error) {
+	return o.RevisionFor(ctx, 1)
+}
+
+// RevisionFor is Revision for a caller that stands for reads client reads
+// (a cache's freshness driver asks once for every read its own fetch
+// covers). reads only feeds Stats.Reads and Recorder.FetchDone, so that
+// reads_per_revision_fetch counts client reads, not callers. Values below 1
+// count as 1.
+func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
+	if reads < 1 {
+		reads = 1
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("oracle: waiting for a revision: %w", err)
 	}
@@ -172,6 +224,7 @@ func (o *Oracle) Revision(ctx context.Context) (int64, error) {
 		o.mu.next = r
 	}
 	r.waiters++
+	r.reads += reads
 	if o.testJoined != nil {
 		o.testJoined(o.mu.inFlight != nil)
 	}
@@ -184,7 +237,7 @@ func (o *Oracle) Revision(ctx context.Context) (int64, error) {
 	case <-r.done:
 		return r.rev, r.err
 	case <-ctx.Done():
-		if o.leave(r) {
+		if o.leave(r, reads) {
 			return r.rev, r.err // answered as ctx ended; the fetch counted this read
 		}
 		return 0, fmt.Errorf("oracle: waiting for a revision: %w", ctx.Err())
@@ -205,11 +258,8 @@ func (o *Oracle) startLocked() {
 
 func (o *Oracle) fetch(ctx context.Context, r *round) {
 	defer o.wg.Done()
-	resp, err := o.kv.Get(ctx, o.key, o.ops...)
+	rev, err := o.get(ctx)
 	r.cancel()
-	if err == nil && resp.Header == nil {
-		err = errors.New("response without header")
-	}
 
 	o.mu.Lock()
 	switch {
@@ -218,9 +268,9 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 	case err != nil:
 		r.err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
 	default:
-		r.rev = resp.Header.Revision
+		r.rev = rev
 	}
-	reads := r.waiters
+	reads := r.reads
 	close(r.done)
 	o.mu.inFlight = nil
 	if o.mu.next != nil && !o.mu.closed {
@@ -239,7 +289,7 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 // leave is called by a caller that gave up on r. A round nobody waits for is
 // dropped before it starts, or aborted if it is in flight: no later caller
 // may use its answer anyway. It reports whether r was answered meanwhile.
-func (o *Oracle) leave(r *round) (answered bool) {
+func (o *Oracle) leave(r *round, reads int) (answered bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	select {
@@ -248,6 +298,7 @@ func (o *Oracle) leave(r *round) (answered bool) {
 	default:
 	}
 	r.waiters--
+	r.reads -= reads
 	if r.waiters > 0 {
 		return false
 	}

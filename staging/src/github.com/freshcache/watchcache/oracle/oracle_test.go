@@ -466,7 +466,7 @@ func TestNewValidates(t *testing.T) {
 			t.Fatalf("%s: err=%v", tc.name, err)
 		}
 		if o != nil {
-			if o.key != DefaultKey || o.opts.FetchTimeout != DefaultFetchTimeout {
+			if o.opts.Key != DefaultKey || o.opts.FetchTimeout != DefaultFetchTimeout {
 				t.Fatalf("%s: defaults not applied: %+v", tc.name, o.opts)
 			}
 			o.Close()

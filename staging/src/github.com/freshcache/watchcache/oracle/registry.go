@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // Registry shares one Oracle among every cache that talks to the same etcd
@@ -40,12 +42,18 @@ func NewRegistry(opts Options) *Registry {
 	return r
 }
 
-var shared = NewRegistry(Options{})
+// shared is built on first use, so that importing the package registers no
+// metrics.
+var shared = sync.OnceValue(func() *Registry {
+	return NewRegistry(Options{Recorder: metrics.NewOracleRecorder()})
+})
 
-// Shared returns the process-wide registry, with default Options. Caches in
-// different storage decorators of one apiserver (core, apiextensions,
-// aggregator) find each other's Oracles through it.
-func Shared() *Registry { return shared }
+// Shared returns the process-wide registry. Its Oracles use the default
+// Options and record apiserver_freshcache_revision_fetches_total and
+// apiserver_freshcache_reads_per_revision_fetch (metrics.OracleRecorder).
+// Caches in different storage decorators of one apiserver (core,
+// apiextensions, aggregator) find each other's Oracles through it.
+func Shared() *Registry { return shared() }
 
 // EndpointsKey is a registry key for a client configuration: the sorted,
 // de-duplicated endpoints. Endpoints that reach the same cluster through

@@ -34,7 +34,9 @@ type Sink interface {
 	Replace(objs []runtime.Object, rv uint64) error
 	// Apply applies one ADDED, MODIFIED or DELETED event at rv.
 	Apply(typ watch.EventType, obj runtime.Object, rv uint64) error
-	// Progress records that every event up to rv has been applied.
+	// Progress records a progress notification: every event up to rv has
+	// been delivered. rv may be at or below RV(); such a notification moves
+	// nothing but still answers a progress request.
 	Progress(rv uint64)
 	// RV is the revision of the state the sink holds (0 before any list).
 	RV() uint64
@@ -242,11 +244,13 @@ func (r *Reflector) watch(ctx context.Context) (relist bool, err error) {
 			if err != nil {
 				return true, err
 			}
-			if rv <= r.cfg.Sink.RV() {
+			if ev.Type == watch.Bookmark {
+				// Even a notification at or below the cache's revision
+				// answers a progress request; the sink ignores its revision.
+				r.cfg.Sink.Progress(rv)
 				continue
 			}
-			if ev.Type == watch.Bookmark {
-				r.cfg.Sink.Progress(rv)
+			if rv <= r.cfg.Sink.RV() {
 				continue
 			}
 			if err := r.cfg.Sink.Apply(ev.Type, ev.Object, rv); err != nil {

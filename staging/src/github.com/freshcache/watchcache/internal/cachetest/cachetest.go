@@ -7,6 +7,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/kubernetes"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -82,6 +83,14 @@ type Setup struct {
 	Codec        runtime.Codec
 	Transformer  value.Transformer
 	Options      watchcache.Options
+	// Oracle is Config.Oracle; nil lets the cache build its own.
+	Oracle watchcache.RevisionSource
+	// Recorder receives the cache's metrics; nil discards them.
+	Recorder metrics.Recorder
+	// Disabled is Config.ConsistentReadsDisabled.
+	Disabled string
+	// GroupResource defaults to pods.
+	GroupResource schema.GroupResource
 }
 
 // Option changes a Setup.
@@ -122,37 +131,75 @@ func WithTransformer(tr value.Transformer) Option {
 // WithOptions sets the cache's Options.
 func WithOptions(o watchcache.Options) Option { return func(s *Setup) { s.Options = o } }
 
+// WithOracle makes the cache use o for its consistent reads.
+func WithOracle(o watchcache.RevisionSource) Option { return func(s *Setup) { s.Oracle = o } }
+
+// WithRecorder makes the cache record its metrics in r.
+func WithRecorder(r metrics.Recorder) Option { return func(s *Setup) { s.Recorder = r } }
+
+// WithPrefix stores the resource under prefix (e.g. "/leases/") with the
+// given resource name.
+func WithPrefix(prefix, resource string) Option {
+	return func(s *Setup) {
+		s.Prefix = prefix
+		s.GroupResource = schema.GroupResource{Resource: resource}
+	}
+}
+
+// WithConsistentReadsDisabled sets Config.ConsistentReadsDisabled.
+func WithConsistentReadsDisabled(reason string) Option {
+	return func(s *Setup) { s.Disabled = reason }
+}
+
 // Env is a running etcd, etcd3 store and cache.
 type Env struct {
 	Server   *etcd3testing.EtcdTestServer
 	Client   *clientv3.Client
 	Recorder *storagetesting.KubernetesRecorder
 	// Etcd is the etcd3 store under the cache.
-	Etcd  storage.Interface
+	Etcd storage.Interface
+	// Gate sits between Etcd and the cache: it can hold back the cache's
+	// watch and counts its progress requests.
+	Gate  *Gate
 	Cache *watchcache.Cache
 }
 
 // Start runs etcd, the store and a ready cache. Cleanup stops them.
 func Start(t testing.TB, opts ...Option) *Env {
 	t.Helper()
+	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	e := StartOn(t, server.V3Client, opts...)
+	e.Server = server
+	return e
+}
+
+// StartOn builds the store and a ready cache on an existing client, e.g. a
+// second resource on Start's etcd (env.Server.V3Client) or a client pinned
+// to one member of a Cluster. Cleanup stops them; the client stays open.
+func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
+	t.Helper()
 	s := Setup{
-		Prefix:      "/pods/",
-		Codec:       ProtoCodec,
-		Transformer: identity.NewEncryptCheckTransformer(),
+		Prefix:        "/pods/",
+		Codec:         ProtoCodec,
+		Transformer:   identity.NewEncryptCheckTransformer(),
+		GroupResource: schema.GroupResource{Resource: "pods"},
 	}
 	s.KeyFunc = func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc(s.Prefix, obj) }
 	for _, o := range opts {
 		o(&s)
 	}
 	if s.Options.Metrics == nil {
-		s.Options.Metrics = func(schema.GroupResource) metrics.Recorder { return metrics.Discard{} }
+		rec := s.Recorder
+		if rec == nil {
+			rec = metrics.Discard{}
+		}
+		s.Options.Metrics = func(schema.GroupResource) metrics.Recorder { return rec }
 	}
-	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
 	versioner := storage.APIObjectVersioner{}
-	compactor := etcd3.NewCompactor(server.V3Client.Client, 0, clock.RealClock{}, nil)
+	compactor := etcd3.NewCompactor(client.Client, 0, clock.RealClock{}, nil)
 	t.Cleanup(compactor.Stop)
-	etcdStore, err := etcd3.New(server.V3Client, compactor, s.Codec, NewPod, NewPodList,
-		etcd3testing.PathPrefix(), s.Prefix, schema.GroupResource{Resource: "pods"}, s.Transformer,
+	etcdStore, err := etcd3.New(client, compactor, s.Codec, NewPod, NewPodList,
+		etcd3testing.PathPrefix(), s.Prefix, s.GroupResource, s.Transformer,
 		etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(s.Codec, versioner), versioner)
 	if err != nil {
 		t.Fatal(err)
@@ -162,29 +209,33 @@ func Start(t testing.TB, opts ...Option) *Env {
 	if s.Indexers != nil {
 		indexers = &s.Indexers
 	}
+	gate := NewGate(etcdStore)
 	c, err := watchcache.New(s.Options, watchcache.Config{
-		Storage:        etcdStore,
-		Versioner:      versioner,
-		GroupResource:  schema.GroupResource{Resource: "pods"},
-		ResourcePrefix: s.Prefix,
-		KeyFunc:        s.KeyFunc,
-		NewFunc:        NewPod,
-		NewListFunc:    NewPodList,
-		GetAttrsFunc:   PodAttrs,
-		IndexerFuncs:   s.IndexerFuncs,
-		Indexers:       indexers,
+		Storage:                 gate,
+		Versioner:               versioner,
+		GroupResource:           s.GroupResource,
+		ResourcePrefix:          s.Prefix,
+		KeyFunc:                 s.KeyFunc,
+		NewFunc:                 NewPod,
+		NewListFunc:             NewPodList,
+		GetAttrsFunc:            PodAttrs,
+		IndexerFuncs:            s.IndexerFuncs,
+		Indexers:                indexers,
+		Oracle:                  s.Oracle,
+		ConsistentReadsDisabled: s.Disabled,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(gate.Resume) // a paused watch must not block Stop
 	t.Cleanup(c.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.Wait(ctx); err != nil {
 		t.Fatalf("cache not ready: %v", err)
 	}
-	rec, _ := server.V3Client.Kubernetes.(*storagetesting.KubernetesRecorder)
-	return &Env{Server: server, Client: server.V3Client.Client, Recorder: rec, Etcd: etcdStore, Cache: c}
+	rec, _ := client.Kubernetes.(*storagetesting.KubernetesRecorder)
+	return &Env{Client: client.Client, Recorder: rec, Etcd: etcdStore, Gate: gate, Cache: c}
 }
 
 // Compact compacts etcd at rv and waits until the store observes it.

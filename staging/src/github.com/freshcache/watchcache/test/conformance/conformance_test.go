@@ -20,6 +20,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
+	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/cachetest"
 )
 
@@ -161,21 +162,17 @@ func TestListPaging(t *testing.T) {
 	storagetesting.RunTestListPaging(ctx, t, e.Cache)
 }
 
-// consistentReadsFromCache is false until the freshness protocol (next
-// issue) serves LIST rv="" from the cache. Until then those reads go to
-// etcd, which RunTestList's etcd-request recorder flags, and a consistent
-// read does not sync the cache (RunTestConsistentList's
-// consistentReadsSupported). Flip it when the protocol lands.
-const consistentReadsFromCache = false
+// consistentReadsFromCache: the freshness protocol serves LIST rv="" from
+// the cache (gate ConsistentReadsFromCache, on by default), so RunTestList
+// runs with the cacher's etcd-request expectations and
+// RunTestConsistentList with consistentReadsSupported=true.
+const consistentReadsFromCache = true
 
 func TestLists(t *testing.T) {
 	for _, snapshots := range []bool{true, false} {
 		t.Run(fmt.Sprintf("ListFromCacheSnapshot=%v", snapshots), func(t *testing.T) {
 			featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.ListFromCacheSnapshot, snapshots)
 			t.Run("List", func(t *testing.T) {
-				if !consistentReadsFromCache {
-					t.Skip("LIST rv=\"\" is delegated to etcd until the freshness protocol lands; see docs/conformance.md. TestListEtcdSemantics runs the same table.")
-				}
 				ctx, e := setup(t)
 				storagetesting.RunTestList(ctx, t, e.Cache, e.Compact, true, e.Recorder)
 			})
@@ -265,8 +262,15 @@ func TestStats(t *testing.T) {
 	}
 }
 
+// TestKeySchema stores objects at keys that are not their KeyFunc keys (an
+// object without a name at "/pods/"), which no apiserver does. The cache,
+// like upstream's, indexes objects by KeyFunc, so a GET rv="" served from
+// the cache answers NotFound for such a key. Upstream's cacher delegates
+// GET rv="" to etcd, so the suite expects etcd's answer: run it with
+// ConsistentReadsFromCache off (rv="" reads go to etcd, as upstream).
 func TestKeySchema(t *testing.T) {
-	ctx, e := setup(t)
+	off := false
+	ctx, e := setup(t, cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: &off}))
 	storagetesting.RunTestKeySchema(ctx, t, e.Cache)
 }
 

@@ -1,0 +1,119 @@
+package watchcache
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/klog/v2"
+
+	"github.com/freshcache/watchcache/freshness"
+	"github.com/freshcache/watchcache/metrics"
+)
+
+// retryAfterSeconds is the Retry-After of "too large resource version",
+// "not ready" and rejected consistent reads, as upstream uses.
+const retryAfterSeconds = 1
+
+// served says where a read that needed freshness must be answered from.
+type served uint8
+
+const (
+	fromCache served = iota + 1 // a snapshot taken from now on is fresh enough
+	fromEtcd                    // delegate with rv="" (a quorum read)
+)
+
+// freshRead is the freshness wait of one read: the wait itself (through the
+// driver), the decision it leads to and its metrics.
+//
+//   - requested is metrics.RequestedConsistent or RequestedZero (a
+//     Consistent read in the Machine) or RequestedNotOlderThan (minRV).
+//   - fromCache: serve from a snapshot taken after the return.
+//   - fromEtcd: delegate with rv="" to the underlying storage. That happens
+//     when consistent reads are disabled (etcd version guard), when the
+//     revision fetch failed (see below), and on timeout with
+//     TimeoutFallback.
+//   - an error: TooManyRequests (timeout with TimeoutReject),
+//     TooLargeResourceVersion (a NotOlderThan read that timed out, as
+//     upstream), or ctx.Err()/ErrStopped.
+//
+// A failed revision fetch falls back to etcd whatever TimeoutAction says.
+// The fetch is a one-key linearizable read; if it failed, etcd (or the
+// member we talk to) is in trouble, and the delegated read either gets a
+// quorum answer, which is fresh, or fails with etcd's own error, which
+// says more than a 429 would. Neither is stale.
+func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uint64) (served, error) {
+	kind := freshness.NotOlderThan
+	if requested != metrics.RequestedNotOlderThan {
+		kind = freshness.Consistent
+		if c.disabledReason != "" {
+			c.metrics.Read(verb, requested, metrics.OutcomeFallback)
+			return fromEtcd, nil
+		}
+	} else if c.RV() >= minRV {
+		// The cache reached minRV already: nothing to wait for.
+		c.metrics.ReadWait(verb, requested, 0)
+		c.metrics.Read(verb, requested, metrics.OutcomeCache)
+		return fromCache, nil
+	}
+	start := c.opts.Clock.Now()
+	v, err := c.driver.wait(ctx, kind, minRV)
+	c.metrics.ReadWait(verb, requested, c.opts.Clock.Since(start))
+	if err != nil {
+		c.metrics.Read(verb, requested, metrics.OutcomeError)
+		return 0, err
+	}
+	switch v.kind {
+	case verdictReleased:
+		c.metrics.Read(verb, requested, metrics.OutcomeCache)
+		return fromCache, nil
+	case verdictFailed:
+		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", v.err)
+		c.metrics.Read(verb, requested, metrics.OutcomeFallback)
+		return fromEtcd, nil
+	}
+	// Timed out.
+	if kind == freshness.NotOlderThan {
+		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+		return 0, storage.NewTooLargeResourceVersionError(minRV, c.RV(), retryAfterSeconds)
+	}
+	if c.opts.TimeoutAction == TimeoutReject {
+		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+		return 0, apierrors.NewTooManyRequests(
+			fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
+			retryAfterSeconds)
+	}
+	c.metrics.Read(verb, requested, metrics.OutcomeFallback)
+	return fromEtcd, nil
+}
+
+// waitFresh blocks until the cache revision is at least rv, without
+// metrics: for internal callers (size estimation). It returns
+// TooLargeResourceVersion after ConsistentReadTimeout, as upstream does.
+func (c *Cache) waitFresh(ctx context.Context, rv uint64) error {
+	if c.RV() >= rv {
+		return nil
+	}
+	v, err := c.driver.wait(ctx, freshness.NotOlderThan, rv)
+	if err != nil {
+		return err
+	}
+	if v.kind != verdictReleased {
+		return storage.NewTooLargeResourceVersionError(rv, c.RV(), retryAfterSeconds)
+	}
+	return nil
+}
+
+// requested classifies a read's resourceVersion for the freshness wait:
+// "" is a consistent read under ConsistentReadsFromCache, "0" one under
+// FreshResourceVersionZero; anything else returns "" (no consistent read).
+func (c *Cache) consistentClass(rv string) string {
+	switch {
+	case rv == "" && c.opts.consistentReads:
+		return metrics.RequestedConsistent
+	case rv == "0" && c.opts.freshRVZero:
+		return metrics.RequestedZero
+	}
+	return ""
+}

@@ -1,0 +1,557 @@
+package watchcache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
+)
+
+func on() *bool  { b := true; return &b }
+func off() *bool { b := false; return &b }
+
+// longWait is a timeout no healthy test reaches; it only bounds failures.
+const longWait = 30 * time.Second
+
+// waitFor polls cond until it holds or longWait passes. It paces a
+// condition check, it does not wait for time to pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(longWait)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// waiting reports whether n reads wait in the cache's freshness protocol.
+func waiting(c *watchcache.Cache, n int) func() bool {
+	return func() bool {
+		s := c.FreshnessStatus()
+		return s.Pending+s.Covered+s.Waiting >= n
+	}
+}
+
+func create(t *testing.T, c storage.Interface, ns, name, node string) *example.Pod {
+	t.Helper()
+	p := mkPod(ns, name, node)
+	out := &example.Pod{}
+	if err := c.Create(context.Background(), cachetest.PodKey(p), p, out, 0); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func rvOf(t *testing.T, s string) uint64 {
+	t.Helper()
+	rv, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rv
+}
+
+func names(l *example.PodList) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range l.Items {
+		out[p.Name] = true
+	}
+	return out
+}
+
+// recorder counts the cache's read metrics.
+type recorder struct {
+	metrics.Discard
+	mu       sync.Mutex
+	reads    map[string]int // verb/requested/outcome
+	progress int
+	disabled []string
+}
+
+func newRecorder() *recorder { return &recorder{reads: map[string]int{}} }
+
+func (r *recorder) Read(verb, requested, outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads[verb+"/"+requested+"/"+outcome]++
+}
+
+func (r *recorder) ProgressRequest() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress++
+}
+
+func (r *recorder) ConsistentReadsDisabled(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.disabled = append(r.disabled, reason)
+}
+
+func (r *recorder) count(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reads[key]
+}
+
+var everything = storage.ListOptions{Recursive: true, Predicate: storage.Everything}
+
+func listOpts(rv string) storage.ListOptions {
+	o := everything
+	o.ResourceVersion = rv
+	return o
+}
+
+// TestConsistentReadsSeeAcknowledgedWrite holds the cache's watch back,
+// acknowledges a write, and checks that consistent LIST, GET and WATCH
+// wait for it instead of answering from the stale cache, and then see it.
+func TestConsistentReadsSeeAcknowledgedWrite(t *testing.T) {
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOptions(watchcache.Options{
+		ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait,
+	}))
+	ctx := context.Background()
+	create(t, e.Cache, "ns", "a", "n1")
+
+	e.Gate.Pause()
+	b := create(t, e.Etcd, "ns", "b", "n1") // acknowledged; the cache cannot see it yet
+	if e.Cache.RV() >= rvOf(t, b.ResourceVersion) {
+		t.Fatalf("the cache saw the write through a paused watch")
+	}
+
+	type result struct {
+		list  *example.PodList
+		get   *example.Pod
+		watch []watch.Event
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.list = &example.PodList{}
+		if r.err = e.Cache.GetList(ctx, "/pods/", listOpts(""), r.list); r.err != nil {
+			done <- r
+			return
+		}
+		r.get = &example.Pod{}
+		if r.err = e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{}, r.get); r.err != nil {
+			done <- r
+			return
+		}
+		w, err := e.Cache.Watch(ctx, "/pods/", listOpts(""))
+		if r.err = err; err != nil {
+			done <- r
+			return
+		}
+		defer w.Stop()
+		for len(r.watch) < 2 {
+			r.watch = append(r.watch, <-w.ResultChan())
+		}
+		done <- r
+	}()
+	waitFor(t, "the consistent LIST to wait", waiting(e.Cache, 1))
+	select {
+	case r := <-done:
+		t.Fatalf("consistent LIST answered while the cache was held back: %+v", r)
+	default:
+	}
+	e.Gate.Resume()
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := names(r.list); !got["a"] || !got["b"] {
+		t.Errorf("consistent LIST = %v, want a and b", got)
+	}
+	if rvOf(t, r.list.ResourceVersion) < rvOf(t, b.ResourceVersion) {
+		t.Errorf("LIST RV %s older than the write at %s", r.list.ResourceVersion, b.ResourceVersion)
+	}
+	if r.get.Name != "b" {
+		t.Errorf("consistent GET = %+v", r.get)
+	}
+	seen := map[string]bool{}
+	for _, ev := range r.watch {
+		if ev.Type == watch.Added {
+			seen[ev.Object.(*example.Pod).Name] = true
+		}
+	}
+	if !seen["a"] || !seen["b"] {
+		t.Errorf("WATCH rv=\"\" initial events %v, want ADDED a and b", r.watch)
+	}
+	// None of them went to etcd for data.
+	for _, k := range []string{"list/consistent/cache", "get/consistent/cache", "watch/consistent/cache"} {
+		if rec.count(k) != 1 {
+			t.Errorf("reads_total{%s} = %d, want 1", k, rec.count(k))
+		}
+	}
+}
+
+// TestConsistentListAfterOtherResourcesWrites: writes outside the resource
+// move etcd's revision; a consistent LIST answers at that revision, from
+// the cache, after a progress notification.
+func TestConsistentListAfterOtherResourcesWrites(t *testing.T) {
+	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on()}))
+	ctx := context.Background()
+	create(t, e.Cache, "ns", "a", "")
+	var want int64
+	for range 3 {
+		want = e.IncreaseRV(ctx, t)
+	}
+	list := &example.PodList{}
+	if err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list); err != nil {
+		t.Fatal(err)
+	}
+	if got := rvOf(t, list.ResourceVersion); got != uint64(want) {
+		t.Fatalf("consistent LIST at %d, etcd at %d", got, want)
+	}
+}
+
+// TestFreshResourceVersionZero: with the gate, rv=0 waits like rv="";
+// without it, rv=0 is served from the cache as it is.
+func TestFreshResourceVersionZero(t *testing.T) {
+	for _, gate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("FreshResourceVersionZero=%v", gate), func(t *testing.T) {
+			g := gate
+			e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{
+				FreshResourceVersionZero: &g, ConsistentReadTimeout: longWait,
+			}))
+			ctx := context.Background()
+			create(t, e.Cache, "ns", "a", "")
+			e.Gate.Pause()
+			create(t, e.Etcd, "ns", "b", "")
+
+			if !gate {
+				list := &example.PodList{}
+				if err := e.Cache.GetList(ctx, "/pods/", listOpts("0"), list); err != nil {
+					t.Fatal(err)
+				}
+				if names(list)["b"] {
+					t.Fatal("rv=0 without the gate saw a write the paused cache cannot have")
+				}
+				if err := e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: "0"}, &example.Pod{}); !storage.IsNotFound(err) {
+					t.Fatalf("GET rv=0 without the gate: %v, want NotFound from the cache", err)
+				}
+				return
+			}
+			done := make(chan error, 1)
+			list := &example.PodList{}
+			got := &example.Pod{}
+			go func() {
+				if err := e.Cache.GetList(ctx, "/pods/", listOpts("0"), list); err != nil {
+					done <- err
+					return
+				}
+				done <- e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: "0"}, got)
+			}()
+			waitFor(t, "rv=0 LIST to wait", waiting(e.Cache, 1))
+			e.Gate.Resume()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !names(list)["b"] || got.Name != "b" {
+				t.Fatalf("fresh rv=0: list %v, get %q", names(list), got.Name)
+			}
+		})
+	}
+}
+
+// TestNotOlderThanWaits: rv=N NotOlderThan waits for the cache to reach N
+// through the same machinery, and says "too large" when it does not.
+func TestNotOlderThanWaits(t *testing.T) {
+	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{ConsistentReadTimeout: longWait}))
+	ctx := context.Background()
+	e.Gate.Pause()
+	b := create(t, e.Etcd, "ns", "b", "")
+	done := make(chan error, 1)
+	got := &example.Pod{}
+	go func() {
+		done <- e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: b.ResourceVersion}, got)
+	}()
+	waitFor(t, "NotOlderThan GET to wait", waiting(e.Cache, 1))
+	e.Gate.Resume()
+	if err := <-done; err != nil || got.Name != "b" {
+		t.Fatalf("GET rv=%s: %v %q", b.ResourceVersion, err, got.Name)
+	}
+
+	short := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{ConsistentReadTimeout: 50 * time.Millisecond}))
+	short.Gate.Pause()
+	c := create(t, short.Etcd, "ns", "c", "")
+	opts := listOpts(c.ResourceVersion)
+	opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+	if err := short.Cache.GetList(ctx, "/pods/", opts, &example.PodList{}); !storage.IsTooLargeResourceVersion(err) {
+		t.Fatalf("NotOlderThan on a held-back cache: %v, want TooLargeResourceVersion", err)
+	}
+}
+
+// TestTimeoutActions holds the cache back so that a consistent read cannot
+// become fresh: fallback serves it from etcd (with the write), reject
+// answers 429 with Retry-After. Neither serves the stale cache.
+func TestTimeoutActions(t *testing.T) {
+	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
+		t.Run(string(action), func(t *testing.T) {
+			rec := newRecorder()
+			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOptions(watchcache.Options{
+				ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(),
+				ConsistentReadTimeout: 50 * time.Millisecond, TimeoutAction: action,
+			}))
+			ctx := context.Background()
+			e.Gate.Pause()
+			create(t, e.Etcd, "ns", "b", "")
+			for _, rv := range []string{"", "0"} {
+				list := &example.PodList{}
+				err := e.Cache.GetList(ctx, "/pods/", listOpts(rv), list)
+				get := &example.Pod{}
+				gerr := e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: rv}, get)
+				w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(rv))
+				if w != nil {
+					w.Stop()
+				}
+				switch action {
+				case watchcache.TimeoutFallback:
+					if err != nil || !names(list)["b"] {
+						t.Errorf("rv=%q fallback LIST: %v %v", rv, err, names(list))
+					}
+					if gerr != nil || get.Name != "b" {
+						t.Errorf("rv=%q fallback GET: %v %q", rv, gerr, get.Name)
+					}
+					if werr != nil {
+						t.Errorf("rv=%q fallback WATCH: %v", rv, werr)
+					}
+				case watchcache.TimeoutReject:
+					for what, err := range map[string]error{"LIST": err, "GET": gerr, "WATCH": werr} {
+						if !apierrors.IsTooManyRequests(err) {
+							t.Errorf("rv=%q reject %s: %v, want 429", rv, what, err)
+							continue
+						}
+						if s, ok := apierrors.SuggestsClientDelay(err); !ok || s <= 0 {
+							t.Errorf("rv=%q reject %s: no Retry-After in %v", rv, what, err)
+						}
+					}
+				}
+			}
+			outcome := metrics.OutcomeFallback
+			if action == watchcache.TimeoutReject {
+				outcome = metrics.OutcomeRejected
+			}
+			if n := rec.count("list/consistent/" + outcome); n != 1 {
+				t.Errorf("reads_total{list,consistent,%s} = %d", outcome, n)
+			}
+			if n := rec.count("get/zero/" + outcome); n != 1 {
+				t.Errorf("reads_total{get,zero,%s} = %d", outcome, n)
+			}
+		})
+	}
+}
+
+// countingSource wraps a RevisionSource and can hold back fetches, so that
+// a test decides when the first fetch ends.
+type countingSource struct {
+	inner   watchcache.RevisionSource
+	release chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (s *countingSource) RevisionFor(ctx context.Context, reads int) (int64, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	return s.inner.RevisionFor(ctx, reads)
+}
+
+type fetchCounter struct {
+	mu             sync.Mutex
+	fetches, reads int
+}
+
+func (f *fetchCounter) FetchDone(reads int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetches++
+	f.reads += reads
+}
+
+// TestCoalescing: N concurrent consistent reads across two resources that
+// share one oracle cost a handful of revision fetches, not N. The first
+// fetch of each cache is held until every read waits, which makes the
+// count deterministic: each cache issues one fetch for its first read and
+// one for all the others; the oracle may merge those further.
+func TestCoalescing(t *testing.T) {
+	counter := &fetchCounter{}
+	first := cachetest.Start(t)
+	o, err := oracle.New(first.Client, oracle.Options{Recorder: counter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	release := make(chan struct{})
+	src := &countingSource{inner: o, release: release}
+	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait})
+	pods := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithOracle(src))
+	leases := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithOracle(src), cachetest.WithPrefix("/leases/", "leases"))
+	ctx := context.Background()
+	create(t, pods.Cache, "ns", "p", "")
+
+	const n = 32
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			if i%2 == 0 {
+				errs <- pods.Cache.GetList(ctx, "/pods/", listOpts(""), &example.PodList{})
+			} else {
+				errs <- leases.Cache.Get(ctx, "/leases/ns/x", storage.GetOptions{IgnoreNotFound: true}, &example.Pod{})
+			}
+		}()
+	}
+	waitFor(t, "every read to wait", func() bool {
+		return waiting(pods.Cache, n/2)() && waiting(leases.Cache, n/2)()
+	})
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	t.Logf("%d consistent reads on 2 resources: %d driver fetches, %d oracle fetches answering %d reads", n, src.calls, counter.fetches, counter.reads)
+	if src.calls > 4 || counter.fetches > 4 {
+		t.Fatalf("%d reads caused %d driver fetches and %d oracle fetches, want <= 4", n, src.calls, counter.fetches)
+	}
+	if counter.reads != n {
+		t.Fatalf("oracle fetches answered %d reads, want %d", counter.reads, n)
+	}
+}
+
+// TestProgressRequestSentAtOnce runs the cache on a fake clock that never
+// moves: a consistent read that needs a progress notification still
+// completes, with exactly one progress request. No tick is involved.
+func TestProgressRequestSentAtOnce(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOptions(watchcache.Options{
+		ConsistentReadsFromCache: on(), Clock: clk,
+	}))
+	ctx := context.Background()
+	a := create(t, e.Cache, "ns", "a", "")
+	// The event came through the watch: the cache's watch stream is up, so
+	// a progress request cannot be lost to a stream that has no watch yet
+	// (the stall retry would cover that, but it runs on the stopped clock).
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+	before := e.Gate.ProgressRequests()
+	want := e.IncreaseRV(ctx, t) // the cache's resource did not change
+	list := &example.PodList{}
+	if err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list); err != nil {
+		t.Fatal(err)
+	}
+	if got := rvOf(t, list.ResourceVersion); got < uint64(want) {
+		t.Fatalf("LIST at %d, want >= %d", got, want)
+	}
+	if n := e.Gate.ProgressRequests() - before; n != 1 {
+		t.Fatalf("%d progress requests for one wait, want exactly 1", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.progress != 1 {
+		t.Fatalf("progress_requests_total = %d, want 1", rec.progress)
+	}
+}
+
+// TestCancelEndsWait: a cancelled client ends its wait at once and leaves
+// no goroutine behind.
+func TestCancelEndsWait(t *testing.T) {
+	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
+	create(t, e.Cache, "ns", "a", "")
+	// Warm up: the watch stream and the oracle exist before the baseline.
+	if err := e.Cache.GetList(context.Background(), "/pods/", listOpts(""), &example.PodList{}); err != nil {
+		t.Fatal(err)
+	}
+	e.Gate.Pause()
+	create(t, e.Etcd, "ns", "b", "")
+	ignore := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 3)
+	go func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), &example.PodList{}) }()
+	go func() { done <- e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{}, &example.Pod{}) }()
+	go func() {
+		w, err := e.Cache.Watch(ctx, "/pods/", listOpts(""))
+		if err == nil {
+			ev := <-w.ResultChan()
+			w.Stop()
+			if ev.Type == watch.Error {
+				err = apierrors.FromObject(ev.Object)
+			}
+		}
+		done <- err
+	}()
+	waitFor(t, "three waiting reads", waiting(e.Cache, 3))
+	cancel()
+	for range 3 {
+		if err := <-done; err == nil {
+			t.Fatal("a cancelled read succeeded from a held-back cache")
+		} else if !errors.Is(err, context.Canceled) && !apierrors.IsTimeout(err) {
+			t.Fatalf("cancelled read: %v", err)
+		}
+	}
+	waitFor(t, "no waiting reads", func() bool {
+		s := e.Cache.FreshnessStatus()
+		return s.Pending+s.Covered+s.Waiting == 0
+	})
+	e.Gate.Resume()
+	if err := goleak.Find(ignore, goleak.IgnoreAnyFunction("github.com/freshcache/watchcache.(*driver).fetch")); err != nil {
+		// A fetch in flight finishes on its own; everything else is gone.
+		t.Fatal(err)
+	}
+}
+
+// TestVersionGuardDelegates: a cache told that etcd's progress
+// notifications cannot be trusted delegates consistent reads to etcd and
+// says so in a metric.
+func TestVersionGuardDelegates(t *testing.T) {
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithConsistentReadsDisabled(metrics.ReasonEtcdVersion),
+		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
+	e.Gate.Pause()
+	create(t, e.Etcd, "ns", "b", "")
+	list := &example.PodList{}
+	if err := e.Cache.GetList(context.Background(), "/pods/", listOpts(""), list); err != nil || !names(list)["b"] {
+		t.Fatalf("delegated consistent LIST: %v %v", err, names(list))
+	}
+	if s := e.Cache.FreshnessStatus(); s.Fetch != 0 {
+		t.Fatalf("a disabled cache fetched revisions: %+v", s)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.disabled) != 1 || rec.disabled[0] != metrics.ReasonEtcdVersion {
+		t.Fatalf("consistent_reads_disabled = %v", rec.disabled)
+	}
+	if rec.reads["list/consistent/fallback"] != 1 {
+		t.Fatalf("reads_total = %v", rec.reads)
+	}
+}

@@ -1,0 +1,351 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/freshcache/watchcache/freshness"
+	"github.com/freshcache/watchcache/metrics"
+)
+
+// RevisionSource hands out etcd revisions for consistent reads.
+// *oracle.Oracle implements it: RevisionFor returns a revision R from a
+// linearizable fetch issued after the call began, coalesced with every
+// other caller (one fetch in flight per etcd cluster); reads is how many
+// client reads the call stands for, for the coalescing metrics.
+type RevisionSource interface {
+	RevisionFor(ctx context.Context, reads int) (int64, error)
+}
+
+// progressRetry is how long a progress request may stay unanswered before
+// the driver considers it lost and lets the Machine ask for another. etcd
+// answers a request on a synced stream within a round trip; a request is
+// lost only when the cache's watch stream restarts or etcd is unreachable.
+// This is a stall timer, armed only while a request is in flight and reads
+// wait, not a tick: a healthy wait never sees it.
+const progressRetry = 250 * time.Millisecond
+
+// verdictKind is how the Machine resolved a read.
+type verdictKind uint8
+
+const (
+	verdictReleased verdictKind = iota + 1 // serve from a snapshot taken now
+	verdictFailed                          // the covering revision fetch failed
+	verdictTimedOut                        // the deadline passed first
+)
+
+type verdict struct {
+	kind verdictKind
+	// rv is the cache revision at release; target what the read needed.
+	rv, target int64
+	err        error // verdictFailed: wraps freshness.ErrFetchFailed
+}
+
+// driver is the I/O shell around one cache's freshness.Machine (see the
+// freshness package's caller duties, which it carries out):
+//
+//   - readers call wait, which registers a read and selects on a channel
+//     of its own, ctx.Done() and stop: no goroutine per waiter;
+//   - revision fetches go to the RevisionSource, one goroutine per fetch
+//     (at most one in flight per cache, by the Machine's rule);
+//   - progress requests go to the cache's own watch stream, one goroutine
+//     per request (at most one in flight);
+//   - the reflector reports applied events and progress notifications;
+//   - one goroutine (run) owns the single timer, armed at the earliest of
+//     the reads' deadlines and the progress-request stall time.
+//
+// Locking: mu guards the Machine and everything under it. It is a leaf
+// lock: nothing else is locked while it is held, and the only operations
+// under it are Machine calls, buffered channel sends that cannot block
+// and goroutine starts.
+type driver struct {
+	source   RevisionSource // nil: consistent reads are never registered
+	progress func(ctx context.Context) error
+	clock    clock.Clock
+	timeout  time.Duration
+	rec      metrics.Recorder
+	name     string
+
+	stop <-chan struct{}
+	// ctx is cancelled when the cache stops; fetches and progress requests
+	// run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// kick wakes run to re-arm the timer (capacity 1, never blocks).
+	kick chan struct{}
+	// wg counts fetch and progress goroutines, so that Stop can wait.
+	wg sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		m       *freshness.Machine
+		waiters map[freshness.ReadID]chan verdict
+		nextID  freshness.ReadID
+		// progressSince is when the progress request in flight was sent;
+		// zero when none is.
+		progressSince time.Time
+		// armed is the wake-up time run's timer is set to; zero if none.
+		armed   time.Time
+		stopped bool
+	}
+}
+
+func newDriver(source RevisionSource, progress func(context.Context) error, clk clock.Clock, timeout time.Duration, rec metrics.Recorder, name string, stop <-chan struct{}) *driver {
+	m, _ := freshness.New(freshness.Options{}) // zero Options are valid
+	d := &driver{source: source, progress: progress, clock: clk, timeout: timeout, rec: rec, name: name, stop: stop, kick: make(chan struct{}, 1)}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.mu.m = m
+	d.mu.waiters = make(map[freshness.ReadID]chan verdict)
+	return d
+}
+
+// wait registers a read and blocks until the Machine resolves it, ctx is
+// done (ctx.Err()) or the cache stops (ErrStopped). kind is
+// freshness.Consistent or freshness.NotOlderThan (with minRV).
+func (d *driver) wait(ctx context.Context, kind freshness.Kind, minRV uint64) (verdict, error) {
+	if kind == freshness.Consistent && d.source == nil {
+		return verdict{}, errors.New("watchcache: consistent read without a revision source")
+	}
+	ch := make(chan verdict, 1)
+	d.mu.Lock()
+	if d.mu.stopped {
+		d.mu.Unlock()
+		return verdict{}, ErrStopped
+	}
+	d.mu.nextID++
+	id := d.mu.nextID
+	rd := freshness.Read{ID: id, Kind: kind, MinRV: int64(minRV)}
+	if d.timeout > 0 {
+		rd.Deadline = d.clock.Now().Add(d.timeout)
+	}
+	if err := d.mu.m.ReadArrived(rd); err != nil {
+		d.mu.Unlock()
+		return verdict{}, fmt.Errorf("watchcache: %w", err)
+	}
+	d.mu.waiters[id] = ch
+	d.processLocked()
+	d.mu.Unlock()
+
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+	case <-d.stop:
+	}
+	d.mu.Lock()
+	if d.mu.m.ReadCancelled(id) {
+		delete(d.mu.waiters, id)
+	}
+	// Otherwise the verdict is in ch already (resolutions are delivered
+	// under mu); the read is abandoned either way.
+	d.mu.Unlock()
+	if ctx.Err() != nil {
+		return verdict{}, ctx.Err()
+	}
+	return verdict{}, ErrStopped
+}
+
+// applied reports that every event up to rv is in the published state.
+func (d *driver) applied(rv uint64) {
+	d.mu.Lock()
+	d.mu.m.EventApplied(int64(rv))
+	d.processLocked()
+	d.mu.Unlock()
+}
+
+// progressNotified reports a progress notification at rv (possibly at or
+// below the cache revision): it also ends the progress request in flight.
+func (d *driver) progressNotified(rv uint64) {
+	d.mu.Lock()
+	d.mu.m.ProgressNotified(int64(rv))
+	d.mu.m.ProgressAnswered()
+	d.mu.progressSince = time.Time{}
+	d.processLocked()
+	d.mu.Unlock()
+}
+
+// requestProgress sends a progress request on the cache's stream, unless
+// one is in flight already: that one answers the caller too. It returns
+// the send's error. Either way the notification reaches the cache (and its
+// watchers, as a bookmark) through the reflector.
+func (d *driver) requestProgress(ctx context.Context) error {
+	d.mu.Lock()
+	if d.mu.stopped {
+		d.mu.Unlock()
+		return ErrStopped
+	}
+	if err := d.mu.m.ProgressRequestSent(); err != nil {
+		d.mu.Unlock()
+		return nil // in flight
+	}
+	d.mu.progressSince = d.clock.Now()
+	d.rec.ProgressRequest()
+	d.rearmLocked()
+	d.mu.Unlock()
+	return d.progress(ctx)
+}
+
+// status returns the Machine's status (tests and debugging).
+func (d *driver) status() freshness.Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.m.Status()
+}
+
+// processLocked carries out every Ready until the Machine has nothing more
+// to ask, then re-arms the timer if needed.
+func (d *driver) processLocked() {
+	m := d.mu.m
+	for m.HasReady() {
+		rd := m.Ready()
+		for _, r := range rd.Released {
+			d.deliverLocked(r.ID, verdict{kind: verdictReleased, rv: r.RV, target: r.Target})
+		}
+		for _, f := range rd.Failed {
+			d.deliverLocked(f.ID, verdict{kind: verdictFailed, err: f.Err})
+		}
+		for _, to := range rd.TimedOut {
+			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target})
+		}
+		if d.mu.stopped {
+			continue // no new I/O; waiters leave through stop
+		}
+		if rd.IssueFetch {
+			// FetchIssued before the request leaves: every read it covers
+			// arrived before the fetch (freshness caller duty 2c).
+			if _, err := m.FetchIssued(); err == nil {
+				reads := m.Status().Covered
+				d.wg.Add(1)
+				go d.fetch(reads)
+			}
+		}
+		if rd.SendProgress {
+			if err := m.ProgressRequestSent(); err == nil {
+				d.sendProgressLocked()
+			}
+		}
+	}
+	d.rearmLocked()
+}
+
+func (d *driver) deliverLocked(id freshness.ReadID, v verdict) {
+	if ch, ok := d.mu.waiters[id]; ok {
+		delete(d.mu.waiters, id)
+		ch <- v // capacity 1, one verdict per read
+	}
+}
+
+func (d *driver) fetch(reads int) {
+	defer d.wg.Done()
+	rev, err := d.source.RevisionFor(d.ctx, reads)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err != nil {
+		_ = d.mu.m.FetchFailed(err)
+	} else {
+		_ = d.mu.m.FetchAnswered(rev)
+	}
+	d.processLocked()
+}
+
+func (d *driver) sendProgressLocked() {
+	d.mu.progressSince = d.clock.Now()
+	d.rec.ProgressRequest()
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		// A failed send is retried by the stall timer, not at once: an
+		// error here usually repeats (stream down), and the timer paces it.
+		if err := d.progress(d.ctx); err != nil && d.ctx.Err() == nil {
+			klog.V(4).InfoS("freshcache: progress request failed", "resource", d.name, "err", err)
+		}
+	}()
+}
+
+// wakeLocked is when run must next call Tick: the earliest read deadline,
+// or the progress stall time while a request is in flight and reads wait.
+func (d *driver) wakeLocked() time.Time {
+	next, ok := d.mu.m.NextDeadline()
+	if !ok {
+		next = time.Time{}
+	}
+	if !d.mu.progressSince.IsZero() && d.mu.m.Status().Waiting > 0 {
+		stall := d.mu.progressSince.Add(progressRetry)
+		if next.IsZero() || stall.Before(next) {
+			next = stall
+		}
+	}
+	return next
+}
+
+// rearmLocked wakes run when the wake-up time moved earlier than the armed
+// one. A later wake-up needs no kick: the timer fires early, finds nothing
+// due and re-arms.
+func (d *driver) rearmLocked() {
+	next := d.wakeLocked()
+	if next.IsZero() {
+		return
+	}
+	if d.mu.armed.IsZero() || next.Before(d.mu.armed) {
+		d.mu.armed = next
+		select {
+		case d.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run owns the timer until stop is closed.
+func (d *driver) run() {
+	t := d.clock.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			d.shutdown()
+			return
+		case <-d.kick:
+		case <-t.C():
+			d.mu.Lock()
+			now := d.clock.Now()
+			d.mu.m.Tick(now)
+			if !d.mu.progressSince.IsZero() && !now.Before(d.mu.progressSince.Add(progressRetry)) {
+				// Lost or failed: let the Machine ask again if reads wait.
+				d.mu.m.ProgressAnswered()
+				d.mu.progressSince = time.Time{}
+			}
+			d.mu.armed = time.Time{}
+			d.processLocked()
+			d.mu.Unlock()
+		}
+		d.mu.Lock()
+		next := d.wakeLocked()
+		d.mu.armed = next
+		d.mu.Unlock()
+		if !next.IsZero() {
+			t.Stop()
+			t.Reset(max(next.Sub(d.clock.Now()), 0))
+		}
+	}
+}
+
+// shutdown stops new I/O, cancels what is in flight and waits for it.
+func (d *driver) shutdown() {
+	d.mu.Lock()
+	d.mu.stopped = true
+	d.mu.Unlock()
+	d.cancel()
+	d.wg.Wait()
+}
+
+// FreshnessStatus reports the state of the cache's freshness protocol: the
+// cache revision as the Machine knows it, fetches and progress requests in
+// flight, and reads waiting at each stage. For debugging and tests.
+func (c *Cache) FreshnessStatus() freshness.Status { return c.driver.status() }

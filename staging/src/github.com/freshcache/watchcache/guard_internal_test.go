@@ -1,0 +1,23 @@
+package watchcache
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/versionguard"
+)
+
+func TestGuardVerdict(t *testing.T) {
+	old := versionguard.Result{Endpoints: []versionguard.Endpoint{{URL: "http://e0", Version: "3.5.12"}}}
+	if got := guardVerdict(old); got != metrics.ReasonEtcdVersion {
+		t.Errorf("etcd 3.5.12: %q, want %q", got, metrics.ReasonEtcdVersion)
+	}
+	unreachable := versionguard.Result{Endpoints: []versionguard.Endpoint{{URL: "http://e0", Err: errors.New("down")}}}
+	if got := guardVerdict(unreachable); got != metrics.ReasonEtcdVersion {
+		t.Errorf("unreachable endpoint: %q", got)
+	}
+	if got := guardVerdict(versionguard.Result{OK: true}); got != "" {
+		t.Errorf("supported etcd: %q", got)
+	}
+}

@@ -1,0 +1,100 @@
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	compbasemetrics "k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Label values of the read metrics.
+const (
+	// Verbs.
+	VerbList  = "list"
+	VerbGet   = "get"
+	VerbWatch = "watch"
+
+	// What the client asked for: rv="" (consistent), rv=0 under
+	// FreshResourceVersionZero (zero), rv=N NotOlderThan (notolderthan).
+	RequestedConsistent   = "consistent"
+	RequestedZero         = "zero"
+	RequestedNotOlderThan = "notolderthan"
+
+	// How the read ended: served from the cache after the wait (cache),
+	// delegated to etcd as a quorum read (fallback), answered 429 or
+	// "too large resource version" (rejected), or ended without an answer
+	// because the client went away or the cache stopped (error).
+	OutcomeCache    = "cache"
+	OutcomeFallback = "fallback"
+	OutcomeRejected = "rejected"
+	OutcomeError    = "error"
+
+	// ReasonEtcdVersion is the reason label of consistent_reads_disabled
+	// when an etcd member's progress notifications cannot be trusted.
+	ReasonEtcdVersion = "etcd_version"
+)
+
+var (
+	readWait = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
+		Namespace: namespace,
+		Subsystem: subsystem,
+		Name:      "read_wait_seconds",
+		Help:      "Time a read waited for the cache to be fresh enough (revision fetch plus catching up), whatever the outcome.",
+		// 100µs .. ~5s.
+		Buckets:        []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource", "verb", "requested"})
+	readsTotal = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "reads_total",
+		Help:           "Reads that needed freshness, by verb, what was requested and outcome (cache|fallback|rejected|error).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource", "verb", "requested", "outcome"})
+	progressRequests = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "progress_requests_total",
+		Help:           "Watch progress requests the cache sent to etcd on its own watch stream.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+	consistentReadsDisabled = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "consistent_reads_disabled",
+		Help:           "1 when the cache delegates consistent reads to etcd instead of serving them (reason=etcd_version: an etcd member is older than 3.4.31/3.5.13).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, append(append([]string(nil), labels...), "reason"))
+
+	registerReadOnce sync.Once
+)
+
+func registerRead() {
+	registerReadOnce.Do(func() {
+		legacyregistry.MustRegister(readWait, readsTotal, progressRequests, consistentReadsDisabled)
+	})
+}
+
+// ReadWait records how long one read waited for freshness.
+func (l *legacy) ReadWait(verb, requested string, d time.Duration) {
+	readWait.WithLabelValues(l.group, l.resource, verb, requested).Observe(d.Seconds())
+}
+
+// Read counts one read that needed freshness, by outcome.
+func (l *legacy) Read(verb, requested, outcome string) {
+	readsTotal.WithLabelValues(l.group, l.resource, verb, requested, outcome).Inc()
+}
+
+// ProgressRequest counts one progress request sent to etcd.
+func (l *legacy) ProgressRequest() { l.progress.Inc() }
+
+// ConsistentReadsDisabled sets the consistent_reads_disabled gauge.
+func (l *legacy) ConsistentReadsDisabled(reason string) {
+	consistentReadsDisabled.WithLabelValues(l.group, l.resource, reason).Set(1)
+}
+
+func (Discard) ReadWait(string, string, time.Duration) {}
+func (Discard) Read(string, string, string)            {}
+func (Discard) ProgressRequest()                       {}
+func (Discard) ConsistentReadsDisabled(string)         {}
