@@ -106,14 +106,12 @@ type Cache struct {
 		// writer is the mutable state; only the reflector goroutine calls
 		// its mutating methods, always under mu.
 		writer *store.Writer
-		// changed is closed (and replaced) whenever the revision advances.
-		changed chan struct{}
 		// listed counts Replace calls, to tell the first list from relists.
 		listed int
 	}
 	// lastPublished is the last published revision, guarded by mu; only
 	// the invariants build reads it.
-	lastPublished uint64
+	lastPublished uint64 //nolint:unused // read and written by invariants_on.go only
 }
 
 var _ storage.Interface = (*Cache)(nil)
@@ -158,7 +156,6 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		}
 	}
 	c.mu.writer = store.NewWriter(c.indexFuncs)
-	c.mu.changed = make(chan struct{})
 	c.latest.Store(c.mu.writer.Snapshot())
 	c.history = history.New(history.Options{
 		Window:   r.EventsHistoryWindow,
@@ -258,17 +255,11 @@ func (c *Cache) RV() uint64 { return c.latest.Load().RV() }
 // snapshot returns the newest state.
 func (c *Cache) snapshot() *store.Snapshot { return c.latest.Load() }
 
-func (c *Cache) changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.mu.changed
-}
-
-// publishLocked makes snap the newest state and wakes revision waiters.
+// publishLocked makes snap the newest state. Reads waiting for a revision
+// are released by the freshness driver, which the reflector informs after
+// publication.
 func (c *Cache) publishLocked(snap *store.Snapshot) {
 	c.latest.Store(snap)
-	close(c.mu.changed)
-	c.mu.changed = make(chan struct{})
 	c.metrics.ResourceVersion(snap.RV())
 	checkInvariants(c, snap)
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
@@ -24,8 +25,7 @@ import (
 	"github.com/freshcache/watchcache/oracle"
 )
 
-func on() *bool  { b := true; return &b }
-func off() *bool { b := false; return &b }
+func on() *bool { b := true; return &b }
 
 // longWait is a timeout no healthy test reaches; it only bounds failures.
 const longWait = 30 * time.Second
@@ -193,7 +193,11 @@ func TestConsistentReadsSeeAcknowledgedWrite(t *testing.T) {
 	seen := map[string]bool{}
 	for _, ev := range r.watch {
 		if ev.Type == watch.Added {
-			seen[ev.Object.(*example.Pod).Name] = true
+			m, err := meta.Accessor(ev.Object) // events carry a fanout.Shared
+			if err != nil {
+				t.Fatalf("watch event object %T: %v", ev.Object, err)
+			}
+			seen[m.GetName()] = true
 		}
 	}
 	if !seen["a"] || !seen["b"] {

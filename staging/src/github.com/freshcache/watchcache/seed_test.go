@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 
@@ -31,8 +32,10 @@ import (
 // (fallback to a quorum read that the isolated member cannot serve) or
 // answer 429 (reject). With Options.UnsafeSerializable on the oracle the
 // very same cache returns X: the isolated member's revision is stale, the
-// cache is exactly as stale, so it looks fresh. After healing, the
-// linearizable cache converges.
+// cache is exactly as stale, so it looks fresh. Upstream's cacher
+// (k8s.io/apiserver/pkg/storage/cacher, startUpstream) on the same member
+// returns X to every rv=0 read: the known bug, and the proof that this test
+// can fail. After healing, the linearizable cache converges.
 func TestSeedScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster")
@@ -70,6 +73,9 @@ func TestSeedScenario(t *testing.T) {
 		{"linearizable/reject", cachetest.StartOn(t, kIso, cachetest.NodeNameAndNamespaceIndex, cachetest.WithOracle(lin), opts(time.Second, watchcache.TimeoutReject))},
 		{"serializable", cachetest.StartOn(t, kIso, cachetest.NodeNameAndNamespaceIndex, cachetest.WithOracle(ser), opts(2*time.Second, watchcache.TimeoutFallback))},
 	}
+	// Upstream's cacher on the same member: the contrast that shows the
+	// scenario is stale (kubernetes#59848).
+	upstream := startUpstream(t, kIso)
 	writer := cachetest.StartOn(t, kLeader)
 	x := create(t, writer.Etcd, "ns", "x", "node1")
 
@@ -80,6 +86,16 @@ func TestSeedScenario(t *testing.T) {
 		l := &example.PodList{}
 		if err := c.env.Cache.GetList(ctx, "/pods/", listOpts(""), l); err != nil || !names(l)["x"] {
 			t.Fatalf("%s before the partition: %v %v", c.name, err, names(l))
+		}
+	}
+	// Upstream's rv=0 is served from its cache as it is: wait until it
+	// holds X (a NotOlderThan read at X's RV waits for that).
+	{
+		o := listOpts(x.ResourceVersion)
+		o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		l := &example.PodList{}
+		if err := upstream.GetList(ctx, "/pods/", o, l); err != nil || !names(l)["x"] {
+			t.Fatalf("upstream cacher before the partition: %v %v", err, names(l))
 		}
 	}
 
@@ -102,6 +118,39 @@ func TestSeedScenario(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		reads = append(reads, r)
+	}
+	// The same reads through upstream's cacher at rv=0, first and one by
+	// one: served from its cache as it is, which is as stale as the
+	// isolated member. (Done at once: a few seconds after the partition
+	// the member cancels its watches with "no leader", and then upstream
+	// marks its cache not ready and delegates instead.)
+	upReads := []struct {
+		what string
+		read func(context.Context) (bool, error)
+	}{
+		{"LIST", func(rctx context.Context) (bool, error) {
+			l := &example.PodList{}
+			err := upstream.GetList(rctx, "/pods/", listOpts("0"), l)
+			return err == nil && names(l)["x"], err
+		}},
+		{"GET", func(rctx context.Context) (bool, error) {
+			p := &example.Pod{}
+			err := upstream.Get(rctx, cachetest.PodKey(x), storage.GetOptions{ResourceVersion: "0"}, p)
+			return err == nil && p.Name == "x", err
+		}},
+		{"LIST-by-node", func(rctx context.Context) (bool, error) {
+			l := &example.PodList{}
+			o := listOpts("0")
+			o.Predicate = byNode
+			err := upstream.GetList(rctx, "/pods/", o, l)
+			return err == nil && names(l)["x"], err
+		}},
+	}
+	for _, u := range upReads {
+		rctx, cancel := context.WithTimeout(ctx, upstreamReadTimeout)
+		sawX, err := u.read(rctx)
+		cancel()
+		record(seedRead{"upstream-cacher", u.what, "0", sawX, err})
 	}
 	// All reads at once: the ones that fall back wait for etcd's own
 	// request timeout on the isolated member.
@@ -156,9 +205,12 @@ func TestSeedScenario(t *testing.T) {
 		if r.cache == "serializable" && !r.sawX {
 			t.Errorf("serializable %s rv=%q did not return X (%v): the contrast failed", r.what, r.rv, r.err)
 		}
+		if r.cache == "upstream-cacher" && !r.sawX {
+			t.Errorf("upstream cacher %s rv=%q did not return X (%v): the contrast failed", r.what, r.rv, r.err)
+		}
 	}
-	t.Logf("SEED EVIDENCE: X deleted at %s through the leader while the caches' member was isolated; reads that returned X: linearizable=%d/12, serializable=%d/6",
-		deleted.ResourceVersion, countX(reads, "linearizable"), countX(reads, "serializable"))
+	t.Logf("SEED EVIDENCE: X deleted at %s through the leader while the caches' member was isolated; reads that returned X: linearizable=%d/12, serializable=%d/6, upstream-cacher(rv=0)=%d/3",
+		deleted.ResourceVersion, countX(reads, "linearizable"), countX(reads, "serializable"), countX(reads, "upstream-cacher"))
 
 	// Heal: the linearizable cache converges to a state without X.
 	cl.Heal()

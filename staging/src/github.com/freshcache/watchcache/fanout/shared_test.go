@@ -35,9 +35,11 @@ func TestSharedNeverChangesTheCachedObject(t *testing.T) {
 		"annotations map":        func(s *Shared) { s.GetAnnotations()["b"] = "x" },
 		"finalizers slice":       func(s *Shared) { s.GetFinalizers()[0] = "x" },
 		"owner references slice": func(s *Shared) { s.GetOwnerReferences()[0].Name = "x" },
-		"kind":                   func(s *Shared) { s.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Kind: "Pod", Version: "v1"}) },
-		"GetObject copy":         func(s *Shared) { s.GetObject().(*example.Pod).Labels["a"] = "x" },
-		"DeepCopyObject copy":    func(s *Shared) { s.DeepCopyObject().(*example.Pod).Spec.NodeName = "x" },
+		"kind": func(s *Shared) {
+			s.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{Kind: "Pod", Version: "v1"})
+		},
+		"GetObject copy":      func(s *Shared) { s.GetObject().(*example.Pod).Labels["a"] = "x" },
+		"DeepCopyObject copy": func(s *Shared) { s.DeepCopyObject().(*example.Pod).Spec.NodeName = "x" },
 	}
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {

@@ -100,15 +100,15 @@ func (r Result) Reason() string {
 	return strings.Join(bad, "; ")
 }
 
-// Statuser is the part of clientv3.Maintenance that Check uses.
-type Statuser interface {
+// StatusClient is the part of clientv3.Maintenance that Check uses.
+type StatusClient interface {
 	Status(ctx context.Context, endpoint string) (*clientv3.StatusResponse, error)
 }
 
 // Check asks every endpoint for its version. An endpoint that does not
 // answer makes the verdict negative: a cache must not rely on a member it
 // could not vet.
-func Check(ctx context.Context, m Statuser, endpoints []string) Result {
+func Check(ctx context.Context, m StatusClient, endpoints []string) Result {
 	res := Result{OK: len(endpoints) > 0}
 	for _, ep := range endpoints {
 		e := Endpoint{URL: ep}

@@ -91,7 +91,13 @@ type Setup struct {
 	Disabled string
 	// GroupResource defaults to pods.
 	GroupResource schema.GroupResource
+	// NoReadyWait makes StartOn return without waiting for the cache's
+	// first list, e.g. on an etcd member that cannot serve it yet.
+	NoReadyWait bool
 }
+
+// NoReadyWait makes StartOn return a cache that may not be ready yet.
+func NoReadyWait(s *Setup) { s.NoReadyWait = true }
 
 // Option changes a Setup.
 type Option func(*Setup)
@@ -229,10 +235,12 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 	}
 	t.Cleanup(gate.Resume) // a paused watch must not block Stop
 	t.Cleanup(c.Stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Wait(ctx); err != nil {
-		t.Fatalf("cache not ready: %v", err)
+	if !s.NoReadyWait {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.Wait(ctx); err != nil {
+			t.Fatalf("cache not ready: %v", err)
+		}
 	}
 	rec, _ := client.Kubernetes.(*storagetesting.KubernetesRecorder)
 	return &Env{Client: client.Client, Recorder: rec, Etcd: etcdStore, Gate: gate, Cache: c}

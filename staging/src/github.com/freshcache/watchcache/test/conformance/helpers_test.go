@@ -30,7 +30,7 @@ func (c *createWrapper) Create(ctx context.Context, key string, obj, out runtime
 	}
 	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, wait.ForeverTestTimeout, true, func(ctx context.Context) (bool, error) {
 		cur := cachetest.NewPod()
-		err := c.Cache.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, cur)
+		err := c.Get(ctx, key, storage.GetOptions{ResourceVersion: "0"}, cur)
 		if storage.IsNotFound(err) {
 			return false, nil
 		}

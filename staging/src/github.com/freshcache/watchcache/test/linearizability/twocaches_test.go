@@ -1,0 +1,340 @@
+package linearizability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/oracle"
+)
+
+const (
+	keys            = 6
+	writesPerWriter = 60
+	readersPerCache = 2
+	// opTimeout bounds one operation; a healthy cluster never reaches it.
+	opTimeout = 30 * time.Second
+)
+
+// recorder collects the history. Positions come from one atomic counter:
+// Return of one operation < Invoke of another means it finished first.
+type recorder struct {
+	pos atomic.Uint64
+
+	mu     sync.Mutex
+	writes []Write
+	reads  []Read
+	lagged int // reads that arrived while their cache was behind an acked write
+}
+
+func (r *recorder) now() uint64 { return r.pos.Add(1) }
+
+func (r *recorder) write(w Write) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, w)
+}
+
+func (r *recorder) read(rd Read, cacheRVAtInvoke uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads = append(r.reads, rd)
+	if int64(cacheRVAtInvoke) < NewestAckedRV(r.writes, rd.Invoke) {
+		r.lagged++
+	}
+}
+
+func podKey(i int) (ns, name, key string) {
+	name = fmt.Sprintf("k%d", i)
+	return "ns", name, "/pods/ns/" + name
+}
+
+// TestTwoCachesLinearizable runs writers on all three members of a
+// 3-member embedded etcd and consistent readers on two caches whose etcd
+// clients are pinned to two different members, then checks from the
+// recorded history that every consistent read (LIST rv="" and rv=0, GET
+// rv="" and rv=0, and the initial state of WATCH rv="" with
+// sendInitialEvents) reflects every write acknowledged before it started
+// and shows a true snapshot of etcd (Check). The seed of the random
+// choices is logged; the interleaving is the scheduler's, so a failure
+// prints the violations and the write history instead of a replay.
+func TestTwoCachesLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 3-member etcd cluster")
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+
+	cl := cachetest.StartCluster(t)
+	opts := cachetest.WithOptions(watchcache.Options{
+		ConsistentReadsFromCache: ptr(true), FreshResourceVersionZero: ptr(true),
+		ConsistentReadTimeout: opTimeout,
+	})
+	type cache struct {
+		name string
+		c    *watchcache.Cache
+	}
+	var caches []cache
+	for _, member := range []int{0, 1} {
+		kc := cl.KubeClient(t, member)
+		o, err := oracle.New(kc.Client, oracle.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(o.Close)
+		env := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o))
+		caches = append(caches, cache{fmt.Sprintf("cache@m%d", member), env.Cache})
+	}
+	var stores []storage.Interface
+	for member := range cl.Members {
+		stores = append(stores, cachetest.NewStoreOn(t, cl.KubeClient(t, member)))
+	}
+
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		writers sync.WaitGroup
+		readers sync.WaitGroup
+		done    = make(chan struct{})
+	)
+	for wi, s := range stores {
+		rng := rand.New(rand.NewPCG(seed, uint64(wi)))
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for n := range writesPerWriter {
+				if err := writeOnce(ctx, rec, s, rng, fmt.Sprintf("w%d-%d", wi, n)); err != nil {
+					t.Errorf("writer %d: %v", wi, err)
+					return
+				}
+			}
+		}()
+	}
+	for ci, c := range caches {
+		for ri := range readersPerCache {
+			rng := rand.New(rand.NewPCG(seed, uint64(100+10*ci+ri)))
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for n := 0; ; n++ {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					name := fmt.Sprintf("%s/r%d-%d", c.name, ri, n)
+					if err := readOnce(ctx, rec, c.c, rng, name); err != nil {
+						t.Errorf("%s: %v", name, err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	writers.Wait()
+	close(done)
+	readers.Wait()
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	kinds := map[string]int{}
+	for _, r := range rec.reads {
+		kinds[kindOf(r)]++
+	}
+	violations := Check(rec.writes, rec.reads)
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("... %d more", len(violations)-i)
+			break
+		}
+		t.Errorf("violation: %v", v)
+	}
+	if len(violations) > 0 {
+		dumpHistory(t, rec.writes)
+	}
+	if len(rec.reads) == 0 || len(rec.writes) == 0 {
+		t.Fatalf("empty history: %d writes, %d reads", len(rec.writes), len(rec.reads))
+	}
+	t.Logf("LINEARIZABILITY EVIDENCE: %d writes on 3 members, %d consistent reads on 2 caches (members 0 and 1) %v, %d arrived while their cache lagged behind an acknowledged write; violations: %d",
+		len(rec.writes), len(rec.reads), kinds, rec.lagged, len(violations))
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func kindOf(r Read) string {
+	switch {
+	case r.Key != "":
+		return "GET"
+	case strings.HasSuffix(r.Name, "/watch"):
+		return "WATCH"
+	}
+	return "LIST"
+}
+
+// writeOnce creates or updates (4 in 5) or deletes a random key through s
+// and records it. Every update changes the object, so that it is a real
+// write with a revision of its own.
+func writeOnce(ctx context.Context, rec *recorder, s storage.Interface, rng *rand.Rand, tag string) error {
+	ns, name, key := podKey(rng.IntN(keys))
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	out := &example.Pod{}
+	if rng.IntN(5) == 0 {
+		invoke := rec.now()
+		err := s.Delete(ctx, key, out, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{})
+		ret := rec.now()
+		if storage.IsNotFound(err) {
+			return nil // nothing was written
+		}
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", key, err)
+		}
+		rec.write(Write{Key: key, Invoke: invoke, Return: ret, RV: rvOf(out), Delete: true})
+		return nil
+	}
+	invoke := rec.now()
+	err := s.GuaranteedUpdate(ctx, key, out, true, nil, func(in runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+		p := in.(*example.Pod).DeepCopy()
+		p.Namespace, p.Name = ns, name
+		p.Annotations = map[string]string{"write": tag}
+		return p, nil, nil
+	}, nil)
+	ret := rec.now()
+	if err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	rec.write(Write{Key: key, Invoke: invoke, Return: ret, RV: rvOf(out)})
+	return nil
+}
+
+// readOnce runs one consistent read of a random kind through c and
+// records what it observed.
+func readOnce(ctx context.Context, rec *recorder, c *watchcache.Cache, rng *rand.Rand, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	rv := [2]string{"", "0"}[rng.IntN(2)]
+	r := Read{Objects: map[string]int64{}}
+	switch rng.IntN(3) {
+	case 0: // LIST
+		r.Name = name + "/list"
+		l := &example.PodList{}
+		cacheRV := c.RV()
+		r.Invoke = rec.now()
+		err := c.GetList(ctx, "/pods/", storage.ListOptions{ResourceVersion: rv, Recursive: true, Predicate: storage.Everything}, l)
+		r.Return = rec.now()
+		if err != nil {
+			return fmt.Errorf("LIST rv=%q: %w", rv, err)
+		}
+		for i := range l.Items {
+			r.Objects["/pods/"+l.Items[i].Namespace+"/"+l.Items[i].Name] = rvOf(&l.Items[i])
+		}
+		r.SnapshotRV = listRV(l)
+		rec.read(r, cacheRV)
+	case 1: // GET
+		_, _, key := podKey(rng.IntN(keys))
+		r.Name, r.Key = name+"/get", key
+		p := &example.Pod{}
+		cacheRV := c.RV()
+		r.Invoke = rec.now()
+		err := c.Get(ctx, key, storage.GetOptions{ResourceVersion: rv}, p)
+		r.Return = rec.now()
+		switch {
+		case storage.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("GET %s rv=%q: %w", key, rv, err)
+		default:
+			r.Objects[key] = rvOf(p)
+		}
+		rec.read(r, cacheRV)
+	default: // WATCH rv="" with its initial state
+		r.Name = name + "/watch"
+		cacheRV := c.RV()
+		r.Invoke = rec.now()
+		if err := watchInitial(ctx, c, &r); err != nil {
+			return err
+		}
+		r.Return = rec.now()
+		rec.read(r, cacheRV)
+	}
+	return nil
+}
+
+// watchInitial starts WATCH rv="" with sendInitialEvents and reads its
+// initial state: the ADDED events up to the initial-events-end bookmark,
+// whose RV is the snapshot's.
+func watchInitial(ctx context.Context, c *watchcache.Cache, r *Read) error {
+	pred := storage.Everything
+	pred.AllowWatchBookmarks = true
+	w, err := c.Watch(ctx, "/pods/", storage.ListOptions{Recursive: true, SendInitialEvents: ptr(true), Predicate: pred})
+	if err != nil {
+		return fmt.Errorf("WATCH: %w", err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("WATCH closed before the initial-events-end bookmark")
+			}
+			// Events may carry a shared wrapper; it is a metav1.Object.
+			obj, err := meta.Accessor(ev.Object)
+			if err != nil {
+				return fmt.Errorf("WATCH: %s event: %w", ev.Type, err)
+			}
+			switch ev.Type {
+			case watch.Added:
+				r.Objects["/pods/"+obj.GetNamespace()+"/"+obj.GetName()] = rvOf(obj)
+			case watch.Bookmark:
+				if obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					r.SnapshotRV = rvOf(obj)
+					return nil
+				}
+			default:
+				return fmt.Errorf("WATCH: unexpected initial event %s", ev.Type)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("WATCH: %w", ctx.Err())
+		}
+	}
+}
+
+func rvOf(obj metav1.Object) int64 {
+	var rv int64
+	if _, err := fmt.Sscan(obj.GetResourceVersion(), &rv); err != nil {
+		panic(fmt.Sprintf("resourceVersion %q: %v", obj.GetResourceVersion(), err))
+	}
+	return rv
+}
+
+func listRV(l *example.PodList) int64 {
+	var rv int64
+	if _, err := fmt.Sscan(l.ResourceVersion, &rv); err != nil {
+		panic(fmt.Sprintf("list resourceVersion %q: %v", l.ResourceVersion, err))
+	}
+	return rv
+}
+
+func dumpHistory(t *testing.T, writes []Write) {
+	t.Helper()
+	ws := append([]Write(nil), writes...)
+	sort.Slice(ws, func(i, j int) bool { return ws[i].RV < ws[j].RV })
+	for _, w := range ws {
+		t.Logf("write %s rv=%d delete=%v [%d,%d]", w.Key, w.RV, w.Delete, w.Invoke, w.Return)
+	}
+}
