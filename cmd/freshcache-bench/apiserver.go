@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/freshcache/freshcache/pkg/bench"
+)
+
+func runAPIServer(ctx context.Context, args []string) error {
+	fs := pflag.NewFlagSet("apiserver", pflag.ContinueOnError)
+	var (
+		cm  common
+		cfg bench.APIServerConfig
+	)
+	cm.add(fs, "apiserver")
+	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
+	fs.StringSliceVar(&cfg.Impls, "impls", []string{bench.BackendUpstream, bench.BackendFreshcache}, "--watch-cache-implementation of each kube-apiserver")
+	fs.StringVar(&cfg.Fallback, "fallback", "", "when kube-apiserver refuses an implementation, run this one in its place (rows labelled FALLBACK-as-IMPL); empty skips it")
+	fs.IntVar(&cfg.Shape.Pods, "pods", 5000, "pods written to etcd")
+	fs.IntVar(&cfg.Shape.Nodes, "nodes", 50, "nodes the pods are spread over")
+	fs.IntSliceVar(&cfg.Clients, "clients", []int{1, 32}, "concurrent clients (watch: watchers)")
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per row")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each row")
+	fs.Float64Var(&cfg.Load.PodWritesPerSec, "pod-write-rate", 10, "background pod updates per second (straight to etcd)")
+	fs.Float64Var(&cfg.Load.LeaseWritesPerSec, "lease-write-rate", 100, "background lease renewals per second (straight to etcd)")
+	fs.IntVar(&cfg.WatchNodes, "watch-nodes", 10, "watch: number of watched nodes")
+	fs.Float64Var(&cfg.WatchWritesPerSec, "watch-write-rate", 100, "watch: pod updates per second on the watched nodes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, cleanup, err := cm.setup()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	cfg.DataDir = dir
+	cfg.Progress = os.Stderr
+
+	report := bench.NewReport("apiserver")
+	rows, notes, err := bench.RunAPIServer(ctx, cfg)
+	report.Servers = rows
+	report.Notes = append(cm.notes, notes...)
+	report.Notes = append(report.Notes, fmt.Sprintf("shape: %d pods on %d nodes; %v per row; background %g pod and %g lease writes/s straight to etcd; watch: %g pod writes/s on %d nodes",
+		cfg.Shape.Pods, cfg.Shape.Nodes, cfg.Duration, cfg.Load.PodWritesPerSec, cfg.Load.LeaseWritesPerSec, cfg.WatchWritesPerSec, cfg.WatchNodes))
+	for _, n := range notes {
+		fmt.Fprintln(os.Stderr, "# note:", n)
+	}
+	if len(rows) > 0 {
+		if werr := bench.WriteServerTable(os.Stdout, rows); werr != nil && err == nil {
+			err = werr
+		}
+		if cm.outDir != "" {
+			if werr := writeReport(cm, report); werr != nil && err == nil {
+				err = werr
+			}
+		}
+	}
+	return err
+}
+
+func writeReport(cm common, report bench.Report) error {
+	if err := os.MkdirAll(cm.outDir, 0o755); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(cm.path(".json")); err != nil {
+		return err
+	}
+	f, err := os.Create(cm.path(".md"))
+	if err != nil {
+		return err
+	}
+	bench.WriteReportMarkdown(f, report)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "# wrote", cm.path(".json"), cm.path(".md"))
+	return nil
+}

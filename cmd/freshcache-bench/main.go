@@ -1,0 +1,56 @@
+// Command freshcache-bench measures freshcache side by side with reading
+// from etcd and with upstream's cacher. See docs/results/README.md.
+//
+//	freshcache-bench storage   [flags]  storage level, one process, one embedded etcd
+//	freshcache-bench memory    [flags]  heap per cached object
+//	freshcache-bench apiserver [flags]  through two kube-apiservers on one etcd
+//	freshcache-bench plot      [flags]  redraw PNGs from JSON results
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "storage":
+		err = runStorage(ctx, os.Args[2:])
+	case "memory":
+		err = runMemory(ctx, os.Args[2:])
+	case "apiserver":
+		err = runAPIServer(ctx, os.Args[2:])
+	case "plot":
+		err = runPlot(os.Args[2:])
+	case "-h", "--help", "help":
+		usage()
+		return
+	default:
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "freshcache-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot [flags]
+  storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
+  memory     heap per cached object, upstream vs freshcache
+  apiserver  through two kube-apiservers (local-up) on one etcd
+  plot       redraw the PNG plots from JSON results
+Run a subcommand with -h for its flags.
+`)
+}

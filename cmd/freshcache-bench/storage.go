@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/freshcache/freshcache/pkg/bench"
+)
+
+// common flags of every subcommand that starts an embedded etcd.
+type common struct {
+	outDir  string
+	name    string
+	dataDir string
+	notes   []string
+	verbose bool
+}
+
+func (c *common) add(fs *pflag.FlagSet, defaultName string) {
+	fs.StringVar(&c.outDir, "out-dir", "docs/results", "directory for the JSON, markdown and PNG results; empty writes none")
+	fs.StringVar(&c.name, "name", defaultName, "file name prefix of the results in --out-dir")
+	fs.StringVar(&c.dataDir, "data-dir", "", "etcd data directory; a temporary one, removed afterwards, when empty")
+	fs.StringArrayVar(&c.notes, "note", nil, "a note stored in the JSON and markdown (repeatable), e.g. the state of the code measured")
+	fs.BoolVarP(&c.verbose, "verbose", "v", false, "show klog output of the caches")
+}
+
+// setup quiets klog and makes the data directory; the returned func removes
+// it when it was temporary.
+func (c *common) setup() (string, func(), error) {
+	if !c.verbose {
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	}
+	if c.dataDir != "" {
+		return c.dataDir, func() {}, os.MkdirAll(c.dataDir, 0o755)
+	}
+	d, err := os.MkdirTemp("", "freshcache-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { _ = os.RemoveAll(d) }, nil
+}
+
+func (c *common) path(suffix string) string {
+	return filepath.Join(c.outDir, c.name+suffix)
+}
+
+func runStorage(ctx context.Context, args []string) error {
+	fs := pflag.NewFlagSet("storage", pflag.ContinueOnError)
+	var (
+		cm       common
+		cfg      bench.Config
+		conc     []int
+		sweep    []float64
+		progress bool
+		noSweep  bool
+		cpuProf  string
+		memProf  string
+	)
+	cm.add(fs, "storage")
+	fs.IntVar(&cfg.Shape.Pods, "pods", 20000, "pods in etcd")
+	fs.IntVar(&cfg.Shape.Nodes, "nodes", 200, "nodes the pods are spread over")
+	fs.StringSliceVar(&cfg.Backends, "backends", bench.AllBackends, "backends to measure, in order")
+	fs.StringSliceVar(&cfg.Scenarios, "scenarios", bench.AllScenarios, "scenarios to run")
+	fs.StringSliceVar(&cfg.EtcdScenarios, "etcd-scenarios", nil, "scenarios for the etcd backend when it should run fewer (large shapes); default: --scenarios")
+	fs.StringSliceVar(&cfg.RVs, "rvs", []string{"consistent", "0", "N"}, `resourceVersion modes: consistent (rv=""), 0, N (newest written revision)`)
+	fs.IntSliceVar(&conc, "concurrency", []int{1, 4, 32}, "concurrency levels (watch-fanout: watchers per watched node)")
+	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per row")
+	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each row")
+	fs.Float64Var(&cfg.Load.PodWritesPerSec, "pod-write-rate", 10, "background pod updates per second")
+	fs.Float64Var(&cfg.Load.LeaseWritesPerSec, "lease-write-rate", 100, "background lease renewals per second (another resource)")
+	fs.IntVar(&cfg.WatchNodes, "watch-nodes", 10, "watch-fanout: number of watched nodes")
+	fs.Float64Var(&cfg.WatchWritesPerSec, "watch-write-rate", 100, "watch-fanout: pod updates per second on the watched nodes")
+	fs.DurationVar(&cfg.WatchSetupTimeout, "watch-setup-timeout", time.Minute, "watch-fanout: bound on opening watchers and draining initial events")
+	fs.Float64SliceVar(&sweep, "sweep-lease-rates", []float64{0, 50, 100, 200, 400}, "freshness sweep: lease write rates for list-node rv=\"\" rows")
+	fs.BoolVar(&noSweep, "no-sweep", false, "skip the freshness sweep")
+	fs.IntVar(&cfg.SweepConcurrency, "sweep-concurrency", 4, "freshness sweep: concurrency")
+	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
+	fs.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the measured rows (all backends) to this file")
+	fs.StringVar(&memProf, "memprofile", "", "write an allocation profile (alloc_space) at the end to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rvs, err := parseRVs(cfg.RVs)
+	if err != nil {
+		return err
+	}
+	if noSweep {
+		sweep = nil
+	}
+	cfg.RVs, cfg.Concurrency, cfg.SweepLeaseRates = rvs, conc, sweep
+	if progress {
+		cfg.Progress = os.Stderr
+	}
+	dir, cleanup, err := cm.setup()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	report := bench.NewReport("storage")
+	report.Notes = cm.notes
+	t0 := time.Now()
+	env, err := bench.StartEnv(ctx, dir, cfg.Shape)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	fmt.Fprintf(os.Stderr, "# loaded %d pods on %d nodes into %s in %v\n", env.Shape.Pods, env.Shape.Nodes, env.Endpoint, time.Since(t0).Round(time.Millisecond))
+	cfg = cfg.WithDefaults()
+	report.Config = &cfg
+	if cpuProf != "" {
+		f, err := os.Create(cpuProf)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
+	rows, err := bench.Run(ctx, env, cfg)
+	report.Rows = rows
+	if memProf != "" {
+		if werr := writeHeapProfile(memProf); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if len(rows) > 0 {
+		if werr := bench.WriteTable(os.Stdout, rows); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if cm.outDir != "" && len(rows) > 0 {
+		if werr := writeStorageResults(cm, report); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+func writeStorageResults(cm common, report bench.Report) error {
+	if err := os.MkdirAll(cm.outDir, 0o755); err != nil {
+		return err
+	}
+	if err := report.WriteJSON(cm.path(".json")); err != nil {
+		return err
+	}
+	f, err := os.Create(cm.path(".md"))
+	if err != nil {
+		return err
+	}
+	bench.WriteReportMarkdown(f, report)
+	if err := f.Close(); err != nil {
+		return err
+	}
+	paths, err := bench.PlotStorage(report, cm.outDir, cm.name)
+	for _, p := range paths {
+		fmt.Fprintln(os.Stderr, "# wrote", p)
+	}
+	fmt.Fprintln(os.Stderr, "# wrote", cm.path(".json"), cm.path(".md"))
+	return err
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func parseRVs(in []string) ([]string, error) {
+	var out []string
+	for _, s := range in {
+		switch strings.Trim(s, `"' `) {
+		case "", "consistent":
+			out = append(out, bench.RVConsistent)
+		case "0":
+			out = append(out, bench.RVZero)
+		case "N", "n":
+			out = append(out, bench.RVNewest)
+		default:
+			return nil, fmt.Errorf("--rvs: unknown mode %q (want consistent, 0 or N)", s)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,670 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/freshcache/freshcache/pkg/etcdlocal"
+)
+
+// APIServerConfig is one through-kube-apiserver run: two local-up
+// processes share one etcd (the first one's embedded etcd; the second gets
+// --etcd-servers), each running one kube-apiserver with its own
+// --watch-cache-implementation.
+type APIServerConfig struct {
+	// BinDir holds local-up and kube-apiserver (make build).
+	BinDir string
+	// Impls are the --watch-cache-implementation values, one apiserver each.
+	Impls []string
+	// Fallback, when an implementation is refused by kube-apiserver (as
+	// freshcache is until the library is wired in): "" skips it with a
+	// note; another implementation name runs that one in its place, so that
+	// the harness itself is exercised, and labels the rows "X-as-Y".
+	Fallback string
+
+	Shape    Shape
+	Clients  []int
+	Duration time.Duration
+	Warmup   time.Duration
+	// Load is written straight to etcd (Puts), so it costs neither
+	// apiserver anything and the etcd counters leave it out.
+	Load              Load
+	WatchNodes        int
+	WatchWritesPerSec float64
+	// DataDir holds both local-ups' data; a temporary one when empty.
+	DataDir  string
+	Progress io.Writer
+}
+
+func (c APIServerConfig) withDefaults() APIServerConfig {
+	if len(c.Impls) == 0 {
+		c.Impls = []string{BackendUpstream, BackendFreshcache}
+	}
+	if c.Shape.Pods == 0 {
+		c.Shape = Shape{Pods: 5000, Nodes: 50}
+	}
+	c.Shape = c.Shape.withDefaults()
+	if len(c.Clients) == 0 {
+		c.Clients = []int{1, 32}
+	}
+	if c.Duration <= 0 {
+		c.Duration = 3 * time.Second
+	}
+	if c.WatchNodes <= 0 {
+		c.WatchNodes = 10
+	}
+	c.WatchNodes = min(c.WatchNodes, c.Shape.Nodes)
+	if c.WatchWritesPerSec <= 0 {
+		c.WatchWritesPerSec = 100
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+// ErrImplementationRefused is returned when kube-apiserver refuses a
+// --watch-cache-implementation value.
+var ErrImplementationRefused = errors.New("bench: kube-apiserver refused the watch cache implementation")
+
+// RunAPIServer starts the servers, loads the shape into their etcd, and
+// measures each server in turn while the other idles. notes says what was
+// skipped or substituted.
+func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, notes []string, err error) {
+	cfg = cfg.withDefaults()
+	dir := cfg.DataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "freshcache-bench-apiserver-"); err != nil {
+			return nil, nil, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+	}
+	type server struct {
+		label string
+		lu    *localUpProc
+		cs    *kubernetes.Clientset
+		rest  *rest.Config
+	}
+	var servers []server
+	defer func() {
+		for i := len(servers) - 1; i >= 0; i-- {
+			servers[i].lu.stop()
+		}
+	}()
+	etcdURL := ""
+	for i, impl := range cfg.Impls {
+		args := []string{"--watch-cache-implementation=" + impl}
+		if etcdURL != "" {
+			args = append(args, "--etcd-servers="+etcdURL)
+		}
+		label := impl
+		lu, err := startLocalUp(ctx, cfg.BinDir, filepath.Join(dir, fmt.Sprintf("%d-%s", i, impl)), args)
+		if errors.Is(err, ErrImplementationRefused) {
+			if cfg.Fallback == "" {
+				notes = append(notes, fmt.Sprintf("%s: skipped: %v", impl, err))
+				fmt.Fprintf(cfg.Progress, "# %s skipped: %v\n", impl, err)
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("%s was refused by kube-apiserver (%v); rows labelled %s-as-%s ran --watch-cache-implementation=%s in its place to exercise the harness", impl, err, cfg.Fallback, impl, cfg.Fallback))
+			label = cfg.Fallback + "-as-" + impl
+			args[0] = "--watch-cache-implementation=" + cfg.Fallback
+			lu, err = startLocalUp(ctx, cfg.BinDir, filepath.Join(dir, fmt.Sprintf("%d-%s", i, label)), args)
+		}
+		if err != nil {
+			return rows, notes, err
+		}
+		if etcdURL == "" {
+			etcdURL = lu.etcdURL
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+		if err != nil {
+			lu.stop()
+			return rows, notes, err
+		}
+		rc.QPS, rc.Burst = -1, 0 // no client-side rate limit
+		rc.ContentType = "application/vnd.kubernetes.protobuf"
+		rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			lu.stop()
+			return rows, notes, err
+		}
+		servers = append(servers, server{label: label, lu: lu, cs: cs, rest: rc})
+		fmt.Fprintf(cfg.Progress, "# %s ready (etcd %s)\n", label, etcdURL)
+	}
+	if len(servers) == 0 {
+		return rows, notes, errors.New("bench: no kube-apiserver started")
+	}
+	t0 := time.Now()
+	env, err := AttachEnv(ctx, etcdURL, cfg.Shape)
+	if err != nil {
+		return rows, notes, err
+	}
+	defer env.Close()
+	fmt.Fprintf(cfg.Progress, "# loaded %d pods on %d nodes in %v\n", env.Shape.Pods, env.Shape.Nodes, time.Since(t0).Round(time.Millisecond))
+
+	for _, s := range servers {
+		sv := &apiTarget{label: s.label, cs: s.cs, env: env, etcdURL: etcdURL}
+		if sv.metrics, err = metricsClient(s.rest); err != nil {
+			return rows, notes, err
+		}
+		if err := sv.waitCache(ctx); err != nil {
+			return rows, notes, err
+		}
+		for _, op := range []string{ScenarioListNode, ScenarioGet, "watch"} {
+			rvs := []string{RVConsistent, RVZero}
+			if op == "watch" {
+				rvs = []string{RVNewest}
+			}
+			for _, rv := range rvs {
+				for _, c := range cfg.Clients {
+					if err := ctx.Err(); err != nil {
+						return rows, notes, err
+					}
+					r, err := sv.row(ctx, cfg, op, rv, c)
+					if err != nil {
+						return rows, notes, err
+					}
+					fmt.Fprintf(cfg.Progress, "%s %s rv=%s clients=%d ops/s=%.1f p50=%.2fms p99=%.2fms cpu/op=%.3fms etcd/op=%.2f errors=%d\n",
+						r.Implementation, r.Operation, r.RV, r.Clients, r.OpsPerSec, r.P50Ms, r.P99Ms, r.ServerCPUPerOpMs, r.EtcdPerOp, r.Errors)
+					rows = append(rows, r)
+				}
+			}
+		}
+	}
+	return rows, notes, nil
+}
+
+// localUpProc is a running cmd/local-up.
+type localUpProc struct {
+	cmd        *exec.Cmd
+	etcdURL    string
+	kubeconfig string
+	exited     chan struct{}
+	out        *lockedBuffer
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startLocalUp runs local-up with one kube-apiserver on a free port and
+// waits until it says it is ready.
+func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (*localUpProc, error) {
+	port, err := etcdlocal.FreePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--data-dir=" + dataDir,
+		"--secure-port=" + strconv.Itoa(port),
+		"--kube-apiserver=" + filepath.Join(binDir, "kube-apiserver"),
+	}
+	external := false
+	for _, a := range extra {
+		external = external || strings.HasPrefix(a, "--etcd-servers=")
+	}
+	if !external {
+		args = append(args, "--etcd-client-port=0", "--etcd-peer-port=0")
+	}
+	args = append(args, extra...)
+	l := &localUpProc{exited: make(chan struct{}), out: &lockedBuffer{}}
+	l.cmd = exec.Command(filepath.Join(binDir, "local-up"), args...)
+	l.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	l.cmd.Stderr = l.out
+	stdout, err := l.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: starting local-up: %w", err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = l.out.Write([]byte(line + "\n"))
+			if rest, ok := strings.CutPrefix(line, "etcd: "); ok {
+				if i := strings.Index(rest, " at "); i >= 0 {
+					l.etcdURL = strings.SplitN(strings.TrimSpace(rest[i+4:]), ",", 2)[0]
+				}
+			}
+			if i := strings.Index(line, "export KUBECONFIG="); i >= 0 && l.kubeconfig == "" {
+				l.kubeconfig = strings.TrimSpace(strings.SplitN(line[i+len("export KUBECONFIG="):], ";", 2)[0])
+			}
+			if strings.Contains(line, "Press Ctrl-C to stop.") && !signalled {
+				signalled = true
+				close(ready)
+			}
+		}
+	}()
+	go func() { _ = l.cmd.Wait(); close(l.exited) }()
+	select {
+	case <-ready:
+		return l, nil
+	case <-l.exited:
+		out := l.out.String()
+		if strings.Contains(out, "not available in this build") {
+			return nil, fmt.Errorf("%w: %s", ErrImplementationRefused, lastLine(out, "watch-cache-implementation"))
+		}
+		return nil, fmt.Errorf("bench: local-up exited before it was ready:\n%s", out)
+	case <-ctx.Done():
+		l.stop()
+		return nil, ctx.Err()
+	case <-time.After(5 * time.Minute):
+		l.stop()
+		return nil, fmt.Errorf("bench: local-up not ready within 5m:\n%s", l.out.String())
+	}
+}
+
+func lastLine(out, containing string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], containing) {
+			return strings.TrimSpace(lines[i])
+		}
+	}
+	return lines[len(lines)-1]
+}
+
+// stop sends SIGINT (local-up's Ctrl-C) and kills after 90s.
+func (l *localUpProc) stop() {
+	select {
+	case <-l.exited:
+		return
+	default:
+	}
+	_ = l.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-l.exited:
+	case <-time.After(90 * time.Second):
+		_ = l.cmd.Process.Kill()
+		<-l.exited
+	}
+}
+
+// apiTarget is one kube-apiserver under test.
+type apiTarget struct {
+	label   string
+	cs      *kubernetes.Clientset
+	env     *Env
+	etcdURL string
+	metrics func(context.Context) ([]*dto.MetricFamily, error)
+}
+
+// metricsClient returns a scraper of the apiserver's /metrics, as text.
+func metricsClient(rc *rest.Config) (func(context.Context) ([]*dto.MetricFamily, error), error) {
+	rt, err := rest.TransportFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: rt, Timeout: 30 * time.Second}
+	url := strings.TrimSuffix(rc.Host, "/") + "/metrics"
+	return func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, hc, url) }, nil
+}
+
+func scrape(ctx context.Context, hc *http.Client, url string) ([]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bench: GET %s: %s", url, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	m, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("bench: parsing %s: %w", url, err)
+	}
+	out := make([]*dto.MetricFamily, 0, len(m))
+	for _, mf := range m {
+		out = append(out, mf)
+	}
+	return out, nil
+}
+
+// waitCache waits until the server's cache (rv=0 list) holds node 0's pods.
+func (a *apiTarget) waitCache(ctx context.Context) error {
+	want := a.env.Shape.PodsOnNode(0)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	got := -1
+	for {
+		l, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(0), ResourceVersion: "0"})
+		if err == nil && len(l.Items) == want {
+			return nil
+		}
+		if err == nil {
+			got = len(l.Items)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: %s: cache holds %d of %d pods of node 0 after 3m (last error %v)", a.label, got, want, err)
+		case <-tick.C:
+		}
+	}
+}
+
+type serverSample struct {
+	at   time.Time
+	cpu  float64
+	wait histogram
+	etcd EtcdCounters
+}
+
+func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
+	s := serverSample{at: time.Now()}
+	mfs, err := a.metrics(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "process_cpu_seconds_total" && len(mf.GetMetric()) > 0 {
+			m := mf.GetMetric()[0]
+			s.cpu = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	impl := a.label
+	if i := strings.Index(impl, "-as-"); i >= 0 {
+		impl = impl[:i]
+	}
+	s.wait = histogramFrom(mfs, waitMetric[impl], "pods")
+	emfs, err := scrape(ctx, http.DefaultClient, strings.TrimSuffix(a.etcdURL, "/")+"/metrics")
+	if err != nil {
+		return s, err
+	}
+	s.etcd = etcdCountersFrom(emfs)
+	return s, nil
+}
+
+// row measures one operation at one client count.
+func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string, clients int) (ServerRow, error) {
+	r := ServerRow{Implementation: a.label, Operation: op, RV: rv, Clients: clients}
+	if op == "watch" {
+		return a.watchRow(ctx, cfg, r)
+	}
+	w := a.env.startLoad(ctx, cfg.Load)
+	defer func() { _, _ = w.stop() }()
+	if cfg.Warmup > 0 {
+		a.loop(ctx, op, rv, clients, time.Now().Add(cfg.Warmup))
+	}
+	before, err := a.sample(ctx)
+	if err != nil {
+		return r, err
+	}
+	res := a.loop(ctx, op, rv, clients, time.Now().Add(cfg.Duration))
+	after, err := a.sample(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.Ops, r.Errors, r.FirstError, r.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
+	a.fill(&r, before, after, res.lat)
+	return r, nil
+}
+
+func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Duration) {
+	r.Seconds = after.at.Sub(before.at).Seconds()
+	r.Etcd = after.etcd.sub(before.etcd)
+	if r.Ops > 0 {
+		r.OpsPerSec = float64(r.Ops) / r.Seconds
+		r.ServerCPUPerOpMs = (after.cpu - before.cpu) * 1000 / float64(r.Ops)
+		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
+	}
+	sortDurations(lat)
+	r.P50Ms, r.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+	if q, ok := quantileDelta(before.wait, after.wait, 0.99); ok {
+		v := q * 1000
+		r.FreshWaitP99Ms = &v
+	}
+}
+
+func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadline time.Time) loopResult {
+	var (
+		mu  sync.Mutex
+		out loopResult
+		wg  sync.WaitGroup
+	)
+	rvParam := ""
+	if rv == RVZero {
+		rvParam = "0"
+	}
+	for ci := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(ci)))
+			var local loopResult
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				var err error
+				wrong := false
+				switch op {
+				case ScenarioListNode:
+					node := rnd.IntN(a.env.Shape.Nodes)
+					pl, e := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(node), ResourceVersion: rvParam})
+					err = e
+					if e == nil {
+						wrong = len(pl.Items) != a.env.Shape.PodsOnNode(node)
+					}
+				case ScenarioGet:
+					i := rnd.IntN(a.env.Shape.Pods)
+					ns, name := a.env.Shape.podKey(i)
+					p, e := a.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rvParam})
+					err = e
+					if e == nil {
+						wrong = p.Name != name
+					}
+				}
+				local.lat = append(local.lat, time.Since(t0))
+				local.ops++
+				if err != nil {
+					local.errs++
+					if local.firstErr == "" {
+						local.firstErr = err.Error()
+					}
+				} else if wrong {
+					local.wrong++
+				}
+			}
+			mu.Lock()
+			out.lat = append(out.lat, local.lat...)
+			out.ops += local.ops
+			out.errs += local.errs
+			out.wrong += local.wrong
+			if out.firstErr == "" {
+				out.firstErr = local.firstErr
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// watchRow opens clients watches spread over the watched nodes, from the
+// current RV (no initial events), writes to those nodes' pods straight to
+// etcd, and measures delivery latency through the apiserver.
+func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerRow) (ServerRow, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	k := min(cfg.WatchNodes, r.Clients)
+	var targets []int
+	for i := range a.env.Shape.Pods {
+		if i%a.env.Shape.Nodes < k {
+			targets = append(targets, i)
+		}
+	}
+	l, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0", Limit: 1})
+	if err != nil {
+		return r, err
+	}
+	var (
+		start     atomic.Int64
+		delivered atomic.Int64
+		errs      atomic.Int64
+		first     atomicFirst
+		mu        sync.Mutex
+		lat       []time.Duration
+		wg        sync.WaitGroup
+		watchers  []watch.Interface
+		stopping  atomic.Bool
+	)
+	start.Store(1<<63 - 1)
+	perNode := make([]int64, k)
+	for i := range r.Clients {
+		node := i % k
+		perNode[node]++
+		w, err := a.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(node), ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			for _, w := range watchers {
+				w.Stop()
+			}
+			return r, err
+		}
+		watchers = append(watchers, w)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			for ev := range w.ResultChan() {
+				now := time.Now()
+				if ev.Type == watch.Error {
+					if stopping.Load() {
+						continue // client-go reports its own Stop as an error event
+					}
+					errs.Add(1)
+					first.set(fmt.Sprintf("watch error: %v", ev.Object))
+					continue
+				}
+				m, err := meta.Accessor(ev.Object)
+				if err != nil {
+					continue
+				}
+				ts, err := strconv.ParseInt(m.GetAnnotations()[AnnotationWritten], 10, 64)
+				if err != nil || ts < start.Load() {
+					continue
+				}
+				delivered.Add(1)
+				local = append(local, now.Sub(time.Unix(0, ts)))
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	// Count writes per node so that expected events = sum over writes of
+	// the watchers on the written pod's node.
+	byNode := make([][]int, k)
+	for _, i := range targets {
+		byNode[i%a.env.Shape.Nodes] = append(byNode[i%a.env.Shape.Nodes], i)
+	}
+	before, err := a.sample(ctx)
+	if err != nil {
+		return r, err
+	}
+	start.Store(before.at.UnixNano())
+	var expected atomic.Int64
+	wctx, wcancel := context.WithCancel(ctx)
+	var wwg sync.WaitGroup
+	wwg.Add(1)
+	go func() {
+		defer wwg.Done()
+		tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.WatchWritesPerSec))
+		defer tick.Stop()
+		rnd := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			node := rnd.IntN(k)
+			i := byNode[node][rnd.IntN(len(byNode[node]))]
+			if err := a.env.putPod(wctx, i, time.Now().UnixNano()); err == nil {
+				expected.Add(perNode[node])
+			}
+		}
+	}()
+	lw := a.env.startLoad(ctx, Load{LeaseWritesPerSec: cfg.Load.LeaseWritesPerSec})
+	select {
+	case <-ctx.Done():
+	case <-time.After(cfg.Duration):
+	}
+	wcancel()
+	wwg.Wait()
+	_, _ = lw.stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for delivered.Load() < expected.Load() && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	after, err := a.sample(ctx)
+	stopping.Store(true)
+	for _, w := range watchers {
+		w.Stop()
+	}
+	wg.Wait()
+	if err != nil {
+		return r, err
+	}
+	r.EventsExpected, r.EventsDelivered = expected.Load(), delivered.Load()
+	r.Ops, r.Errors, r.FirstError = r.EventsDelivered, errs.Load(), first.get()
+	mu.Lock()
+	defer mu.Unlock()
+	a.fill(&r, before, after, lat)
+	if r.Ops > 0 {
+		r.OpsPerSec = float64(r.Ops) / cfg.Duration.Seconds()
+	}
+	return r, nil
+}

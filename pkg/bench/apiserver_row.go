@@ -1,0 +1,88 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// ServerRow is one row of the through-kube-apiserver benchmark: one
+// operation against one kube-apiserver (one watch cache implementation).
+type ServerRow struct {
+	Implementation string `json:"implementation"` // --watch-cache-implementation of the server
+	Operation      string `json:"operation"`      // list-node, get, watch
+	RV             string `json:"rv"`
+	Clients        int    `json:"clients"`
+
+	Seconds   float64 `json:"seconds"`
+	Ops       int64   `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	// ServerCPUPerOpMs is the kube-apiserver's process_cpu_seconds_total
+	// (its own /metrics) per op.
+	ServerCPUPerOpMs float64 `json:"server_cpu_per_op_ms"`
+	// EtcdPerOp is etcd requests (Range + Txn + Watch stream messages, from
+	// the etcd server's /metrics) per op. Only the server under test is
+	// loaded while its rows run; the other one idles.
+	EtcdPerOp float64      `json:"etcd_requests_per_op"`
+	Etcd      EtcdCounters `json:"etcd"`
+	// FreshWaitP99Ms is from the server's own freshness-wait histogram.
+	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
+	Errors         int64    `json:"errors"`
+	FirstError     string   `json:"first_error,omitempty"`
+	WrongCounts    int64    `json:"wrong_counts"`
+	// Watch only: events delivered of events expected.
+	EventsExpected  int64 `json:"events_expected,omitempty"`
+	EventsDelivered int64 `json:"events_delivered,omitempty"`
+}
+
+var serverHeader = []string{"implementation", "operation", "rv", "clients", "ops/s", "p50 ms", "p99 ms", "server cpu ms/op", "etcd req/op", "wait p99 ms", "notes"}
+
+func serverCells(r ServerRow) []string {
+	wait := ""
+	if r.FreshWaitP99Ms != nil {
+		wait = fmt.Sprintf("%.2f", *r.FreshWaitP99Ms)
+	}
+	var notes []string
+	if r.EventsExpected > 0 {
+		notes = append(notes, fmt.Sprintf("%d/%d events", r.EventsDelivered, r.EventsExpected))
+	}
+	if r.WrongCounts > 0 {
+		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
+	}
+	if r.Errors > 0 {
+		e := r.FirstError
+		if len(e) > 80 {
+			e = e[:80] + "..."
+		}
+		notes = append(notes, fmt.Sprintf("%d errors: %s", r.Errors, e))
+	}
+	return []string{r.Implementation, r.Operation, r.RV, fmt.Sprint(r.Clients), num(r.OpsPerSec),
+		fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms), fmt.Sprintf("%.3f", r.ServerCPUPerOpMs),
+		fmt.Sprintf("%.2f", r.EtcdPerOp), wait, strings.Join(notes, "; ")}
+}
+
+// WriteServerTable prints apiserver rows as an aligned table.
+func WriteServerTable(w io.Writer, rows []ServerRow) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(serverHeader, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(serverCells(r), "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// WriteServerMarkdown prints apiserver rows as a markdown table.
+func WriteServerMarkdown(w io.Writer, rows []ServerRow) {
+	fmt.Fprintln(w, "| "+strings.Join(serverHeader, " | ")+" |")
+	fmt.Fprintln(w, "|---|---|---|"+strings.Repeat("---:|", len(serverHeader)-4)+"---|")
+	for _, r := range rows {
+		c := serverCells(r)
+		if c[2] == `""` {
+			c[2] = "`\"\"`"
+		}
+		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
+	}
+}

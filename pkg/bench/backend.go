@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
+	podstorage "k8s.io/kubernetes/pkg/registry/core/pod/storage"
+
+	"github.com/freshcache/watchcache"
+)
+
+// Backend names.
+const (
+	BackendEtcd       = "etcd"
+	BackendUpstream   = "upstream"
+	BackendFreshcache = "freshcache"
+)
+
+// AllBackends is the order in which a run measures them.
+var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
+
+// Decorator returns the generic.StorageDecorator of a backend: the one
+// seam through which all three are built.
+func Decorator(name string) (generic.StorageDecorator, error) {
+	switch name {
+	case BackendEtcd:
+		return generic.UndecoratedStorage, nil
+	case BackendUpstream:
+		return genericregistry.StorageWithCacher(), nil
+	case BackendFreshcache:
+		// The zero Options are the production defaults; feature gates are
+		// read from k8s.io/apiserver's default gate, as in kube-apiserver.
+		return watchcache.NewStorageDecorator(watchcache.Options{}), nil
+	default:
+		return nil, fmt.Errorf("bench: unknown backend %q (want %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache)
+	}
+}
+
+// podBackend is the real kube-apiserver pod registry on top of one backend.
+type podBackend struct {
+	name  string
+	store *genericregistry.Store
+}
+
+// newPodBackend builds the pod REST storage kube-apiserver builds, with the
+// backend's decorator, and waits until it is ready (a cache has finished
+// its initial list).
+func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.Duration) (*podBackend, error) {
+	// kube-apiserver registers the cacher's metrics when it installs
+	// /metrics; without this, upstream's freshness-wait histogram would not
+	// be collected in this process.
+	cachermetrics.Register()
+	dec, err := Decorator(name)
+	if err != nil {
+		return nil, err
+	}
+	opts := generic.RESTOptions{
+		StorageConfig:           e.PodConfig(),
+		Decorator:               dec,
+		DeleteCollectionWorkers: 1,
+		ResourcePrefix:          "pods",
+	}
+	ps, err := podstorage.NewStorage(opts, nil, nil, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s pod storage: %w", name, err)
+	}
+	b := &podBackend{name: name, store: ps.Pod.Store}
+	if err := waitReady(ctx, b.store, readyTimeout); err != nil {
+		b.destroy()
+		return nil, fmt.Errorf("bench: %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// waitReady polls the store's readiness check until it passes or the
+// deadline expires.
+func waitReady(ctx context.Context, s *genericregistry.Store, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := s.ReadinessCheck()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready within %v: %w", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+func (b *podBackend) destroy() {
+	if b.store.DestroyFunc != nil {
+		b.store.DestroyFunc()
+	}
+}

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHarnessTinyShape runs every backend and scenario once at a tiny shape
+// and checks that the harness measured what it claims: every row has ops
+// and no errors, LIST by node returned exactly the node's pods on every
+// backend, watchers got every event, and the outputs are well-formed. It
+// never looks at how fast anything was.
+func TestHarnessTinyShape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and three pod storages")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	shape := Shape{Pods: 200, Nodes: 10}
+	env, err := StartEnv(ctx, t.TempDir(), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+
+	cfg := Config{
+		Shape:             shape,
+		Concurrency:       []int{2},
+		Duration:          100 * time.Millisecond,
+		Load:              Load{PodWritesPerSec: 20, LeaseWritesPerSec: 50},
+		WatchNodes:        2,
+		WatchWritesPerSec: 100,
+		WatchSetupTimeout: 30 * time.Second,
+		SweepLeaseRates:   []float64{0},
+		SweepConcurrency:  2,
+	}
+	rows, err := Run(ctx, env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(AllBackends) * (len(AllScenarios)*len(AllRVs) + 1)
+	if len(rows) != want {
+		t.Fatalf("got %d rows, want %d", len(rows), want)
+	}
+	perNode := float64(shape.Pods / shape.Nodes)
+	listNode := map[string]int{}
+	for _, r := range rows {
+		name := r.Backend + " " + r.Scenario + " rv=" + r.RV
+		if r.Ops == 0 {
+			t.Errorf("%s: no ops", name)
+		}
+		if r.Errors != 0 {
+			t.Errorf("%s: %d errors, first: %s", name, r.Errors, r.FirstError)
+		}
+		if r.WrongCounts != 0 {
+			t.Errorf("%s: %d ops returned the wrong number of items", name, r.WrongCounts)
+		}
+		switch r.Scenario {
+		case ScenarioListNode, ScenarioKubeletRun:
+			if r.ItemsPerOp != perNode {
+				t.Errorf("%s: %.2f items per LIST by node, want %.0f", name, r.ItemsPerOp, perNode)
+			}
+			if r.Scenario == ScenarioListNode && !r.Sweep {
+				listNode[r.Backend]++
+			}
+		case ScenarioListAll, ScenarioListPaged:
+			if r.ItemsPerOp != float64(shape.Pods) {
+				t.Errorf("%s: %.2f items per op, want %d", name, r.ItemsPerOp, shape.Pods)
+			}
+		case ScenarioWatchFan:
+			if r.EventsExpected == 0 || r.EventsDelivered < r.EventsExpected {
+				t.Errorf("%s: %d of %d events delivered", name, r.EventsDelivered, r.EventsExpected)
+			}
+			if r.Watchers != 2*2 {
+				t.Errorf("%s: %d watchers, want 4", name, r.Watchers)
+			}
+		}
+	}
+	for _, b := range AllBackends {
+		if listNode[b] != len(AllRVs) {
+			t.Errorf("backend %s: %d list-node rows, want %d", b, listNode[b], len(AllRVs))
+		}
+	}
+
+	// Outputs: table, JSON round trip, markdown, PNGs.
+	var table bytes.Buffer
+	if err := WriteTable(&table, rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(table.String(), "\n"); got != len(rows)+1 {
+		t.Errorf("table has %d lines, want %d", got, len(rows)+1)
+	}
+	dir := t.TempDir()
+	rep := NewReport("storage")
+	full := cfg.WithDefaults()
+	rep.Config, rep.Rows = &full, rows
+	path := filepath.Join(dir, "tiny.json")
+	if err := rep.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Rows) != len(rows) || back.Rows[0].Backend != rows[0].Backend {
+		t.Errorf("JSON round trip: %d rows, want %d", len(back.Rows), len(rows))
+	}
+	var md bytes.Buffer
+	WriteReportMarkdown(&md, back)
+	if !strings.Contains(md.String(), "| backend | scenario |") {
+		t.Errorf("markdown has no row table:\n%s", md.String())
+	}
+	pngs, err := PlotStorage(back, dir, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pngs) != 3 {
+		t.Errorf("wrote %d plots, want 3: %v", len(pngs), pngs)
+	}
+	for _, p := range pngs {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.DecodeConfig(f); err != nil {
+			t.Errorf("%s is not a PNG: %v", p, err)
+		}
+		_ = f.Close()
+	}
+}
+
+func TestQuantileDelta(t *testing.T) {
+	before := histogram{0.01: 10, 0.1: 10, 1: 10, posInf(): 10}
+	after := histogram{0.01: 10, 0.1: 110, 1: 110, posInf(): 110}
+	// All 100 new observations fall in (0.01, 0.1].
+	q, ok := quantileDelta(before, after, 0.5)
+	if !ok || q < 0.01 || q > 0.1 {
+		t.Errorf("p50 = %v, %v; want inside (0.01, 0.1]", q, ok)
+	}
+	if _, ok := quantileDelta(after, after, 0.99); ok {
+		t.Error("no new observations must give no quantile")
+	}
+	if _, ok := quantileDelta(nil, nil, 0.99); ok {
+		t.Error("a missing metric must give no quantile")
+	}
+}
+
+func TestShapeCounts(t *testing.T) {
+	s := Shape{Pods: 1003, Nodes: 10}.withDefaults()
+	total := 0
+	for n := range s.Nodes {
+		total += s.PodsOnNode(n)
+	}
+	if total != s.Pods {
+		t.Errorf("PodsOnNode sums to %d, want %d", total, s.Pods)
+	}
+	apps := 0
+	for a := range s.Apps {
+		apps += s.PodsOfApp(a)
+	}
+	if apps != s.Pods {
+		t.Errorf("PodsOfApp sums to %d, want %d", apps, s.Pods)
+	}
+}

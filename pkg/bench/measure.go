@@ -1,0 +1,209 @@
+package bench
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Freshness-wait histograms, by backend. upstream's cacher records its own
+// wait for consistent LISTs; freshcache records apiserver_freshcache_*
+// once its freshness protocol is in. etcd never waits.
+var waitMetric = map[string]string{
+	BackendUpstream:   "apiserver_watch_cache_read_wait_seconds",
+	BackendFreshcache: "apiserver_freshcache_read_wait_seconds",
+}
+
+// sample is the process state the harness diffs around a row.
+type sample struct {
+	at      time.Time
+	cpu     time.Duration // user + system CPU of the whole process
+	mallocs uint64
+	etcd    EtcdCounters
+	wait    histogram // nil when the backend's metric is not registered
+}
+
+func takeSample(backend string) sample {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return sample{
+		at:      time.Now(),
+		cpu:     time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		mallocs: ms.Mallocs,
+		etcd:    readEtcdCounters(),
+		wait:    readHistogram(waitMetric[backend], "pods"),
+	}
+}
+
+// EtcdCounters are the embedded etcd server's gRPC counters
+// (go-grpc-middleware's grpc_server_* on the Prometheus default registry,
+// which the embedded server shares with this process).
+type EtcdCounters struct {
+	// Ranges counts Range RPCs: GET and LIST, and the linearizable
+	// revision requests of consistent reads (a Range with count only).
+	Ranges float64 `json:"ranges"`
+	// RangeStreams counts RangeStream RPCs (etcd 3.7's streamed range,
+	// which the etcd3 store uses for LISTs).
+	RangeStreams float64 `json:"range_streams"`
+	// Txns counts Txn RPCs (registry writes; the harness writes with Put).
+	Txns float64 `json:"txns"`
+	// WatchMsgs counts messages clients sent on Watch streams: watch
+	// creations, cancellations and progress requests.
+	WatchMsgs float64 `json:"watch_msgs"`
+	// Puts counts Put RPCs: the harness's own writes, left out of Reads.
+	Puts float64 `json:"puts"`
+}
+
+// Requests is every etcd request the backend caused: Ranges +
+// RangeStreams + Txns + WatchMsgs. The harness's Puts are excluded.
+func (c EtcdCounters) Requests() float64 { return c.Ranges + c.RangeStreams + c.Txns + c.WatchMsgs }
+
+func (c EtcdCounters) sub(o EtcdCounters) EtcdCounters {
+	return EtcdCounters{Ranges: c.Ranges - o.Ranges, RangeStreams: c.RangeStreams - o.RangeStreams, Txns: c.Txns - o.Txns, WatchMsgs: c.WatchMsgs - o.WatchMsgs, Puts: c.Puts - o.Puts}
+}
+
+func readEtcdCounters() EtcdCounters {
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		return EtcdCounters{}
+	}
+	return etcdCountersFrom(mfs)
+}
+
+func etcdCountersFrom(mfs []*dto.MetricFamily) EtcdCounters {
+	var c EtcdCounters
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "grpc_server_started_total":
+			for _, m := range mf.GetMetric() {
+				if label(m, "grpc_service") != "etcdserverpb.KV" {
+					continue
+				}
+				switch label(m, "grpc_method") {
+				case "Range":
+					c.Ranges += m.GetCounter().GetValue()
+				case "RangeStream":
+					c.RangeStreams += m.GetCounter().GetValue()
+				case "Txn":
+					c.Txns += m.GetCounter().GetValue()
+				case "Put":
+					c.Puts += m.GetCounter().GetValue()
+				}
+			}
+		case "grpc_server_msg_received_total":
+			for _, m := range mf.GetMetric() {
+				if label(m, "grpc_service") == "etcdserverpb.Watch" && label(m, "grpc_method") == "Watch" {
+					c.WatchMsgs += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return c
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// histogram is cumulative bucket counts by upper bound, summed over the
+// series of one resource.
+type histogram map[float64]float64
+
+func readHistogram(name, resource string) histogram {
+	if name == "" {
+		return nil
+	}
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return nil
+	}
+	return histogramFrom(mfs, name, resource)
+}
+
+// histogramFrom sums the series of histogram name for resource; nil when
+// the family is absent.
+func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		h := histogram{}
+		for _, m := range mf.GetMetric() {
+			if r := label(m, "resource"); r != "" && r != resource {
+				continue
+			}
+			hist := m.GetHistogram()
+			for _, b := range hist.GetBucket() {
+				// The text format lists le="+Inf" as a bucket; the sample
+				// count below stands for it.
+				if math.IsInf(b.GetUpperBound(), 1) {
+					continue
+				}
+				h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+			h[math.Inf(1)] += float64(hist.GetSampleCount())
+		}
+		return h
+	}
+	return nil
+}
+
+// quantileDelta estimates quantile q of the observations made between
+// before and after, interpolating linearly inside a bucket as PromQL's
+// histogram_quantile does. ok is false when nothing was observed.
+func quantileDelta(before, after histogram, q float64) (float64, bool) {
+	if after == nil {
+		return 0, false
+	}
+	bounds := make([]float64, 0, len(after))
+	for b := range after {
+		bounds = append(bounds, b)
+	}
+	slices.Sort(bounds)
+	total := after[math.Inf(1)] - before[math.Inf(1)]
+	if total <= 0 {
+		return 0, false
+	}
+	rank := q * total
+	prevBound, prevCount := 0.0, 0.0
+	for _, b := range bounds {
+		c := after[b] - before[b]
+		if c >= rank {
+			if math.IsInf(b, 1) {
+				return prevBound, true
+			}
+			if c == prevCount {
+				return b, true
+			}
+			return prevBound + (b-prevBound)*(rank-prevCount)/(c-prevCount), true
+		}
+		prevBound, prevCount = b, c
+	}
+	return prevBound, true
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations, by
+// the nearest-rank method.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	k = max(0, min(k, len(sorted)-1))
+	return sorted[k]
+}
+
+func posInf() float64 { return math.Inf(1) }

@@ -1,0 +1,331 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// backendColor keeps one color per backend across every plot.
+func backendColor(b string) color.Color {
+	switch b {
+	case BackendEtcd:
+		return color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
+	case BackendUpstream:
+		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	case BackendFreshcache:
+		return color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	}
+	return plotutil.Color(5)
+}
+
+func rvDashes(rv string) []vg.Length {
+	switch rv {
+	case RVZero:
+		return []vg.Length{vg.Points(6), vg.Points(3)}
+	case RVNewest:
+		return []vg.Length{vg.Points(2), vg.Points(2)}
+	}
+	return nil
+}
+
+func rvLabel(rv string) string {
+	if rv == RVConsistent {
+		return `rv=""`
+	}
+	return "rv=" + rv
+}
+
+// PlotStorage draws the storage report's plots into dir and returns their
+// paths:
+//   - NAME-throughput.png: ops/s per backend for every scenario and rv mode,
+//     at the highest concurrency;
+//   - NAME-latency.png: p99 latency against concurrency, per scenario;
+//   - NAME-freshness.png: freshness wait p99 and LIST-by-node p99 against
+//     the write rate of another resource (the sweep rows).
+func PlotStorage(r Report, dir, name string) ([]string, error) {
+	var paths []string
+	backends, scenarios, rvs, concs := dims(r.Rows)
+	if len(concs) == 0 {
+		return nil, nil
+	}
+	top := concs[len(concs)-1]
+	main := func(row Row) bool { return !row.Sweep }
+
+	// Throughput: one panel per scenario, log scale (backends differ by
+	// orders of magnitude); x groups are rv modes, one marker per backend.
+	var tput []*plot.Plot
+	for _, sc := range scenarios {
+		p := plot.New()
+		p.Title.Text = fmt.Sprintf("%s (c=%d)", sc, top)
+		p.Y.Label.Text = "ops/s (log)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		minY, maxY := math.Inf(1), 0.0
+		for bi, b := range backends {
+			var pts plotter.XYs
+			for ri, rv := range rvs {
+				if row, ok := find(r.Rows, func(x Row) bool {
+					return main(x) && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == top
+				}); ok && row.OpsPerSec > 0 {
+					x := float64(ri) + 0.22*float64(bi-(len(backends)-1)/2)
+					pts = append(pts, plotter.XY{X: x, Y: row.OpsPerSec})
+					minY, maxY = math.Min(minY, row.OpsPerSec), math.Max(maxY, row.OpsPerSec)
+				}
+			}
+			if len(pts) == 0 {
+				continue
+			}
+			sct, err := plotter.NewScatter(pts)
+			if err != nil {
+				return paths, err
+			}
+			sct.Color = backendColor(b)
+			sct.Shape = draw.BoxGlyph{}
+			sct.Radius = vg.Points(5)
+			p.Add(sct)
+			p.Legend.Add(b, sct)
+		}
+		if maxY == 0 {
+			minY, maxY = 1, 1
+		}
+		p.Y.Min, p.Y.Max = minY/2, maxY*2
+		p.X.Min, p.X.Max = -0.6, float64(len(rvs))-0.4
+		labels := make([]string, len(rvs))
+		for i, rv := range rvs {
+			labels[i] = rvLabel(rv)
+		}
+		p.NominalX(labels...)
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		p.Legend.TextStyle.Font.Size = vg.Points(7)
+		tput = append(tput, p)
+	}
+	path := filepath.Join(dir, name+"-throughput.png")
+	if err := saveGrid(tput, 3, path, "Throughput at the highest concurrency (higher is better)"); err != nil {
+		return paths, err
+	}
+	paths = append(paths, path)
+
+	// Latency against concurrency.
+	var latp []*plot.Plot
+	for _, sc := range scenarios {
+		p := plot.New()
+		p.Title.Text = sc
+		p.X.Label.Text = "concurrency"
+		p.Y.Label.Text = "p99 ms (log)"
+		// Log axes need explicit positive ranges: a single concurrency or
+		// latency would otherwise give a zero-width range.
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Min, p.X.Max = float64(concs[0])*0.8, float64(concs[len(concs)-1])*1.25
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		minY, maxY := math.Inf(1), 0.0
+		for _, b := range backends {
+			for _, rv := range rvs {
+				var pts plotter.XYs
+				for _, c := range concs {
+					if row, ok := find(r.Rows, func(x Row) bool {
+						return main(x) && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == c
+					}); ok && row.P99Ms > 0 {
+						pts = append(pts, plotter.XY{X: float64(c), Y: row.P99Ms})
+					}
+				}
+				if len(pts) == 0 {
+					continue
+				}
+				l, pm, err := plotter.NewLinePoints(pts)
+				if err != nil {
+					return paths, err
+				}
+				pm.Color = backendColor(b)
+				p.Add(pm)
+				for _, pt := range pts {
+					minY, maxY = math.Min(minY, pt.Y), math.Max(maxY, pt.Y)
+				}
+				l.Color = backendColor(b)
+				l.Dashes = rvDashes(rv)
+				l.Width = vg.Points(1.5)
+				p.Add(l)
+				p.Legend.Add(b+" "+rvLabel(rv), l)
+			}
+		}
+		if maxY == 0 {
+			minY, maxY = 1, 1
+		}
+		p.Y.Min, p.Y.Max = minY*0.8, maxY*1.25
+		p.Legend.TextStyle.Font.Size = vg.Points(6)
+		p.Legend.Top = true
+		p.Legend.Left = true
+		latp = append(latp, p)
+	}
+	path = filepath.Join(dir, name+"-latency.png")
+	if err := saveGrid(latp, 3, path, "p99 latency against concurrency (lower is better)"); err != nil {
+		return paths, err
+	}
+	paths = append(paths, path)
+
+	// Freshness sweep.
+	sweep := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return !x.Sweep })
+	if len(sweep) > 0 {
+		wait := plot.New()
+		wait.Title.Text = "freshness wait p99 (backend's own histogram)"
+		wait.X.Label.Text = "lease writes/s (another resource)"
+		wait.Y.Label.Text = "ms"
+		lat := plot.New()
+		lat.Title.Text = `LIST by node rv="" p99 latency`
+		lat.X.Label.Text = wait.X.Label.Text
+		lat.Y.Label.Text = "ms"
+		anyWait := false
+		for _, b := range backends {
+			var wp, lp plotter.XYs
+			for _, x := range sweep {
+				if x.Backend != b {
+					continue
+				}
+				lp = append(lp, plotter.XY{X: x.Load.LeaseWritesPerSec, Y: x.P99Ms})
+				if x.FreshWaitP99Ms != nil {
+					anyWait = true
+					wp = append(wp, plotter.XY{X: x.Load.LeaseWritesPerSec, Y: *x.FreshWaitP99Ms})
+				}
+			}
+			for _, pair := range []struct {
+				p   *plot.Plot
+				pts plotter.XYs
+			}{{wait, wp}, {lat, lp}} {
+				if len(pair.pts) == 0 {
+					continue
+				}
+				slices.SortFunc(pair.pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+				l, s, err := plotter.NewLinePoints(pair.pts)
+				if err != nil {
+					return paths, err
+				}
+				l.Color, s.Color = backendColor(b), backendColor(b)
+				l.Width = vg.Points(1.5)
+				pair.p.Add(l, s)
+				pair.p.Legend.Add(b, l, s)
+			}
+		}
+		if !anyWait {
+			wait.Title.Text += "\n(no backend reported one)"
+			wait.X.Min, wait.X.Max = 0, 1
+		}
+		for _, p := range []*plot.Plot{wait, lat} {
+			p.Legend.Top = true
+			p.Legend.Left = true
+			p.Y.Min = 0
+		}
+		path = filepath.Join(dir, name+"-freshness.png")
+		if err := saveGrid([]*plot.Plot{wait, lat}, 2, path, "Freshness against the write rate of another resource"); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// dims lists the backends, scenarios, rv modes and concurrencies present in
+// rows, in their canonical order.
+func dims(rows []Row) (backends, scenarios, rvs []string, concs []int) {
+	seen := map[string]bool{}
+	add := func(list *[]string, kind, v string) {
+		if !seen[kind+v] {
+			seen[kind+v] = true
+			*list = append(*list, v)
+		}
+	}
+	cs := map[int]bool{}
+	for _, r := range rows {
+		add(&backends, "b", r.Backend)
+		if !r.Sweep {
+			add(&scenarios, "s", r.Scenario)
+			add(&rvs, "r", r.RV)
+			if !cs[r.Concurrency] {
+				cs[r.Concurrency] = true
+				concs = append(concs, r.Concurrency)
+			}
+		}
+	}
+	slices.Sort(concs)
+	return
+}
+
+func find(rows []Row, f func(Row) bool) (Row, bool) {
+	for _, r := range rows {
+		if f(r) {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// saveGrid lays plots out cols wide under a title and writes a PNG.
+func saveGrid(plots []*plot.Plot, cols int, path, title string) error {
+	if len(plots) == 0 {
+		return nil
+	}
+	rows := (len(plots) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+		for j := range cols {
+			if k := i*cols + j; k < len(plots) {
+				grid[i][j] = plots[k]
+			}
+		}
+	}
+	const tileW, tileH = 4.2 * vg.Inch, 3.2 * vg.Inch
+	titleH := 0.6 * vg.Inch
+	img := vgimg.New(tileW*vg.Length(cols), tileH*vg.Length(rows)+titleH)
+	dc := draw.New(img)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Path())
+	heading := plot.New()
+	sty := heading.Title.TextStyle
+	sty.Font.Size = vg.Points(14)
+	sty.XAlign = draw.XCenter
+	dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - titleH*0.5}, title)
+	body := dc
+	body.Max.Y -= titleH
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
+		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+	canvases := plot.Align(grid, tiles, body)
+	for i := range grid {
+		for j := range grid[i] {
+			if grid[i][j] != nil {
+				grid[i][j].Draw(canvases[i][j])
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}

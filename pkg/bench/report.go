@@ -1,0 +1,279 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Machine describes where a run happened.
+type Machine struct {
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+}
+
+// Report is the JSON document a run writes to docs/results/.
+type Report struct {
+	Kind      string    `json:"kind"` // storage | memory | apiserver
+	Date      time.Time `json:"date"`
+	GitCommit string    `json:"git_commit"`
+	Command   string    `json:"command"`
+	Machine   Machine   `json:"machine"`
+	Notes     []string  `json:"notes,omitempty"`
+
+	Config  *Config     `json:"config,omitempty"`
+	Rows    []Row       `json:"rows,omitempty"`
+	Memory  []MemoryRow `json:"memory,omitempty"`
+	Servers []ServerRow `json:"apiserver,omitempty"`
+}
+
+// NewReport fills the run's identity: date, machine, commit and command.
+func NewReport(kind string) Report {
+	return Report{
+		Kind:      kind,
+		Date:      time.Now().UTC().Truncate(time.Second),
+		GitCommit: GitCommit(),
+		Command:   strings.Join(os.Args, " "),
+		Machine:   ThisMachine(),
+	}
+}
+
+// ThisMachine reads the CPU model from /proc/cpuinfo where there is one.
+func ThisMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// GitCommit is HEAD, with "+dirty" when the work tree differs from it.
+// It only reads: GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the
+// index.
+func GitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	st := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
+	st.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	if s, err := st.Output(); err == nil && len(strings.TrimSpace(string(s))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}
+
+// WriteJSON writes r, indented, to path.
+func (r Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadReport reads a JSON report.
+func ReadReport(path string) (Report, error) {
+	var r Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	err = json.Unmarshal(b, &r)
+	return r, err
+}
+
+var rowHeader = []string{"backend", "scenario", "rv", "conc", "ops/s", "p50 ms", "p99 ms", "cpu ms/op", "allocs/op", "etcd req/op", "wait p99 ms", "items/op", "notes"}
+
+func rowCells(r Row) []string {
+	wait := ""
+	if r.FreshWaitP99Ms != nil {
+		wait = fmt.Sprintf("%.2f", *r.FreshWaitP99Ms)
+	}
+	var notes []string
+	if r.Sweep {
+		notes = append(notes, fmt.Sprintf("sweep: %g lease writes/s", r.Load.LeaseWritesPerSec))
+	}
+	if r.Watchers > 0 {
+		notes = append(notes, fmt.Sprintf("%d watchers, %d/%d events, setup %.1fs", r.Watchers, r.EventsDelivered, r.EventsExpected, r.SetupSeconds))
+	}
+	if r.WrongCounts > 0 {
+		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
+	}
+	if r.Errors > 0 {
+		e := r.FirstError
+		if len(e) > 80 {
+			e = e[:80] + "..."
+		}
+		notes = append(notes, fmt.Sprintf("%d errors: %s", r.Errors, e))
+	}
+	return []string{
+		r.Backend, r.Scenario, r.RV, fmt.Sprint(r.Concurrency),
+		num(r.OpsPerSec), fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms),
+		fmt.Sprintf("%.3f", r.CPUPerOpMs), num(r.AllocsPerOp), fmt.Sprintf("%.2f", r.EtcdPerOp),
+		wait, num(r.ItemsPerOp), strings.Join(notes, "; "),
+	}
+}
+
+// num prints a figure with three significant digits or as an integer.
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// FormatRow is one row as a single progress line.
+func FormatRow(r Row) string {
+	c := rowCells(r)
+	var b strings.Builder
+	for i, h := range rowHeader {
+		if c[i] == "" {
+			continue
+		}
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		fmt.Fprintf(&b, "%s=%s", strings.ReplaceAll(h, " ", ""), c[i])
+	}
+	return b.String()
+}
+
+// WriteTable prints rows as an aligned table.
+func WriteTable(w io.Writer, rows []Row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, strings.Join(rowHeader, "\t")+"\t")
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(rowCells(r), "\t")+"\t")
+	}
+	return tw.Flush()
+}
+
+// WriteMarkdown prints rows as a GitHub markdown table.
+func WriteMarkdown(w io.Writer, rows []Row) {
+	fmt.Fprintln(w, "| "+strings.Join(rowHeader, " | ")+" |")
+	seps := make([]string, len(rowHeader))
+	for i := range seps {
+		seps[i] = "---"
+		if i >= 3 && i < len(rowHeader)-1 {
+			seps[i] = "---:"
+		}
+	}
+	fmt.Fprintln(w, "|"+strings.Join(seps, "|")+"|")
+	for _, r := range rows {
+		c := rowCells(r)
+		if c[2] == `""` {
+			c[2] = "`\"\"`"
+		}
+		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
+	}
+}
+
+// Headline is one of issue 5's target ratios, computed from one run.
+type Headline struct {
+	Name   string  `json:"name"`
+	Ratio  float64 `json:"ratio"`
+	Target float64 `json:"target"`
+	Met    bool    `json:"met"`
+	Detail string  `json:"detail"`
+}
+
+// Headlines computes the storage-level targets of issue 5 at the highest
+// concurrency in rows. A target whose rows are missing is left out.
+func Headlines(rows []Row) []Headline {
+	_, _, _, concs := dims(rows)
+	if len(concs) == 0 {
+		return nil
+	}
+	top := concs[len(concs)-1]
+	get := func(b, sc, rv string) (Row, bool) {
+		return find(rows, func(x Row) bool {
+			return !x.Sweep && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == top
+		})
+	}
+	var out []Headline
+	ratio := func(name string, target float64, a, b Row, okA, okB bool) {
+		if !okA || !okB || b.OpsPerSec == 0 {
+			return
+		}
+		r := a.OpsPerSec / b.OpsPerSec
+		out = append(out, Headline{
+			Name: name, Ratio: r, Target: target, Met: r >= target,
+			Detail: fmt.Sprintf("%s %s %s %.1f ops/s vs %s %s %s %.1f ops/s (c=%d)",
+				a.Backend, a.Scenario, rvLabel(a.RV), a.OpsPerSec, b.Backend, b.Scenario, rvLabel(b.RV), b.OpsPerSec, top),
+		})
+	}
+	fcC, ok1 := get(BackendFreshcache, ScenarioListNode, RVConsistent)
+	fc0, ok2 := get(BackendFreshcache, ScenarioListNode, RVZero)
+	upC, ok3 := get(BackendUpstream, ScenarioListNode, RVConsistent)
+	ratio(`freshcache list-node rv="" / freshcache rv=0`, 0.8, fcC, fc0, ok1, ok2)
+	ratio(`freshcache list-node rv="" / upstream rv=""`, 10, fcC, upC, ok1, ok3)
+	fcG, ok4 := get(BackendFreshcache, ScenarioGet, RVConsistent)
+	etG, ok5 := get(BackendEtcd, ScenarioGet, RVConsistent)
+	ratio(`freshcache GET rv="" / etcd GET`, 3, fcG, etG, ok4, ok5)
+	for _, sc := range []string{ScenarioListNode, ScenarioListAll, ScenarioListLabel, ScenarioWatchFan} {
+		f, okF := get(BackendFreshcache, sc, RVZero)
+		u, okU := get(BackendUpstream, sc, RVZero)
+		ratio(fmt.Sprintf("freshcache %s rv=0 / upstream rv=0", sc), 1, f, u, okF, okU)
+	}
+	return out
+}
+
+// WriteReportMarkdown writes the report's identity, headline ratios and
+// table as markdown.
+func WriteReportMarkdown(w io.Writer, r Report) {
+	fmt.Fprintf(w, "# freshcache-bench %s: %s\n\n", r.Kind, r.Date.Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n",
+		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, r.Command)
+	if c := r.Config; c != nil {
+		fmt.Fprintf(w, "- shape: %d pods on %d nodes in %d namespaces; %v per row after %v warm-up; background load %g pod writes/s and %g lease writes/s; fan-out: %d watched nodes, %g pod writes/s on them\n",
+			c.Shape.Pods, c.Shape.Nodes, c.Shape.Namespaces, c.Duration, c.Warmup, c.Load.PodWritesPerSec, c.Load.LeaseWritesPerSec, c.WatchNodes, c.WatchWritesPerSec)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- note: %s\n", n)
+	}
+	if hs := Headlines(r.Rows); len(hs) > 0 {
+		fmt.Fprintf(w, "\n## Targets (same-run ratios)\n\n| target | ratio | wanted | met | rows |\n|---|---:|---:|---|---|\n")
+		for _, h := range hs {
+			met := "no"
+			if h.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(w, "| %s | %.2f | ≥ %g | %s | %s |\n", h.Name, h.Ratio, h.Target, met, h.Detail)
+		}
+	}
+	if len(r.Rows) > 0 {
+		fmt.Fprintf(w, "\n## Rows\n\n")
+		WriteMarkdown(w, r.Rows)
+	}
+	if len(r.Memory) > 0 {
+		fmt.Fprintf(w, "\n## Heap per cached object\n\n| backend | pods | nodes | heap added MiB | bytes/object | ready s |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, m := range r.Memory {
+			fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.0f | %.1f |\n", m.Backend, m.Pods, m.Nodes,
+				float64(m.HeapAfter-min(m.HeapAfter, m.HeapBefore))/(1<<20), m.BytesPerObject, m.ReadySeconds)
+		}
+	}
+	if len(r.Servers) > 0 {
+		fmt.Fprintf(w, "\n## Through kube-apiserver\n\n")
+		WriteServerMarkdown(w, r.Servers)
+	}
+}

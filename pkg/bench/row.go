@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"time"
+)
+
+// Row is one measured combination of backend, scenario, rv mode and
+// concurrency. Durations are in milliseconds. How each field is measured
+// is documented in docs/results/README.md.
+type Row struct {
+	Backend     string `json:"backend"`
+	Scenario    string `json:"scenario"`
+	RV          string `json:"rv"`
+	Concurrency int    `json:"concurrency"`
+	// Sweep marks rows of the freshness sweep (varying lease write rate).
+	Sweep bool `json:"sweep,omitempty"`
+	Load  Load `json:"load"`
+
+	Seconds   float64 `json:"seconds"`
+	Ops       int64   `json:"ops"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	// CPUPerOpMs is process CPU time (user+system, getrusage) per op. The
+	// embedded etcd server runs in the same process, so its work counts.
+	CPUPerOpMs float64 `json:"cpu_per_op_ms"`
+	// AllocsPerOp is runtime.MemStats.Mallocs per op, process-wide.
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	// EtcdPerOp is (Ranges + Txns + WatchMsgs) per op; Etcd has the parts.
+	EtcdPerOp float64      `json:"etcd_requests_per_op"`
+	Etcd      EtcdCounters `json:"etcd"`
+	// FreshWaitP99Ms is the p99 of the backend's freshness-wait histogram
+	// over the row; nil when the backend has no such metric or it observed
+	// nothing.
+	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
+	ItemsPerOp     float64  `json:"items_per_op"`
+
+	Errors     int64  `json:"errors"`
+	FirstError string `json:"first_error,omitempty"`
+	// WrongCounts counts ops whose item count differed from the shape's.
+	WrongCounts int64 `json:"wrong_counts"`
+
+	// Watch fan-out only.
+	Watchers        int     `json:"watchers,omitempty"`
+	EventsExpected  int64   `json:"events_expected,omitempty"`
+	EventsDelivered int64   `json:"events_delivered,omitempty"`
+	SetupSeconds    float64 `json:"setup_seconds,omitempty"`
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fill computes the per-op figures from the samples around the row.
+func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
+	r.Seconds = after.at.Sub(before.at).Seconds()
+	if r.Ops > 0 {
+		r.OpsPerSec = float64(r.Ops) / r.Seconds
+		r.CPUPerOpMs = ms(after.cpu-before.cpu) / float64(r.Ops)
+		r.AllocsPerOp = float64(after.mallocs-before.mallocs) / float64(r.Ops)
+		r.ItemsPerOp = float64(items) / float64(r.Ops)
+	}
+	r.Etcd = after.etcd.sub(before.etcd)
+	if r.Ops > 0 {
+		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
+	}
+	sortDurations(lat)
+	r.P50Ms = ms(percentile(lat, 50))
+	r.P99Ms = ms(percentile(lat, 99))
+	if q, ok := quantileDelta(before.wait, after.wait, 0.99); ok {
+		v := q * 1000
+		r.FreshWaitP99Ms = &v
+	}
+}

@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config is one storage-level run.
+type Config struct {
+	Shape     Shape    `json:"shape"`
+	Backends  []string `json:"backends"`
+	Scenarios []string `json:"scenarios"`
+	// EtcdScenarios, when set, replaces Scenarios for the etcd backend:
+	// at large shapes every etcd LIST decodes every pod, and a full
+	// matrix of them takes far longer than the cached backends' rows.
+	EtcdScenarios []string      `json:"etcd_scenarios,omitempty"`
+	RVs           []string      `json:"rvs"`
+	Concurrency   []int         `json:"concurrency"`
+	Duration      time.Duration `json:"duration_ns"`
+	Warmup        time.Duration `json:"warmup_ns"`
+	// Load runs during every row (the fan-out rows aim the pod writes at
+	// the watched nodes, at WatchWritesPerSec).
+	Load Load `json:"load"`
+
+	// WatchNodes is K: the fan-out puts c watchers on each of K nodes.
+	WatchNodes        int           `json:"watch_nodes"`
+	WatchWritesPerSec float64       `json:"watch_writes_per_sec"`
+	WatchSetupTimeout time.Duration `json:"watch_setup_timeout_ns"`
+
+	// SweepLeaseRates, when set, adds rows of ScenarioListNode at rv="" and
+	// SweepConcurrency for each lease write rate: freshness wait against
+	// the write rate of another resource.
+	SweepLeaseRates  []float64 `json:"sweep_lease_rates,omitempty"`
+	SweepConcurrency int       `json:"sweep_concurrency,omitempty"`
+
+	// ReadyTimeout bounds the wait for a cache's initial list.
+	ReadyTimeout time.Duration `json:"-"`
+	// Progress receives one line per row; nil discards.
+	Progress io.Writer `json:"-"`
+}
+
+// WithDefaults fills zero fields with the defaults of `freshcache-bench storage`.
+func (c Config) WithDefaults() Config {
+	c.Shape = c.Shape.withDefaults()
+	if len(c.Backends) == 0 {
+		c.Backends = AllBackends
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = AllScenarios
+	}
+	if len(c.RVs) == 0 {
+		c.RVs = AllRVs
+	}
+	if len(c.Concurrency) == 0 {
+		c.Concurrency = []int{1, 4, 32}
+	}
+	if c.Duration <= 0 {
+		c.Duration = 3 * time.Second
+	}
+	if c.WatchNodes <= 0 {
+		c.WatchNodes = 10
+	}
+	c.WatchNodes = min(c.WatchNodes, c.Shape.Nodes)
+	if c.WatchWritesPerSec <= 0 {
+		c.WatchWritesPerSec = 100
+	}
+	if c.WatchSetupTimeout <= 0 {
+		c.WatchSetupTimeout = time.Minute
+	}
+	if c.SweepConcurrency <= 0 {
+		c.SweepConcurrency = 4
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = 5 * time.Minute
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	return c
+}
+
+// Run measures every backend of cfg on env, one backend at a time, and
+// returns the rows in order.
+func Run(ctx context.Context, env *Env, cfg Config) ([]Row, error) {
+	cfg = cfg.WithDefaults()
+	var rows []Row
+	for _, name := range cfg.Backends {
+		start := time.Now()
+		b, err := env.newPodBackend(ctx, name, cfg.ReadyTimeout)
+		if err != nil {
+			return rows, err
+		}
+		fmt.Fprintf(cfg.Progress, "# %s ready in %v\n", name, time.Since(start).Round(time.Millisecond))
+		br, err := env.runBackend(ctx, b, cfg)
+		rows = append(rows, br...)
+		b.destroy()
+		runtime.GC()
+		if err != nil {
+			return rows, err
+		}
+	}
+	return rows, nil
+}
+
+func (e *Env) runBackend(ctx context.Context, b *podBackend, cfg Config) ([]Row, error) {
+	var rows []Row
+	emit := func(r Row) {
+		rows = append(rows, r)
+		fmt.Fprintln(cfg.Progress, FormatRow(r))
+	}
+	scenarios := cfg.Scenarios
+	if b.name == BackendEtcd && len(cfg.EtcdScenarios) > 0 {
+		scenarios = cfg.EtcdScenarios
+	}
+	for _, sc := range scenarios {
+		for _, rv := range cfg.RVs {
+			for _, c := range cfg.Concurrency {
+				if err := ctx.Err(); err != nil {
+					return rows, err
+				}
+				var r Row
+				var err error
+				if sc == ScenarioWatchFan {
+					r, err = e.runFanout(ctx, b, cfg, rv, c)
+				} else {
+					r, err = e.runClosedLoop(ctx, b, cfg, sc, rv, c, cfg.Load)
+				}
+				if err != nil {
+					return rows, err
+				}
+				emit(r)
+			}
+		}
+	}
+	for _, lr := range cfg.SweepLeaseRates {
+		load := cfg.Load
+		load.LeaseWritesPerSec = lr
+		r, err := e.runClosedLoop(ctx, b, cfg, ScenarioListNode, RVConsistent, cfg.SweepConcurrency, load)
+		if err != nil {
+			return rows, err
+		}
+		r.Sweep = true
+		emit(r)
+	}
+	return rows, nil
+}
+
+// runClosedLoop runs c workers, each issuing the scenario's op back to back
+// for cfg.Duration (after cfg.Warmup), under load. Ops still in flight at
+// the deadline finish and count; the row's time includes them.
+func (e *Env) runClosedLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv string, c int, load Load) (Row, error) {
+	row := Row{Backend: b.name, Scenario: sc, RV: rv, Concurrency: c, Load: load}
+	w := e.startLoad(ctx, load)
+	if cfg.Warmup > 0 {
+		e.workers(ctx, b, sc, rv, c, time.Now().Add(cfg.Warmup))
+	}
+	before := takeSample(b.name)
+	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration))
+	after := takeSample(b.name)
+	if _, err := w.stop(); err != nil {
+		return row, fmt.Errorf("bench: background writes: %w", err)
+	}
+	row.Ops, row.Errors, row.FirstError, row.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
+	row.fill(before, after, res.lat, res.items)
+	return row, nil
+}
+
+type loopResult struct {
+	lat                     []time.Duration
+	ops, errs, wrong, items int64
+	firstErr                string
+}
+
+func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time) loopResult {
+	var (
+		mu  sync.Mutex
+		out loopResult
+		wg  sync.WaitGroup
+	)
+	for wi := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(wi)))
+			var lat []time.Duration
+			var local loopResult
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				t0 := time.Now()
+				res, err := e.op(ctx, b, sc, rv, r)
+				lat = append(lat, time.Since(t0))
+				local.ops++
+				local.items += int64(res.items)
+				if err != nil {
+					local.errs++
+					if local.firstErr == "" {
+						local.firstErr = err.Error()
+					}
+				} else if res.wrong {
+					local.wrong++
+				}
+			}
+			mu.Lock()
+			out.lat = append(out.lat, lat...)
+			out.ops += local.ops
+			out.errs += local.errs
+			out.wrong += local.wrong
+			out.items += local.items
+			if out.firstErr == "" {
+				out.firstErr = local.firstErr
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func sortDurations(d []time.Duration) { slices.Sort(d) }
+
+// atomicFirst keeps the first error message it is given.
+type atomicFirst struct {
+	once sync.Once
+	msg  atomic.Value
+}
+
+func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
+func (a *atomicFirst) get() string {
+	if v, ok := a.msg.Load().(string); ok {
+		return v
+	}
+	return ""
+}
