@@ -273,7 +273,7 @@ func (c *Cache) newObject(obj runtime.Object, rv uint64) (*store.Object, error) 
 	if err != nil {
 		return nil, fmt.Errorf("watchcache: attributes of %q: %w", key, err)
 	}
-	return &store.Object{Key: key, Obj: obj, RV: rv, Labels: l, Fields: f}, nil
+	return &store.Object{Key: key, Obj: obj, RV: rv, Labels: l, Fields: store.NewFields(f)}, nil
 }
 
 // sink is the reflector's view of the cache. Its methods run on the

@@ -62,10 +62,10 @@
 //     storage is torn down; it ends every goroutine and watcher.
 //  2. Do not mutate Options after passing them; gates are read once.
 //  3. Treat nested data of objects handed out as read-only, as with
-//     upstream's cacher. LIST items are shallow copies: their maps, slices
-//     and pointers are the cache's. Watch events carry a fanout.Shared,
-//     which copies on write; call its GetObject for a private copy. GET
-//     returns a deep copy.
+//     upstream's cacher. LIST items and GET results are shallow copies:
+//     their maps, slices and pointers are the cache's. Watch events carry a
+//     fanout.Shared, which copies on write; call its GetObject for a private
+//     copy.
 //
 // # Locks
 //

@@ -60,11 +60,13 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 		}
 		return storage.NewKeyNotFoundError(preparedKey, int64(snap.RV()))
 	}
-	cp := o.Obj.DeepCopyObject()
-	if reflect.TypeOf(cp) != reflect.TypeOf(objPtr) {
-		return apierrors.NewInternalError(&typeMismatch{want: objPtr, got: cp})
+	// A shallow copy, as LIST items and upstream's cacher: the struct is the
+	// caller's, the maps, slices and pointers inside it stay the cache's and
+	// are read-only (caller duty in doc.go).
+	if reflect.TypeOf(o.Obj) != reflect.TypeOf(objPtr) {
+		return apierrors.NewInternalError(&typeMismatch{want: objPtr, got: o.Obj})
 	}
-	objVal.Set(reflect.ValueOf(cp).Elem())
+	objVal.Set(reflect.ValueOf(o.Obj).Elem())
 	return nil
 }
 

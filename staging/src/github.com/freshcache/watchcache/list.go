@@ -292,7 +292,7 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 // selects reports whether o passes the predicate's label, field and shard
 // selectors (the key range is the caller's business).
 func (c *Cache) selects(pred *storage.SelectionPredicate, o *store.Object) bool {
-	if !pred.MatchesObjectAttributes(o.Labels, o.Fields) {
+	if !store.MatchesAttributes(pred, o.Labels, o.Fields) {
 		return false
 	}
 	if pred.ShardSelector != nil && !pred.ShardSelector.Empty() {

@@ -96,11 +96,23 @@ func (w *Watcher) enqueue(it item) bool {
 	return true
 }
 
-func (w *Watcher) take() []item {
+// maxSpareQueue is the largest queue buffer a watcher keeps for reuse; a
+// burst's bigger buffer is dropped so that idle watchers stay small.
+const maxSpareQueue = 64
+
+// take returns the queued items and installs spare (the buffer of the
+// previous take, now processed) as the new queue. Reusing the two buffers
+// in turn saves an allocation per wake-up, which for a watcher that gets
+// one event at a time is one allocation per delivered event.
+func (w *Watcher) take(spare []item) []item {
+	clear(spare) // drop references to delivered events
+	if cap(spare) > maxSpareQueue {
+		spare = nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	q := w.mu.queue
-	w.mu.queue = nil
+	w.mu.queue = spare[:0]
 	return q
 }
 
@@ -131,6 +143,7 @@ func (w *Watcher) run() {
 		return
 	}
 	utilflowcontrol.WatchInitialized(w.spec.Ctx)
+	var batch []item
 	for {
 		select {
 		case <-w.done:
@@ -139,7 +152,8 @@ func (w *Watcher) run() {
 			return
 		case <-w.wake:
 		}
-		for _, it := range w.take() {
+		batch = w.take(batch)
+		for _, it := range batch {
 			var ok bool
 			if it.ev != nil {
 				ok = w.deliver(it.ev, it.obj)
@@ -194,7 +208,7 @@ func (w *Watcher) matches(o *store.Object) bool {
 		return false
 	}
 	p := &w.spec.Predicate
-	if !p.MatchesObjectAttributes(o.Labels, o.Fields) {
+	if !store.MatchesAttributes(p, o.Labels, o.Fields) {
 		return false
 	}
 	if p.ShardSelector != nil && !p.ShardSelector.Empty() {

@@ -182,7 +182,11 @@ func (r *Reflector) list(ctx context.Context) error {
 		if err := r.cfg.Storage.GetList(ctx, r.cfg.Prefix, opts, listObj); err != nil {
 			return fmt.Errorf("list %s: %w", r.cfg.Prefix, err)
 		}
-		items, err := meta.ExtractList(listObj)
+		// Each item gets its own allocation (a shallow copy out of the
+		// list's Items array). Otherwise every cached object would keep the
+		// whole page's array alive, including the slack capacity it grew
+		// with while etcd3 appended to it (~15% of a pod's top-level size).
+		items, err := meta.ExtractListWithAlloc(listObj)
 		if err != nil {
 			return err
 		}

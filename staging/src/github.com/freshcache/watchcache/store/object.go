@@ -1,7 +1,6 @@
 package store
 
 import (
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -19,7 +18,7 @@ type Object struct {
 	// Labels and Fields are computed once, when the object enters the cache,
 	// so that selectors never recompute them.
 	Labels labels.Set
-	Fields fields.Set
+	Fields *Fields
 }
 
 func lessObject(a, b *Object) bool { return a.Key < b.Key }
@@ -28,14 +27,19 @@ func lessObject(a, b *Object) bool { return a.Key < b.Key }
 // client-go's cache.IndexFunc, restricted to runtime.Object.
 type IndexFunc func(obj runtime.Object) ([]string, error)
 
+// indexEntry is one (value, object) pair of a secondary index. It points
+// at the object version it was computed from rather than holding its key:
+// that is 8 bytes smaller per entry and saves a lookup in the object tree
+// per listed item. Entries are ordered by value, then by the object's key,
+// so a Put of a new version of an object replaces its entry in place.
 type indexEntry struct {
 	value string
-	key   string
+	obj   *Object
 }
 
 func lessIndexEntry(a, b indexEntry) bool {
 	if a.value != b.value {
 		return a.value < b.value
 	}
-	return a.key < b.key
+	return a.obj.Key < b.obj.Key
 }
