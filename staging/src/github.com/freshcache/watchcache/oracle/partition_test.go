@@ -3,6 +3,7 @@ package oracle
 import (
 	"context"
 	"errors"
+	"github.com/freshcache/watchcache/internal/etcdcluster"
 	"testing"
 	"time"
 
@@ -31,12 +32,12 @@ func TestPartitionedMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster")
 	}
-	cl := startCluster(t)
+	cl := etcdcluster.Start(t)
 
 	// The leader is the member that sees itself as leader; isolate a
 	// follower, as the seed scenario does.
 	iso, other := -1, -1
-	for i, e := range cl.members {
+	for i, e := range cl.Members {
 		if e.Server.Leader() == e.Server.MemberID() {
 			other = i
 		} else if iso < 0 {
@@ -46,8 +47,8 @@ func TestPartitionedMember(t *testing.T) {
 	if iso < 0 || other < 0 {
 		t.Fatalf("no leader/follower pair (leader %d, follower %d)", other, iso)
 	}
-	cIso := newClient(t, cl.clientURL(iso))
-	cOther := newClient(t, cl.clientURL(other))
+	cIso := newClient(t, cl.ClientURL(iso))
+	cOther := newClient(t, cl.ClientURL(other))
 
 	const key = "/registry/pods/default/x"
 	created := put(t, cOther, key)
@@ -63,8 +64,8 @@ func TestPartitionedMember(t *testing.T) {
 		t.Fatalf("serializable before partition: %d, %v (created at %d)", r, err, created)
 	}
 
-	cl.isolate(iso)
-	t.Logf("isolated member %s (follower); leader is member %s", cl.id(iso), cl.id(other))
+	cl.Isolate(iso)
+	t.Logf("isolated member %s (follower); leader is member %s", cl.ID(iso), cl.ID(other))
 	del, err := cOther.Delete(ctx, key)
 	if err != nil {
 		t.Fatalf("delete through the majority: %v", err)
@@ -93,7 +94,7 @@ func TestPartitionedMember(t *testing.T) {
 		deleted, serRev, linErr)
 
 	// Heal: the linearizable Oracle answers again, fresh.
-	cl.heal()
+	cl.Heal()
 	deadline := time.Now().Add(waitLimit)
 	retry := time.NewTicker(50 * time.Millisecond) // paces fast failures
 	defer retry.Stop()
