@@ -31,18 +31,19 @@ const (
 //     Consistent read in the Machine) or RequestedNotOlderThan (minRV).
 //   - fromCache: serve from a snapshot taken after the return.
 //   - fromEtcd: delegate with rv="" to the underlying storage. That happens
-//     when consistent reads are disabled (etcd version guard), when the
-//     revision fetch failed (see below), and on timeout with
-//     TimeoutFallback.
-//   - an error: TooManyRequests (timeout with TimeoutReject),
-//     TooLargeResourceVersion (a NotOlderThan read that timed out, as
-//     upstream), or ctx.Err()/ErrStopped.
+//     when consistent reads are disabled (etcd version guard), and with
+//     TimeoutFallback when the revision fetch failed or the wait timed out.
+//   - an error: TooManyRequests with Retry-After (TimeoutReject, after a
+//     timeout or a failed fetch), TooLargeResourceVersion (a NotOlderThan
+//     read that timed out, as upstream), or ctx.Err()/ErrStopped.
 //
-// A failed revision fetch falls back to etcd whatever TimeoutAction says.
-// The fetch is a one-key linearizable read; if it failed, etcd (or the
-// member we talk to) is in trouble, and the delegated read either gets a
-// quorum answer, which is fresh, or fails with etcd's own error, which
-// says more than a 429 would. Neither is stale.
+// A failed revision fetch follows TimeoutAction like a timeout does. The
+// fetch is a one-key linearizable read; if it failed, etcd (or the member
+// we talk to) is in trouble. With fallback the delegated read either gets a
+// quorum answer, which is fresh, or fails with etcd's own error. With
+// reject the read gets 429 and Retry-After instead, so that a struggling
+// etcd is not handed every read at once (the overload of
+// kubernetes#138494). Neither answer is stale.
 func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uint64) (served, error) {
 	kind := freshness.NotOlderThan
 	if requested != metrics.RequestedNotOlderThan {
@@ -69,6 +70,13 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
 	case verdictFailed:
+		if c.opts.TimeoutAction == TimeoutReject {
+			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", v.err)
+			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+			return 0, apierrors.NewTooManyRequests(
+				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, v.err),
+				retryAfterSeconds)
+		}
 		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", v.err)
 		c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 		return fromEtcd, nil

@@ -368,6 +368,61 @@ func TestTimeoutActions(t *testing.T) {
 	}
 }
 
+// failingSource is a revision source whose every fetch fails, as when the
+// member the cache talks to has lost the quorum.
+type failingSource struct{}
+
+func (failingSource) RevisionFor(context.Context, int) (int64, error) {
+	return 0, errors.New("etcdserver: request timed out")
+}
+
+// TestFailedFetchFollowsTimeoutAction: a read whose revision fetch failed
+// is never served from the cache; with fallback etcd answers it (fresh),
+// with reject it gets 429 and Retry-After.
+func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
+	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
+		t.Run(string(action), func(t *testing.T) {
+			rec := newRecorder()
+			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOracle(failingSource{}), cachetest.WithOptions(watchcache.Options{
+				ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(),
+				ConsistentReadTimeout: longWait, TimeoutAction: action,
+			}))
+			ctx := context.Background()
+			// The cache never sees this write: only etcd can answer with it.
+			e.Gate.Pause()
+			create(t, e.Etcd, "ns", "fresh", "")
+			list := &example.PodList{}
+			err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list)
+			get := &example.Pod{}
+			gerr := e.Cache.Get(ctx, "/pods/ns/fresh", storage.GetOptions{ResourceVersion: "0"}, get)
+			switch action {
+			case watchcache.TimeoutFallback:
+				if err != nil || !names(list)["fresh"] {
+					t.Fatalf("fallback LIST after a failed fetch: %v %v", err, names(list))
+				}
+				if gerr != nil || get.Name != "fresh" {
+					t.Fatalf("fallback GET after a failed fetch: %v %q", gerr, get.Name)
+				}
+				if n := rec.count("list/consistent/" + metrics.OutcomeFallback); n != 1 {
+					t.Errorf("reads_total{list,consistent,fallback} = %d", n)
+				}
+			case watchcache.TimeoutReject:
+				for what, err := range map[string]error{"LIST": err, "GET": gerr} {
+					if !apierrors.IsTooManyRequests(err) {
+						t.Fatalf("reject %s after a failed fetch: %v, want 429", what, err)
+					}
+					if s, ok := apierrors.SuggestsClientDelay(err); !ok || s <= 0 {
+						t.Errorf("reject %s: no Retry-After in %v", what, err)
+					}
+				}
+				if n := rec.count("get/zero/" + metrics.OutcomeRejected); n != 1 {
+					t.Errorf("reads_total{get,zero,rejected} = %d", n)
+				}
+			}
+		})
+	}
+}
+
 // countingSource wraps a RevisionSource and can hold back fetches, so that
 // a test decides when the first fetch ends.
 type countingSource struct {
