@@ -1,0 +1,317 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+
+	h "github.com/freshcache/freshcache/test/robustness/history"
+)
+
+// goodRun is a small, correct history: two pods, an update, a delete, reads
+// and a watch that resumes after a bookmark. Each test breaks one thing.
+func goodRun() *h.Run {
+	return &h.Run{
+		Keys:            []string{"a", "b"},
+		ContiguousTruth: true,
+		FinalRev:        6,
+		Truth: []h.TruthEvent{
+			{Rev: 2, Name: "a", Created: true, Value: "v1", Node: "n1"},
+			{Rev: 3, Name: "b", Created: true, Value: "v2", Node: "n2"},
+			{Rev: 4, Name: "a", Value: "v3", Node: "n1", PrevModRev: 2},
+			{Rev: 5, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 3},
+			{Rev: 6, Name: "a", Value: "v4", Node: "n1", PrevModRev: 4},
+		},
+		Ops: []h.Op{
+			{ID: 1, Client: 1, Kind: h.Create, Name: "a", Value: "v1", Node: "n1", Call: 10, Return: 20, Out: h.OK, RV: 2},
+			{ID: 2, Client: 4, Kind: h.Create, Name: "b", Value: "v2", Node: "n2", Call: 11, Return: 21, Out: h.OK, RV: 3},
+			{ID: 3, Client: 1, Kind: h.Update, Name: "a", Value: "v3", PreRV: 2, Call: 30, Return: 40, Out: h.OK, RV: 4},
+			{ID: 4, Client: 4, Kind: h.Delete, Name: "b", PreRV: 3, Call: 50, Return: 60, Out: h.OK, RV: 5},
+			{ID: 5, Client: 1, Kind: h.Update, Name: "a", Value: "v4", PreRV: 4, Call: 70, Return: 80, Out: h.OK, RV: 6},
+			{ID: 6, Client: 2, Kind: h.List, Mode: h.Consistent, Call: 41, Return: 45, Out: h.OK, RV: 4,
+				Items: []h.Item{{Name: "a", Value: "v3", Node: "n1", ModRev: 4}, {Name: "b", Value: "v2", Node: "n2", ModRev: 3}}},
+			{ID: 7, Client: 2, Kind: h.Get, Mode: h.Consistent, Name: "a", Call: 81, Return: 85, Out: h.OK, Found: true, Got: "v4", RV: 6},
+			{ID: 8, Client: 2, Cache: 1, Kind: h.List, Mode: h.Zero, Call: 90, Return: 95, Out: h.OK, RV: 6,
+				Items: []h.Item{{Name: "a", Value: "v4", Node: "n1", ModRev: 6}}},
+			{ID: 9, Client: 2, Kind: h.List, Mode: h.Consistent, Node: "n2", Call: 96, Return: 97, Out: h.OK, RV: 6},
+		},
+		Sessions: []h.WatchSession{
+			{Watcher: 3, StartRV: 1, Start: 1, End: 46, Events: []h.WatchEvent{
+				{Type: h.Added, Name: "a", RV: 2, Value: "v1"},
+				{Type: h.Added, Name: "b", RV: 3, Value: "v2"},
+				{Type: h.Modified, Name: "a", RV: 4, Value: "v3"},
+				{Type: h.Bookmark, RV: 4},
+			}},
+			{Watcher: 3, Cache: 1, StartRV: 4, Start: 47, End: 100, Events: []h.WatchEvent{
+				{Type: h.Deleted, Name: "b", RV: 5, Value: "v2"},
+				{Type: h.Modified, Name: "a", RV: 6, Value: "v4"},
+			}},
+		},
+	}
+}
+
+func check(t *testing.T, run *h.Run) *Report {
+	t.Helper()
+	return Check(run, Options{})
+}
+
+// expectOnly asserts that checker want (and only the checkers in also)
+// reported violations.
+func expectOnly(t *testing.T, r *Report, want string, also ...string) {
+	t.Helper()
+	if r.Counts[want] == 0 {
+		t.Errorf("%s found nothing; want a violation. Report: %v", want, r.Details)
+	}
+	allowed := map[string]bool{want: true}
+	for _, a := range also {
+		allowed[a] = true
+	}
+	for _, n := range Names {
+		if !allowed[n] && r.Counts[n] > 0 {
+			t.Errorf("unexpected %s violations: %v", n, r.Details[n])
+		}
+	}
+	for _, d := range r.Details[want] {
+		t.Logf("%s: %s", want, d)
+	}
+}
+
+func TestGoodRunHasNoViolations(t *testing.T) {
+	r := check(t, goodRun())
+	if r.Total() != 0 {
+		t.Fatalf("violations on a correct history: %v", r.Details)
+	}
+	if r.Porcupine == nil || r.Porcupine.Result != porcupine.Ok {
+		t.Fatalf("porcupine: %+v", r.Porcupine)
+	}
+}
+
+func TestReorderedWatchIsReported(t *testing.T) {
+	run := goodRun()
+	ev := run.Sessions[0].Events
+	ev[1], ev[2] = ev[2], ev[1] // b@3 after a@4
+	expectOnly(t, check(t, run), WatchOrdered, WatchReliable, TimeTravel)
+}
+
+func TestWatchGapIsReported(t *testing.T) {
+	run := goodRun()
+	s := &run.Sessions[0]
+	s.Events = append(s.Events[:1], s.Events[2:]...) // b@3 never delivered
+	expectOnly(t, check(t, run), WatchReliable)
+}
+
+func TestDuplicateWatchEventIsReported(t *testing.T) {
+	run := goodRun()
+	s := &run.Sessions[1]
+	s.Events = append(s.Events, s.Events[1]) // a@6 twice
+	expectOnly(t, check(t, run), WatchUnique)
+}
+
+func TestBookmarkBeforeItsEventsIsReported(t *testing.T) {
+	run := goodRun()
+	s := &run.Sessions[0]
+	s.Events[3].RV = 5 // claims progress past b's deletion at 5...
+	run.Sessions[1].StartRV = 5
+	run.Sessions[1].Events = run.Sessions[1].Events[1:] // ...which never came
+	expectOnly(t, check(t, run), WatchBookmarkable)
+}
+
+func TestResumeThatSkipsEventsIsReported(t *testing.T) {
+	run := goodRun()
+	run.Sessions[1].Events = run.Sessions[1].Events[1:] // resumed at 4, first event 6
+	expectOnly(t, check(t, run), WatchResumable)
+}
+
+func TestResumeFromWrongRVIsReported(t *testing.T) {
+	run := goodRun()
+	run.Sessions[1].StartRV = 5
+	run.Sessions[1].Events = run.Sessions[1].Events[1:]
+	expectOnly(t, check(t, run), WatchResumable)
+}
+
+func TestWatchEventNotInEtcdIsReported(t *testing.T) {
+	run := goodRun()
+	run.Sessions[1].Events[1].Value = "v9"
+	expectOnly(t, check(t, run), WatchMatchesEtcd)
+}
+
+func TestSplitRevisionIsReported(t *testing.T) {
+	run := goodRun()
+	// Revision 7 is one transaction over two keys; the watch gets half.
+	run.Truth = append(run.Truth,
+		h.TruthEvent{Rev: 7, Name: "c", Created: true, Value: "v5"},
+		h.TruthEvent{Rev: 7, Name: "d", Created: true, Value: "v6"})
+	run.FinalRev = 7
+	s := &run.Sessions[1]
+	s.Events = append(s.Events, h.WatchEvent{Type: h.Added, Name: "c", RV: 7, Value: "v5"})
+	// No client op can write two keys at once, so nothing-lost also flags
+	// the transaction; this test is about the watch.
+	expectOnly(t, check(t, run), WatchAtomic, NothingLost)
+}
+
+// A client reads rv=0 from the fresh cache, then from the lagging one and
+// gets an older state: kubernetes#59848. The old state is a true snapshot
+// of etcd (matches-etcd stays quiet); only time-travel catches it.
+func TestStaleListAfterFresherOneIsTimeTravel(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 2, Cache: 0, Kind: h.List, Mode: h.Zero, Call: 98, Return: 99, Out: h.OK, RV: 4,
+		Items: []h.Item{{Name: "a", Value: "v3", Node: "n1", ModRev: 4}, {Name: "b", Value: "v2", Node: "n2", ModRev: 3}}})
+	r := check(t, run)
+	expectOnly(t, r, TimeTravel)
+	if !strings.Contains(r.Details[TimeTravel][0], "RV 4 after the client observed RV 6") {
+		t.Errorf("detail does not explain the travel: %q", r.Details[TimeTravel][0])
+	}
+}
+
+func TestStaleGetIsTimeTravel(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 2, Kind: h.Get, Mode: h.Zero, Name: "a", Call: 98, Return: 99, Out: h.OK, Found: true, Got: "v3", RV: 4})
+	expectOnly(t, check(t, run), TimeTravel)
+}
+
+// The probe of the isolation fault: the client created a pod through one
+// apiserver; the lagging one says it does not exist.
+func TestNotFoundAfterOwnCreateIsTimeTravel(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 1, Cache: 1, Kind: h.Get, Mode: h.Zero, Name: "a", Call: 98, Return: 99, Out: h.OK})
+	expectOnly(t, check(t, run), TimeTravel)
+}
+
+// A relist after a 410 that lands before the events the watcher saw.
+func TestWatcherRelistIntoThePastIsTimeTravel(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 3, Kind: h.List, Mode: h.Zero, Call: 101, Return: 102, Out: h.OK, RV: 4,
+		Items: []h.Item{{Name: "a", Value: "v3", Node: "n1", ModRev: 4}, {Name: "b", Value: "v2", Node: "n2", ModRev: 3}}})
+	expectOnly(t, check(t, run), TimeTravel)
+}
+
+// A consistent LIST called after the update of a was acknowledged returns
+// the state from before it.
+func TestStaleConsistentListIsNotLinearizable(t *testing.T) {
+	run := goodRun()
+	run.Ops[5].Call = 41
+	run.Ops[5].RV = 3
+	run.Ops[5].Items = []h.Item{{Name: "a", Value: "v1", Node: "n1", ModRev: 2}, {Name: "b", Value: "v2", Node: "n2", ModRev: 3}}
+	r := check(t, run)
+	expectOnly(t, r, Linearizability, FreshList)
+	if r.Counts[FreshList] == 0 {
+		t.Errorf("fresh-list missed the stale list")
+	}
+	if r.Porcupine.Result != porcupine.Illegal {
+		t.Errorf("porcupine says %s", r.Porcupine.Result)
+	}
+}
+
+func TestStaleConsistentGetIsNotLinearizable(t *testing.T) {
+	run := goodRun()
+	run.Ops[6].Got, run.Ops[6].RV = "v3", 4 // called after the update to v4 returned
+	expectOnly(t, check(t, run), Linearizability)
+}
+
+func TestListThatIsNoSnapshotIsReported(t *testing.T) {
+	run := goodRun()
+	run.Ops[7].Items = append(run.Ops[7].Items, h.Item{Name: "b", Value: "v2", Node: "n2", ModRev: 3}) // b was deleted at 5
+	expectOnly(t, check(t, run), MatchesEtcd)
+}
+
+func TestAcknowledgedWriteMissingFromEtcdIsLost(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 1, Kind: h.Update, Name: "a", Value: "v7", PreRV: 6, Call: 86, Return: 87, Out: h.OK, RV: 7})
+	expectOnly(t, check(t, run), NothingLost, Linearizability, FreshList)
+}
+
+func TestTruthWithAGapIsReported(t *testing.T) {
+	run := goodRun()
+	run.FinalRev = 8
+	run.Truth = append(run.Truth, h.TruthEvent{Rev: 8, Name: "a", Value: "v8", Node: "n1", PrevModRev: 6})
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 1, Kind: h.Update, Name: "a", Value: "v8", PreRV: 6, Call: 98, Return: 99, Out: h.OK, RV: 8})
+	r := check(t, run)
+	expectOnly(t, r, NothingLost)
+	if r.Counts[NothingLost] != 1 {
+		t.Errorf("want exactly the gap reported: %v", r.Details[NothingLost])
+	}
+}
+
+// A write in etcd that no recorded op explains (the recorder lost an op).
+func TestUnexplainedWriteIsReported(t *testing.T) {
+	run := goodRun()
+	run.Ops = append(run.Ops[:3], run.Ops[4:]...) // the delete of b is not recorded
+	expectOnly(t, check(t, run), NothingLost, Linearizability)
+}
+
+// kube-apiserver deletes a pod in two writes (mark, then delete), both
+// inside the client's DELETE; reads may see the marked version.
+func TestTwoStepDeleteIsOneOperation(t *testing.T) {
+	run := goodRun()
+	run.ContiguousTruth = false
+	for i := range run.Truth {
+		if run.Truth[i].Rev == 5 {
+			run.Truth[i] = h.TruthEvent{Rev: 5, Name: "b", Value: "v2", Node: "n2", PrevModRev: 3}
+		}
+	}
+	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+	run.Ops[3].RV = 7
+	run.Ops[3].Return = 65
+	run.Ops[6].Call = 66  // the get of a after the delete returned
+	run.Ops = run.Ops[:7] // reads after that would need the new revisions
+	run.Ops = append(run.Ops, h.Op{ID: 20, Client: 2, Kind: h.Get, Mode: h.Consistent, Name: "b", Call: 52, Return: 58, Out: h.OK, Found: true, Got: "v2", RV: 5})
+	run.Sessions[1].Events = []h.WatchEvent{
+		{Type: h.Modified, Name: "b", RV: 5, Value: "v2"},
+		{Type: h.Modified, Name: "a", RV: 6, Value: "v4"},
+		{Type: h.Deleted, Name: "b", RV: 7, Value: "v2"},
+	}
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+}
+
+// A DELETE that timed out after kube-apiserver marked the pod but before
+// it deleted it; a second DELETE finishes the job.
+func TestHalfAppliedDeleteIsResolved(t *testing.T) {
+	run := goodRun()
+	run.ContiguousTruth = false
+	for i := range run.Truth {
+		if run.Truth[i].Rev == 5 {
+			run.Truth[i] = h.TruthEvent{Rev: 5, Name: "b", Value: "v2", Node: "n2", PrevModRev: 3}
+		}
+	}
+	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+	run.Ops[3] = h.Op{ID: 4, Client: 4, Kind: h.Delete, Name: "b", PreRV: 3, Call: 50, Return: 60, Out: h.Unknown, Err: "timeout"}
+	run.Ops = run.Ops[:6] // keep writes and the first list
+	run.Ops = append(run.Ops,
+		h.Op{ID: 20, Client: 5, Kind: h.Delete, Name: "b", PreRV: 3, Call: 51, Return: 61, Out: h.Unknown, Err: "timeout"},
+		h.Op{ID: 21, Client: 4, Kind: h.Delete, Name: "b", PreRV: 5, Call: 81, Return: 90, Out: h.OK, RV: 7})
+	run.Sessions = run.Sessions[:1]
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+}
+
+// Writes whose outcome the client never learned are resolved from etcd's
+// history: applied ones count, the others are dropped.
+func TestUnknownWritesAreResolved(t *testing.T) {
+	run := goodRun()
+	run.Ops[4].Out, run.Ops[4].RV, run.Ops[4].Err = h.Unknown, 0, "context deadline exceeded"
+	run.Ops = append(run.Ops, h.Op{ID: 10, Client: 4, Kind: h.Update, Name: "a", Value: "never", PreRV: 6, Call: 86, Return: 87, Out: h.Unknown})
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+}
+
+// With tiny segments the history is cut at every quiescent point; each
+// segment is seeded from etcd's history, so verdicts do not change.
+func TestSegmentsKeepVerdicts(t *testing.T) {
+	defer func(n int) { SegmentOps = n }(SegmentOps)
+	SegmentOps = 1
+	r := check(t, goodRun())
+	if r.Total() != 0 {
+		t.Fatalf("violations on a correct history: %v", r.Details)
+	}
+	if r.Porcupine.Segments <= 2 {
+		t.Fatalf("%d segments; the test wants the history cut", r.Porcupine.Segments)
+	}
+	run := goodRun()
+	run.Ops[6].Got, run.Ops[6].RV = "v3", 4 // stale consistent GET, late in the history
+	expectOnly(t, check(t, run), Linearizability)
+}

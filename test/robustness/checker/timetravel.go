@@ -1,0 +1,103 @@
+package checker
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/freshcache/freshcache/test/robustness/history"
+)
+
+// observation is one thing a client learned, at a point in its own
+// timeline.
+type observation struct {
+	time int64
+	op   *history.Op           // a read or write result
+	ev   *history.WatchEvent   // or a watch event
+	s    *history.WatchSession // the event's session
+}
+
+// checkTimeTravel replays each client's observations in the order the
+// client made them and keeps its frontier F: the highest revision it has
+// seen (a LIST's RV, an object's modRev, a write's revision, a watch event
+// or bookmark). Whatever cache the client talks to next:
+//
+//   - a LIST (any resourceVersion) must have RV >= F;
+//   - a GET must not return a version of the object that etcd had already
+//     replaced at a revision <= F; nor "not found" for an object that
+//     existed at F and was never deleted afterwards (a NotFound carries no
+//     RV, so only this certain case is judged);
+//   - a watch event must not be older than F (checked as ordering by the
+//     watch checkers for events within a chain; here across chains).
+//
+// This is kubernetes#59848: a client that saw a pod deleted must never see
+// it alive again, whichever apiserver it asks.
+func checkTimeTravel(r *Report, run *history.Run, truth *history.Truth) {
+	byClient := map[int][]observation{}
+	for i := range run.Ops {
+		op := &run.Ops[i]
+		if op.Out != history.OK {
+			continue
+		}
+		byClient[op.Client] = append(byClient[op.Client], observation{time: op.Return, op: op})
+	}
+	for i := range run.Sessions {
+		s := &run.Sessions[i]
+		for j := range s.Events {
+			e := &s.Events[j]
+			if e.Type == history.Error {
+				continue
+			}
+			byClient[s.Watcher] = append(byClient[s.Watcher], observation{time: e.Time, ev: e, s: s})
+		}
+	}
+	clients := make([]int, 0, len(byClient))
+	for c := range byClient {
+		clients = append(clients, c)
+	}
+	sort.Ints(clients)
+	for _, c := range clients {
+		obs := byClient[c]
+		sort.SliceStable(obs, func(i, j int) bool { return obs[i].time < obs[j].time })
+		var frontier int64
+		var from string
+		for _, o := range obs {
+			r.Checked["client-observations"]++
+			if o.ev != nil {
+				if o.ev.RV < frontier && o.ev.Type != history.Bookmark {
+					r.add(TimeTravel, "client %d: watch on cache %d delivered %s %s at RV %d after the client observed RV %d (%s)", c, o.s.Cache, o.ev.Type, o.ev.Name, o.ev.RV, frontier, from)
+				}
+				if o.ev.RV > frontier {
+					frontier, from = o.ev.RV, "watch event on cache "+itoa(int64(o.s.Cache))
+				}
+				continue
+			}
+			op := o.op
+			switch {
+			case op.IsWrite():
+				if op.RV > frontier {
+					frontier, from = op.RV, "own "+string(op.Kind)+" op "+itoa(int64(op.ID))
+				}
+			case op.Kind == history.List:
+				if op.RV < frontier {
+					r.add(TimeTravel, "client %d: %s LIST (node %q) on cache %d returned RV %d after the client observed RV %d (%s); op %d", c, op.Mode, op.Node, op.Cache, op.RV, frontier, from, op.ID)
+				}
+				if op.RV > frontier {
+					frontier, from = op.RV, string(op.Mode)+" LIST op "+itoa(int64(op.ID))+" on cache "+itoa(int64(op.Cache))
+				}
+			case op.Kind == history.Get && !op.Found:
+				if _, existed := truth.StateAt(op.Name, frontier); existed && !truth.DeletedAfter(op.Name, frontier) {
+					r.add(TimeTravel, "client %d: %s GET %s on cache %d returned not found, but it existed at RV %d, which the client observed (%s), and was never deleted after; op %d", c, op.Mode, op.Name, op.Cache, frontier, from, op.ID)
+				}
+			case op.Kind == history.Get && op.Found:
+				if next := truth.NextChange(op.Name, op.RV); next != 0 && next <= frontier {
+					r.add(TimeTravel, "client %d: %s GET %s on cache %d returned the version at %d, which etcd replaced at %d, after the client observed RV %d (%s); op %d", c, op.Mode, op.Name, op.Cache, op.RV, next, frontier, from, op.ID)
+				}
+				if op.RV > frontier {
+					frontier, from = op.RV, string(op.Mode)+" GET op "+itoa(int64(op.ID))+" on cache "+itoa(int64(op.Cache))
+				}
+			}
+		}
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }

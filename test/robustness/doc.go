@@ -1,0 +1,27 @@
+// Package robustness runs Kubernetes-shaped traffic through two watch
+// caches ("apiservers") pinned to different members of a 3-member embedded
+// etcd, injects faults (member kill and restart, isolation of a cache's
+// member, leader change, compaction while watching, cancelled watch
+// streams, a slow watcher, cache restarts, delay and drop on peer links),
+// and checks the recorded history with package checker against etcd's own
+// history of the key space.
+//
+// It runs against any generic.StorageDecorator: upstream's cacher
+// (genericregistry.StorageWithCacher) is the negative control, freshcache
+// (watchcache.NewStorageDecorator) the system under test. The same run also
+// drives two real kube-apiserver processes over HTTPS with client-go.
+//
+// Layout:
+//
+//	cluster.go   etcd members, peer and client proxies, member faults
+//	api.go       what clients need of an "apiserver"
+//	cache.go     API: the pod registry store built by a decorator, in process
+//	apiserver.go API: a kube-apiserver child process, over HTTPS
+//	recorder.go  the history, recorded from many goroutines
+//	traffic.go   clients: writes, reads in every resourceVersion mode
+//	watcher.go   watchers that resume from the last RV, relist on 410
+//	truth.go     a direct etcd watch: the ground truth
+//	faults.go    the fault schedule
+//	run.go       one run: wiring, stop, check, report
+//	report.go    the failure report directory and the summary
+package robustness

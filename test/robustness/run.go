@@ -1,0 +1,240 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apiserver/pkg/registry/generic"
+	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
+
+	fcmetrics "github.com/freshcache/watchcache/metrics"
+
+	"github.com/freshcache/freshcache/test/robustness/checker"
+	"github.com/freshcache/freshcache/test/robustness/history"
+)
+
+// Config is one robustness run.
+type Config struct {
+	// Variant names the run in reports ("upstream", "freshcache", ...).
+	Variant string
+	// NewAPIs starts the two "apiservers", API i pinned to member i.
+	NewAPIs func(ctx context.Context, cl *Cluster) ([]API, error)
+	Traffic Traffic
+	// Watchers is the number of informer-like watchers (half of them
+	// select one node).
+	Watchers int
+	// Seed drives every random choice of the run (not the scheduler).
+	Seed uint64
+	// MinOps and MinDuration: traffic runs until both are reached and at
+	// least one round of faults (every kind) is done. Further rounds run
+	// while MinDuration has not passed.
+	MinOps      int
+	MinDuration time.Duration
+	// Hold is how long a lasting fault (kill, isolation, delay, drop) lasts.
+	Hold time.Duration
+	// RV0Consistent: rv=0 reads promise freshness and are checked as
+	// consistent reads.
+	RV0Consistent bool
+	// ContiguousTruth: only the clients write to etcd (in-process caches).
+	ContiguousTruth bool
+	// DataDir holds etcd's data.
+	DataDir string
+	// Logf reports progress.
+	Logf func(format string, args ...any)
+}
+
+// Result is a finished run.
+type Result struct {
+	Run     *history.Run
+	Report  *checker.Report
+	Summary Summary
+}
+
+// Execute runs cfg: cluster, caches, traffic, faults, then the checkers.
+// An error means the harness itself failed (the run proves nothing).
+func Execute(ctx context.Context, cfg Config) (*Result, error) {
+	logf := cfg.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	began := time.Now()
+	cachermetrics.Register()
+	fcmetrics.Register()
+	metricsBefore := gatherMetrics()
+	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
+
+	cl, err := StartCluster(ctx, cfg.DataDir, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("start etcd: %w", err)
+	}
+	defer cl.Close()
+	truthCtx, stopTruth := context.WithCancel(ctx)
+	defer stopTruth()
+	truth := StartTruth(truthCtx, cl.Admin())
+
+	caches, err := cfg.NewAPIs(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("start apiservers: %w", err)
+	}
+	defer func() {
+		for _, c := range caches {
+			c.Stop()
+		}
+	}()
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	for _, c := range caches {
+		if err := c.WaitReady(rctx); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	cancel()
+	logf("%s: etcd (3 members) and 2 apiservers ready; seed %d", cfg.Variant, cfg.Seed)
+
+	rec := NewRecorder()
+	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	defer stopTraffic()
+	var wg sync.WaitGroup
+	for i := range cfg.Traffic.Clients {
+		cli := newClient(i+1, cfg.Seed, caches, rec, cfg.Traffic)
+		wg.Go(func() { cli.run(trafficCtx) })
+	}
+	listMode := history.Consistent
+	if cfg.Traffic.ZeroReads {
+		listMode = history.Zero
+	}
+	for i := range cfg.Watchers {
+		w := &watcher{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, tr: cfg.Traffic, listMode: listMode}
+		if i%2 == 1 {
+			w.node = nodeName(i % cfg.Traffic.Nodes)
+		}
+		wg.Go(func() { w.run(trafficCtx) })
+	}
+
+	probeMode := history.Consistent
+	if cfg.Traffic.ZeroReads {
+		probeMode = history.Zero
+	}
+	in := &injector{cl: cl, caches: caches, rec: rec, truth: truth, rng: rng, tr: cfg.Traffic, hold: cfg.Hold, probeMode: probeMode}
+	pause(ctx, 2*time.Second) // warm-up: let traffic build some state
+	for round := 0; ; round++ {
+		kinds := append([]string(nil), FaultKinds...)
+		rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+		for _, k := range kinds {
+			if ctx.Err() != nil {
+				break
+			}
+			if err := in.inject(ctx, k); err != nil {
+				return nil, fmt.Errorf("%s: the cluster did not recover: %w", cfg.Variant, err)
+			}
+			f := rec.Faults()
+			logf("%s: fault %s (%s) done after %d ops %s", cfg.Variant, k, f[len(f)-1].Detail, rec.OpCount(), f[len(f)-1].Err)
+			pause(ctx, time.Duration(500+rng.IntN(1000))*time.Millisecond)
+		}
+		if time.Since(began) >= cfg.MinDuration || ctx.Err() != nil {
+			break
+		}
+	}
+	// Keep traffic running until enough ops ran and MinDuration passed.
+	tick := time.NewTicker(200 * time.Millisecond)
+	for (rec.OpCount() < cfg.MinOps || time.Since(began) < cfg.MinDuration) && ctx.Err() == nil {
+		<-tick.C
+	}
+	tick.Stop()
+	cl.HealPeers()
+	for i := range Members {
+		cl.ClientProxy(i).Heal()
+	}
+	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := cl.WaitHealthy(hctx); err != nil {
+		return nil, err
+	}
+	stopTraffic()
+	wg.Wait()
+	logf("%s: traffic stopped after %d ops", cfg.Variant, rec.OpCount())
+
+	// The final state: etcd's revision now, the truth complete up to it,
+	// and each cache read at that revision.
+	resp, err := cl.Admin().Get(hctx, "final")
+	if err != nil {
+		return nil, fmt.Errorf("final revision: %w", err)
+	}
+	finalRev := resp.Header.Revision
+	if err := truth.WaitFor(hctx, finalRev); err != nil {
+		return nil, err
+	}
+	for _, c := range caches {
+		if err := c.WaitReady(hctx); err != nil {
+			return nil, err
+		}
+		for _, mode := range []history.ReadMode{history.NotOlder, history.Consistent} {
+			op := history.Op{Client: 700 + c.Index(), Cache: c.Index(), Kind: history.List, Mode: mode, MinRV: finalRev}
+			op.Call = rec.Now()
+			err := c.Do(hctx, &op)
+			op.Return = rec.Now()
+			classify(&op, err)
+			rec.AddOp(op)
+			if err != nil {
+				return nil, fmt.Errorf("final %s list on cache %d: %w", mode, c.Index(), err)
+			}
+		}
+	}
+	metricsAfter := gatherMetrics()
+	for _, c := range caches {
+		if m, ok := c.(interface {
+			Metrics(context.Context) map[string]float64
+		}); ok {
+			for k, v := range m.Metrics(hctx) {
+				metricsAfter[fmt.Sprintf("apiserver-%d:%s", c.Index(), k)] += v
+			}
+		}
+	}
+	stopTruth()
+	events, terr := truth.Events()
+	if terr != nil {
+		return nil, terr
+	}
+
+	run := &history.Run{Seed: cfg.Seed, Variant: cfg.Variant, Truth: events, FinalRev: finalRev, RV0Consistent: cfg.RV0Consistent, ContiguousTruth: cfg.ContiguousTruth}
+	rec.Snapshot(run)
+	keys := map[string]bool{}
+	for _, k := range cfg.Traffic.keyNames() {
+		keys[k] = true
+	}
+	for _, e := range events {
+		keys[e.Name] = true
+	}
+	for k := range keys {
+		run.Keys = append(run.Keys, k)
+	}
+	sort.Strings(run.Keys)
+	logf("%s: checking %d ops, %d watch sessions, %d etcd events", cfg.Variant, len(run.Ops), len(run.Sessions), len(run.Truth))
+	report := checker.Check(run, checker.Options{})
+	res := &Result{Run: run, Report: report}
+	res.Summary = summarize(run, report, time.Since(began), diffMetrics(metricsBefore, metricsAfter))
+	return res, nil
+}
+
+// StorageAPIs returns a Config.NewAPIs that builds two in-process caches
+// with dec, cache i pinned to member i through its client proxy.
+func StorageAPIs(dec generic.StorageDecorator) func(context.Context, *Cluster) ([]API, error) {
+	return func(_ context.Context, cl *Cluster) ([]API, error) {
+		var out []API
+		for i := range 2 {
+			c, err := NewCache(i, i, cl.ProxiedClientURL(i), dec)
+			if err != nil {
+				for _, o := range out {
+					o.Stop()
+				}
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		return out, nil
+	}
+}

@@ -1,0 +1,294 @@
+package robustness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/storage"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	registrypod "k8s.io/kubernetes/pkg/registry/core/pod"
+
+	"github.com/freshcache/freshcache/test/robustness/history"
+)
+
+// Traffic shapes the clients' operations.
+type Traffic struct {
+	// Keys is the number of pod names; Nodes the number of nodes.
+	Keys, Nodes int
+	// Clients is the number of concurrent clients; each runs one op at a
+	// time, at most one per Pace.
+	Clients int
+	Pace    time.Duration
+	// ZeroReads adds rv=0 LIST and GET (kubelet and informer restarts).
+	ZeroReads bool
+	// OpTimeout bounds every operation.
+	OpTimeout time.Duration
+}
+
+func podName(i int) string  { return fmt.Sprintf("pod-%02d", i) }
+func nodeName(i int) string { return fmt.Sprintf("node-%d", i) }
+
+// Keys lists the key space.
+func (t Traffic) keyNames() []string {
+	out := make([]string, t.Keys)
+	for i := range out {
+		out[i] = podName(i)
+	}
+	return out
+}
+
+// client is one sequential actor, like a controller or kubelet: it sticks
+// to one cache and switches to the other on errors and now and then.
+type client struct {
+	id     int
+	rng    *rand.Rand
+	caches []API
+	cur    int
+	rec    *Recorder
+	tr     Traffic
+	seq    int
+	// known is the last modRev this client saw per pod (its preconditions).
+	known map[string]int64
+	// frontier is the highest RV the client observed (for rv=N reads).
+	frontier int64
+}
+
+func newClient(id int, seed uint64, caches []API, rec *Recorder, tr Traffic) *client {
+	rng := rand.New(rand.NewPCG(seed, uint64(id)))
+	return &client{id: id, rng: rng, caches: caches, cur: rng.IntN(len(caches)), rec: rec, tr: tr, known: map[string]int64{}}
+}
+
+func (c *client) run(ctx context.Context) {
+	pace := time.NewTicker(c.tr.Pace)
+	defer pace.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pace.C:
+		}
+		op := c.next()
+		ok := c.do(ctx, &op)
+		// Record even an op cut short by the shutdown: a write may have
+		// been applied (it is Unknown, and etcd's history resolves it).
+		c.rec.AddOp(op)
+		if ctx.Err() != nil {
+			return
+		}
+		if !ok || c.rng.IntN(20) == 0 {
+			c.cur = (c.cur + 1) % len(c.caches)
+		}
+	}
+}
+
+// next picks an operation.
+func (c *client) next() history.Op {
+	op := history.Op{Client: c.id, Cache: c.cur}
+	name := podName(c.rng.IntN(c.tr.Keys))
+	n := c.rng.IntN(100)
+	read := func(kind history.Kind) {
+		op.Kind = kind
+		m := c.rng.IntN(10)
+		switch {
+		case c.tr.ZeroReads && m < 4:
+			op.Mode = history.Zero
+		case m < 8:
+			op.Mode = history.Consistent
+		default:
+			op.Mode = history.NotOlder
+			op.MinRV = max(c.frontier, 1)
+		}
+	}
+	switch {
+	case n < 15:
+		c.seq++
+		op.Kind, op.Name, op.Node = history.Create, name, nodeName(c.rng.IntN(c.tr.Nodes))
+		op.Value = "c" + strconv.Itoa(c.id) + "-" + strconv.Itoa(c.seq)
+	case n < 35:
+		pre, ok := c.known[name]
+		if !ok {
+			read(history.Get)
+			op.Name = name
+			break
+		}
+		c.seq++
+		op.Kind, op.Name, op.PreRV = history.Update, name, pre
+		op.Value = "c" + strconv.Itoa(c.id) + "-" + strconv.Itoa(c.seq)
+	case n < 45:
+		pre, ok := c.known[name]
+		if !ok {
+			read(history.Get)
+			op.Name = name
+			break
+		}
+		op.Kind, op.Name, op.PreRV = history.Delete, name, pre
+	case n < 65:
+		read(history.Get)
+		op.Name = name
+	case n < 88:
+		read(history.List)
+	default:
+		read(history.List)
+		op.Node = nodeName(c.rng.IntN(c.tr.Nodes))
+	}
+	return op
+}
+
+// do runs op on the client's current cache and fills in its result. It
+// reports false on an error that is not a definite answer.
+func (c *client) do(ctx context.Context, op *history.Op) bool {
+	octx, cancel := context.WithTimeout(ctx, c.tr.OpTimeout)
+	defer cancel()
+	op.Call = c.rec.Now()
+	err := c.caches[op.Cache].Do(octx, op)
+	op.Return = c.rec.Now()
+	classify(op, err)
+	switch {
+	case op.Out != history.OK:
+	case op.IsWrite():
+		c.observe(op.RV)
+		if op.Kind == history.Delete {
+			delete(c.known, op.Name)
+		} else {
+			c.known[op.Name] = op.RV
+		}
+	case op.Kind == history.Get:
+		if op.Found {
+			c.known[op.Name] = op.RV
+			c.observe(op.RV)
+		} else {
+			delete(c.known, op.Name)
+		}
+	case op.Kind == history.List:
+		c.observe(op.RV)
+		for _, it := range op.Items {
+			c.known[it.Name] = it.ModRev
+		}
+	}
+	return op.Out != history.Unknown && (op.Out != history.Failed || op.Reason != "")
+}
+
+func (c *client) observe(rv int64) { c.frontier = max(c.frontier, rv) }
+
+// execute runs op through the storage.Interface.
+func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history.Op) error {
+	switch op.Kind {
+	case history.Create:
+		pod := &api.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: Namespace, Annotations: map[string]string{ValueAnnotation: op.Value}},
+			Spec:       api.PodSpec{NodeName: op.Node, Containers: []api.Container{{Name: "c", Image: "busybox"}}},
+		}
+		out := &api.Pod{}
+		if err := s.Create(ctx, cache.Key(op.Name), pod, out, 0); err != nil {
+			return err
+		}
+		op.RV = rvOf(out)
+	case history.Update:
+		pre := strconv.FormatInt(op.PreRV, 10)
+		out := &api.Pod{}
+		err := s.GuaranteedUpdate(ctx, cache.Key(op.Name), out, false, &storage.Preconditions{ResourceVersion: &pre},
+			func(in runtime.Object, _ storage.ResponseMeta) (runtime.Object, *uint64, error) {
+				p := in.(*api.Pod).DeepCopy()
+				if p.Annotations == nil {
+					p.Annotations = map[string]string{}
+				}
+				p.Annotations[ValueAnnotation] = op.Value
+				return p, nil, nil
+			}, nil)
+		if err != nil {
+			return err
+		}
+		op.RV = rvOf(out)
+	case history.Delete:
+		pre := strconv.FormatInt(op.PreRV, 10)
+		out := &api.Pod{}
+		if err := s.Delete(ctx, cache.Key(op.Name), out, &storage.Preconditions{ResourceVersion: &pre}, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
+			return err
+		}
+		op.RV = rvOf(out)
+	case history.Get:
+		out := &api.Pod{}
+		err := s.Get(ctx, cache.Key(op.Name), storage.GetOptions{ResourceVersion: readRV(op)}, out)
+		if storage.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		op.Found, op.Got, op.RV = true, out.Annotations[ValueAnnotation], rvOf(out)
+	case history.List:
+		field := fields.Everything()
+		if op.Node != "" {
+			field = fields.OneTermEqualSelector("spec.nodeName", op.Node)
+		}
+		opts := storage.ListOptions{
+			ResourceVersion: readRV(op),
+			Recursive:       true,
+			Predicate:       registrypod.MatchPod(labels.Everything(), field),
+		}
+		if op.Mode == history.NotOlder {
+			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
+		}
+		out := &api.PodList{}
+		if err := s.GetList(ctx, cache.ListKey(), opts, out); err != nil {
+			return err
+		}
+		rv, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
+		if err != nil {
+			return fmt.Errorf("list RV %q: %w", out.ResourceVersion, err)
+		}
+		op.RV = rv
+		op.Items = make([]history.Item, 0, len(out.Items))
+		for i := range out.Items {
+			p := &out.Items[i]
+			op.Items = append(op.Items, history.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: rvOf(p)})
+		}
+	}
+	return nil
+}
+
+func readRV(op *history.Op) string {
+	switch op.Mode {
+	case history.Zero:
+		return "0"
+	case history.NotOlder:
+		return strconv.FormatInt(op.MinRV, 10)
+	}
+	return ""
+}
+
+func rvOf(p *api.Pod) int64 {
+	v, _ := strconv.ParseInt(p.ResourceVersion, 10, 64)
+	return v
+}
+
+// classify turns err into the op's outcome. Definite answers (exists,
+// conflict, not found) cannot have changed state; anything else on a
+// write may have.
+func classify(op *history.Op, err error) {
+	if err == nil {
+		op.Out = history.OK
+		return
+	}
+	op.Err = err.Error()
+	switch {
+	case storage.IsExist(err) || apierrors.IsAlreadyExists(err):
+		op.Out, op.Reason = history.Failed, history.ReasonExists
+	case storage.IsInvalidObj(err) || storage.IsConflict(err) || apierrors.IsConflict(err):
+		op.Out, op.Reason = history.Failed, history.ReasonConflict
+	case storage.IsNotFound(err) || apierrors.IsNotFound(err):
+		op.Out, op.Reason = history.Failed, history.ReasonNotFound
+	case op.IsWrite():
+		op.Out = history.Unknown
+	default:
+		op.Out = history.Failed
+	}
+}
