@@ -254,7 +254,8 @@ func (f *Fanout) SendBookmarks(now time.Time) {
 	}
 }
 
-// TerminateAll closes every watcher, for a relist or shutdown.
+// TerminateAll closes every watcher: for a relist (reason
+// metrics.ReasonRelist, counted) or a shutdown (reason "", not counted).
 func (f *Fanout) TerminateAll(reason string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

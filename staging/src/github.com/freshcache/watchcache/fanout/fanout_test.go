@@ -19,12 +19,41 @@ import (
 
 type countingRecorder struct {
 	metrics.Discard
-	slow, watchers atomic.Int64
+	slow, relist, other atomic.Int64
+	watchers            atomic.Int64
 }
 
 func (c *countingRecorder) WatcherTerminated(reason string) {
-	if reason == metrics.ReasonSlow {
+	switch reason {
+	case metrics.ReasonSlow:
 		c.slow.Add(1)
+	case metrics.ReasonRelist:
+		c.relist.Add(1)
+	default:
+		c.other.Add(1)
+	}
+}
+
+// TestTerminationReasons: a relist counts its closed watchers under
+// reason=relist; a shutdown closes watchers without counting them, so the
+// metric never carries an empty reason.
+func TestTerminationReasons(t *testing.T) {
+	rec := &countingRecorder{}
+	f := newTestFanout(rec, 8)
+	ctx := context.Background()
+	a := f.Add(Spec{Ctx: ctx, Key: "/p/", Recursive: true, Predicate: storage.Everything})
+	f.TerminateAll(metrics.ReasonRelist)
+	b := f.Add(Spec{Ctx: ctx, Key: "/p/", Recursive: true, Predicate: storage.Everything})
+	f.TerminateAll("")
+	for name, w := range map[string]*Watcher{"relisted": a, "shut down": b} {
+		select {
+		case <-w.done:
+		default:
+			t.Errorf("the %s watcher is still open", name)
+		}
+	}
+	if rec.relist.Load() != 1 || rec.other.Load() != 0 {
+		t.Fatalf("terminations counted: relist=%d other=%d, want 1 and 0", rec.relist.Load(), rec.other.Load())
 	}
 }
 func (c *countingRecorder) WatchersDelta(d int) { c.watchers.Add(int64(d)) }

@@ -72,9 +72,14 @@ func (w *Watcher) Stop() {
 	w.doneOnce.Do(func() { close(w.done) })
 }
 
+// terminate closes the watcher. A non-empty reason counts it in the
+// terminated-watchers metric; "" (the cache shutting down) does not, so the
+// metric's reason label is never empty.
 func (w *Watcher) terminate(reason string) {
 	w.doneOnce.Do(func() {
-		w.f.cfg.Metrics.WatcherTerminated(reason)
+		if reason != "" {
+			w.f.cfg.Metrics.WatcherTerminated(reason)
+		}
 		close(w.done)
 	})
 }
