@@ -76,6 +76,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.IntSliceVar(&conc, "concurrency", []int{1, 4, 32}, "concurrency levels (watch-fanout: watchers per watched node)")
 	fs.DurationVar(&cfg.Duration, "duration", 3*time.Second, "measured time per row")
 	fs.DurationVar(&cfg.Warmup, "warmup", 500*time.Millisecond, "unmeasured time before each row")
+	fs.DurationVar(&cfg.Prime, "prime", 3*time.Second, "unmeasured load on each backend before its first row (every rv mode of the first scenario), so that row order does not bias the figures")
 	fs.Float64Var(&cfg.Load.PodWritesPerSec, "pod-write-rate", 10, "background pod updates per second")
 	fs.Float64Var(&cfg.Load.LeaseWritesPerSec, "lease-write-rate", 100, "background lease renewals per second (another resource)")
 	fs.IntVar(&cfg.WatchNodes, "watch-nodes", 10, "watch-fanout: number of watched nodes")
