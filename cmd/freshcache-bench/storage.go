@@ -149,26 +149,16 @@ func runStorage(ctx context.Context, args []string) error {
 	return err
 }
 
+// writeStorageResults writes the JSON and markdown of a storage run, then
+// its plots.
 func writeStorageResults(cm common, report bench.Report) error {
-	if err := os.MkdirAll(cm.outDir, 0o755); err != nil {
-		return err
-	}
-	if err := report.WriteJSON(cm.path(".json")); err != nil {
-		return err
-	}
-	f, err := os.Create(cm.path(".md"))
-	if err != nil {
-		return err
-	}
-	bench.WriteReportMarkdown(f, report)
-	if err := f.Close(); err != nil {
+	if err := writeReport(cm, report); err != nil {
 		return err
 	}
 	paths, err := bench.PlotStorage(report, cm.outDir, cm.name)
 	for _, p := range paths {
 		fmt.Fprintln(os.Stderr, "# wrote", p)
 	}
-	fmt.Fprintln(os.Stderr, "# wrote", cm.path(".json"), cm.path(".md"))
 	return err
 }
 
