@@ -2,9 +2,8 @@ package oracle
 
 import (
 	"context"
-	"net"
+	"github.com/freshcache/watchcache/internal/etcdcluster"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -15,45 +14,6 @@ import (
 )
 
 // Embedded etcd for the oracle's tests. Real servers, no mocks.
-
-const startTimeout = 60 * time.Second
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func httpURL(addr string) url.URL { return url.URL{Scheme: "http", Host: addr} }
-
-func baseConfig(t testing.TB, name string) *embed.Config {
-	cfg := embed.NewConfig()
-	cfg.Name = name
-	cfg.Dir = t.TempDir()
-	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	cfg.UnsafeNoFsync = true
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	clientURL := httpURL(freeAddr(t))
-	cfg.ListenClientUrls = []url.URL{clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{clientURL}
-	return cfg
-}
-
-func waitReady(t testing.TB, e *embed.Etcd) {
-	t.Helper()
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(startTimeout):
-		e.Close()
-		t.Fatalf("etcd %s did not become ready within %v", e.Config().Name, startTimeout)
-	}
-}
 
 func newClient(t testing.TB, endpoint string) *clientv3.Client {
 	t.Helper()
@@ -79,8 +39,8 @@ type single struct {
 // are closed when the test ends; closing them earlier is fine.
 func startEtcd(t testing.TB) (single, *clientv3.Client) {
 	t.Helper()
-	cfg := baseConfig(t, "single")
-	peerURL := httpURL(freeAddr(t))
+	cfg := etcdcluster.MemberConfig(t, "single")
+	peerURL := etcdcluster.HTTPURL(etcdcluster.FreeAddr(t))
 	cfg.ListenPeerUrls = []url.URL{peerURL}
 	cfg.AdvertisePeerUrls = []url.URL{peerURL}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
@@ -90,7 +50,7 @@ func startEtcd(t testing.TB) (single, *clientv3.Client) {
 	}
 	stop := sync.OnceFunc(e.Close)
 	t.Cleanup(stop)
-	waitReady(t, e)
+	etcdcluster.WaitReady(t, e)
 	endpoint := cfg.AdvertiseClientUrls[0].String()
 	return single{endpoint: endpoint, stop: stop}, newClient(t, endpoint)
 }

@@ -30,7 +30,8 @@ type Cluster struct {
 
 const clusterStartTimeout = 60 * time.Second
 
-func freeAddr(t testing.TB) string {
+// FreeAddr is a loopback host:port nothing listens on now.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +41,38 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-func httpURL(addr string) url.URL { return url.URL{Scheme: "http", Host: addr} }
+// HTTPURL is http://addr.
+func HTTPURL(addr string) url.URL { return url.URL{Scheme: "http", Host: addr} }
+
+// MemberConfig is an embedded etcd member for tests: its own data
+// directory, no fsync, no logs, and a client URL on a free loopback port.
+// Peer URLs and the initial cluster are the caller's.
+func MemberConfig(t testing.TB, name string) *embed.Config {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name = name
+	cfg.Dir = t.TempDir()
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg.UnsafeNoFsync = true
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	clientURL := HTTPURL(FreeAddr(t))
+	cfg.ListenClientUrls = []url.URL{clientURL}
+	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	return cfg
+}
+
+// WaitReady waits until e serves, or fails the test after a minute.
+func WaitReady(t testing.TB, e *embed.Etcd) {
+	t.Helper()
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(clusterStartTimeout):
+		e.Close()
+		t.Fatalf("etcd %s not ready within %v", e.Config().Name, clusterStartTimeout)
+	}
+}
 
 // Start starts the three members and waits until they serve. Cleanup stops
 // them.
@@ -51,23 +83,13 @@ func Start(t testing.TB) *Cluster {
 	cfgs := make([]*embed.Config, n)
 	var initial []string
 	for i := range n {
-		cfg := embed.NewConfig()
-		cfg.Name = fmt.Sprintf("m%d", i)
-		cfg.Dir = t.TempDir()
-		if err := os.Chmod(cfg.Dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		cfg.UnsafeNoFsync = true
-		cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-		clientURL := httpURL(freeAddr(t))
-		cfg.ListenClientUrls = []url.URL{clientURL}
-		cfg.AdvertiseClientUrls = []url.URL{clientURL}
-		listen := freeAddr(t)
+		cfg := MemberConfig(t, fmt.Sprintf("m%d", i))
+		listen := FreeAddr(t)
 		p := newPeerProxy(t, listen)
 		cl.proxies = append(cl.proxies, p)
-		cfg.ListenPeerUrls = []url.URL{httpURL(listen)}
+		cfg.ListenPeerUrls = []url.URL{HTTPURL(listen)}
 		// Peers dial the proxy, never the member directly.
-		cfg.AdvertisePeerUrls = []url.URL{httpURL(p.addr())}
+		cfg.AdvertisePeerUrls = []url.URL{HTTPURL(p.addr())}
 		cfg.InitialClusterToken = "freshcache-etcdcluster"
 		cfgs[i] = cfg
 		initial = append(initial, fmt.Sprintf("%s=%s", cfg.Name, cfg.AdvertisePeerUrls[0].String()))
@@ -91,11 +113,7 @@ func Start(t testing.TB) *Cluster {
 		t.Cleanup(cl.Members[i].Close)
 	}
 	for _, e := range cl.Members {
-		select {
-		case <-e.Server.ReadyNotify():
-		case <-time.After(clusterStartTimeout):
-			t.Fatalf("etcd %s not ready within %v", e.Config().Name, clusterStartTimeout)
-		}
+		WaitReady(t, e)
 	}
 	return cl
 }
