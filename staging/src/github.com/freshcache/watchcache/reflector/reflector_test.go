@@ -294,10 +294,10 @@ func nextWatch(t *testing.T, e *env) *endableWatch {
 	}
 }
 
-// TestResumeAfterWatchEnds: a watch that ends without an error is resumed
-// from the sink's revision, without a relist, and nothing is lost.
-func TestResumeAfterWatchEnds(t *testing.T) {
-	ctx := context.Background()
+// following starts a reflector over five pods and returns once it has
+// listed them and follows etcd through its first watch.
+func following(ctx context.Context, t *testing.T) (*env, *endableWatch) {
+	t.Helper()
 	e := start(t)
 	for i := 0; i < 5; i++ {
 		e.create(ctx, t, "pod-"+strconv.Itoa(i))
@@ -305,6 +305,14 @@ func TestResumeAfterWatchEnds(t *testing.T) {
 	e.run(t)
 	first := nextWatch(t, e)
 	e.converge(ctx, t)
+	return e, first
+}
+
+// TestResumeAfterWatchEnds: a watch that ends without an error is resumed
+// from the sink's revision, without a relist, and nothing is lost.
+func TestResumeAfterWatchEnds(t *testing.T) {
+	ctx := context.Background()
+	e, first := following(ctx, t)
 
 	release := e.control.holdNextWatch()
 	first.Stop()
@@ -326,13 +334,7 @@ func TestResumeAfterWatchEnds(t *testing.T) {
 // the reflector must relist, converge on etcd's state, and never go back.
 func TestRelistAfterCompaction(t *testing.T) {
 	ctx := context.Background()
-	e := start(t)
-	for i := 0; i < 5; i++ {
-		e.create(ctx, t, "pod-"+strconv.Itoa(i))
-	}
-	e.run(t)
-	first := nextWatch(t, e)
-	e.converge(ctx, t)
+	e, first := following(ctx, t)
 
 	release := e.control.holdNextWatch()
 	first.Stop()
