@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/registry/generic"
 	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
 
@@ -173,14 +174,31 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		for _, mode := range []history.ReadMode{history.NotOlder, history.Consistent} {
-			op := history.Op{Client: 700 + c.Index(), Cache: c.Index(), Kind: history.List, Mode: mode, MinRV: finalRev}
-			op.Call = rec.Now()
-			err := c.Do(hctx, &op)
-			op.Return = rec.Now()
-			classify(&op, err)
-			rec.AddOp(op)
-			if err != nil {
-				return nil, fmt.Errorf("final %s list on cache %d: %w", mode, c.Index(), err)
+			// A cache still catching up after the last fault answers with a
+			// retryable error (TooLargeResourceVersion, 429) and Retry-After;
+			// every attempt is recorded and checked, and the harness only
+			// gives up when hctx does.
+			for {
+				op := history.Op{Client: 700 + c.Index(), Cache: c.Index(), Kind: history.List, Mode: mode, MinRV: finalRev}
+				op.Call = rec.Now()
+				err := c.Do(hctx, &op)
+				op.Return = rec.Now()
+				classify(&op, err)
+				rec.AddOp(op)
+				if err == nil {
+					break
+				}
+				delay, retryable := apierrors.SuggestsClientDelay(err)
+				if !retryable {
+					return nil, fmt.Errorf("final %s list on cache %d: %w", mode, c.Index(), err)
+				}
+				retry := time.NewTimer(time.Duration(max(delay, 1)) * time.Second)
+				select {
+				case <-hctx.Done():
+					retry.Stop()
+					return nil, fmt.Errorf("final %s list on cache %d: %w (then %w)", mode, c.Index(), err, hctx.Err())
+				case <-retry.C:
+				}
 			}
 		}
 	}
