@@ -85,6 +85,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.Float64SliceVar(&sweep, "sweep-lease-rates", []float64{0, 50, 100, 200, 400}, "freshness sweep: lease write rates for list-node rv=\"\" rows")
 	fs.BoolVar(&noSweep, "no-sweep", false, "skip the freshness sweep")
 	fs.IntVar(&cfg.SweepConcurrency, "sweep-concurrency", 4, "freshness sweep: concurrency")
+	fs.DurationSliceVar(&cfg.GateControl, "gate-control", nil, "control rows for each cache backend: list-node rv=0 at the highest concurrency, each op first waiting for a shared gate that opens once per period (e.g. 700us,1500us,3ms); what a wait of that length costs a closed loop, with no etcd involved")
 	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
 	fs.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the measured rows (all backends) to this file")
 	fs.StringVar(&memProf, "memprofile", "", "write an allocation profile (alloc_space) at the end to this file")

@@ -39,17 +39,21 @@ func TestHarnessTinyShape(t *testing.T) {
 		WatchSetupTimeout: 30 * time.Second,
 		SweepLeaseRates:   []float64{0},
 		SweepConcurrency:  2,
+		GateControl:       []time.Duration{5 * time.Millisecond},
 	}
 	rows, err := Run(ctx, env, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := len(AllBackends) * (len(AllScenarios)*len(AllRVs) + 1)
+	// Every backend: the matrix and one sweep row; the caches also one
+	// gate-control row.
+	want := len(AllBackends)*(len(AllScenarios)*len(AllRVs)+1) + len(AllBackends) - 1
 	if len(rows) != want {
 		t.Fatalf("got %d rows, want %d", len(rows), want)
 	}
 	perNode := float64(shape.Pods / shape.Nodes)
 	listNode := map[string]int{}
+	gated := map[string]int{}
 	for _, r := range rows {
 		name := r.Backend + " " + r.Scenario + " rv=" + r.RV
 		if r.Ops == 0 {
@@ -66,8 +70,14 @@ func TestHarnessTinyShape(t *testing.T) {
 			if r.ItemsPerOp != perNode {
 				t.Errorf("%s: %.2f items per LIST by node, want %.0f", name, r.ItemsPerOp, perNode)
 			}
-			if r.Scenario == ScenarioListNode && !r.Sweep {
+			if r.Scenario == ScenarioListNode && !r.extra() {
 				listNode[r.Backend]++
+			}
+			if r.GateMs > 0 {
+				gated[r.Backend]++
+				if r.GateMs != 5 || r.RV != RVZero || r.P50Ms <= 0 {
+					t.Errorf("%s: gate control row with gate %vms, rv %q, p50 %vms", name, r.GateMs, r.RV, r.P50Ms)
+				}
 			}
 		case ScenarioListAll, ScenarioListPaged:
 			if r.ItemsPerOp != float64(shape.Pods) {
@@ -85,6 +95,13 @@ func TestHarnessTinyShape(t *testing.T) {
 	for _, b := range AllBackends {
 		if listNode[b] != len(AllRVs) {
 			t.Errorf("backend %s: %d list-node rows, want %d", b, listNode[b], len(AllRVs))
+		}
+		wantGated := 1 // the control needs a cache: none for etcd
+		if b == BackendEtcd {
+			wantGated = 0
+		}
+		if gated[b] != wantGated {
+			t.Errorf("backend %s: %d gate-control rows, want %d", b, gated[b], wantGated)
 		}
 	}
 

@@ -20,6 +20,12 @@ var waitMetric = map[string]string{
 	BackendFreshcache: "apiserver_freshcache_read_wait_seconds",
 }
 
+// fetchMetric is freshcache's revision-fetch round trip: the floor under
+// its consistent reads' wait. Only freshcache fetches revisions.
+var fetchMetric = map[string]string{
+	BackendFreshcache: "apiserver_freshcache_revision_fetch_duration_seconds",
+}
+
 // sample is the process state the harness diffs around a row.
 type sample struct {
 	at      time.Time
@@ -27,6 +33,7 @@ type sample struct {
 	mallocs uint64
 	etcd    EtcdCounters
 	wait    histogram // nil when the backend's metric is not registered
+	fetch   histogram // revision-fetch round trips; nil as wait
 }
 
 func takeSample(backend string) sample {
@@ -40,6 +47,7 @@ func takeSample(backend string) sample {
 		mallocs: ms.Mallocs,
 		etcd:    readEtcdCounters(),
 		wait:    readHistogram(waitMetric[backend], "pods"),
+		fetch:   readHistogram(fetchMetric[backend], ""),
 	}
 }
 
@@ -133,8 +141,9 @@ func readHistogram(name, resource string) histogram {
 	return histogramFrom(mfs, name, resource)
 }
 
-// histogramFrom sums the series of histogram name for resource; nil when
-// the family is absent.
+// histogramFrom sums the series of histogram name for resource (every
+// series when resource is ""; series without a resource label always
+// count); nil when the family is absent.
 func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -142,7 +151,7 @@ func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
 		}
 		h := histogram{}
 		for _, m := range mf.GetMetric() {
-			if r := label(m, "resource"); r != "" && r != resource {
+			if r := label(m, "resource"); resource != "" && r != "" && r != resource {
 				continue
 			}
 			hist := m.GetHistogram()

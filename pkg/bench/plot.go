@@ -60,7 +60,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 		return nil, nil
 	}
 	top := concs[len(concs)-1]
-	main := func(row Row) bool { return !row.Sweep }
+	main := func(row Row) bool { return !row.extra() }
 
 	// Throughput: one panel per scenario, log scale (backends differ by
 	// orders of magnitude); x groups are rv modes, one marker per backend.
@@ -259,7 +259,7 @@ func dims(rows []Row) (backends, scenarios, rvs []string, concs []int) {
 	cs := map[int]bool{}
 	for _, r := range rows {
 		add(&backends, "b", r.Backend)
-		if !r.Sweep {
+		if !r.extra() {
 			add(&scenarios, "s", r.Scenario)
 			add(&rvs, "r", r.RV)
 			if !cs[r.Concurrency] {

@@ -109,6 +109,12 @@ func rowCells(r Row) []string {
 	if r.Sweep {
 		notes = append(notes, fmt.Sprintf("sweep: %g lease writes/s", r.Load.LeaseWritesPerSec))
 	}
+	if r.FetchP50Ms != nil && r.FetchP99Ms != nil {
+		notes = append(notes, fmt.Sprintf("fetch p50/p99 %.2f/%.2f ms", *r.FetchP50Ms, *r.FetchP99Ms))
+	}
+	if r.GateMs > 0 {
+		notes = append(notes, fmt.Sprintf("control: each op waits for a gate opening every %gms", r.GateMs))
+	}
 	if r.Watchers > 0 {
 		notes = append(notes, fmt.Sprintf("%d watchers, %d/%d events, setup %.1fs", r.Watchers, r.EventsDelivered, r.EventsExpected, r.SetupSeconds))
 	}
@@ -207,7 +213,7 @@ func Headlines(rows []Row) []Headline {
 	top := concs[len(concs)-1]
 	get := func(b, sc, rv string) (Row, bool) {
 		return find(rows, func(x Row) bool {
-			return !x.Sweep && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == top
+			return !x.extra() && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == top
 		})
 	}
 	var out []Headline

@@ -14,7 +14,10 @@ type Row struct {
 	Concurrency int    `json:"concurrency"`
 	// Sweep marks rows of the freshness sweep (varying lease write rate).
 	Sweep bool `json:"sweep,omitempty"`
-	Load  Load `json:"load"`
+	// GateMs marks a gate-control row (Config.GateControl): the period of
+	// the gate every op waited for first.
+	GateMs float64 `json:"gate_ms,omitempty"`
+	Load   Load    `json:"load"`
 
 	Seconds   float64 `json:"seconds"`
 	Ops       int64   `json:"ops"`
@@ -33,7 +36,12 @@ type Row struct {
 	// over the row; nil when the backend has no such metric or it observed
 	// nothing.
 	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
-	ItemsPerOp     float64  `json:"items_per_op"`
+	// FetchP50Ms and FetchP99Ms are quantiles of freshcache's revision-fetch
+	// round trips during the row (apiserver_freshcache_revision_fetch_
+	// duration_seconds); nil when no fetch ended in the row.
+	FetchP50Ms *float64 `json:"fetch_p50_ms,omitempty"`
+	FetchP99Ms *float64 `json:"fetch_p99_ms,omitempty"`
+	ItemsPerOp float64  `json:"items_per_op"`
 
 	Errors     int64  `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
@@ -46,6 +54,10 @@ type Row struct {
 	EventsDelivered int64   `json:"events_delivered,omitempty"`
 	SetupSeconds    float64 `json:"setup_seconds,omitempty"`
 }
+
+// extra reports whether r is outside the main matrix (a sweep or a gate
+// control row): the targets and the main plots leave such rows out.
+func (r Row) extra() bool { return r.Sweep || r.GateMs > 0 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -65,8 +77,14 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 	sortDurations(lat)
 	r.P50Ms = ms(percentile(lat, 50))
 	r.P99Ms = ms(percentile(lat, 99))
-	if q, ok := quantileDelta(before.wait, after.wait, 0.99); ok {
-		v := q * 1000
-		r.FreshWaitP99Ms = &v
+	quantileMs := func(b, a histogram, q float64) *float64 {
+		if v, ok := quantileDelta(b, a, q); ok {
+			v *= 1000
+			return &v
+		}
+		return nil
 	}
+	r.FreshWaitP99Ms = quantileMs(before.wait, after.wait, 0.99)
+	r.FetchP50Ms = quantileMs(before.fetch, after.fetch, 0.50)
+	r.FetchP99Ms = quantileMs(before.fetch, after.fetch, 0.99)
 }

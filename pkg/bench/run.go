@@ -45,6 +45,14 @@ type Config struct {
 	SweepLeaseRates  []float64 `json:"sweep_lease_rates,omitempty"`
 	SweepConcurrency int       `json:"sweep_concurrency,omitempty"`
 
+	// GateControl, when set, adds a control row per period for every cache
+	// backend: ScenarioListNode at rv=0 and the highest concurrency, where
+	// each op first waits for a shared gate that opens once per period. It
+	// involves no etcd and no freshness protocol: it measures what a wait
+	// of that length costs a closed loop on this machine, to compare with
+	// the consistent rows' freshness wait.
+	GateControl []time.Duration `json:"gate_control_ns,omitempty"`
+
 	// ReadyTimeout bounds the wait for a cache's initial list.
 	ReadyTimeout time.Duration `json:"-"`
 	// Progress receives one line per row; nil discards.
@@ -155,6 +163,15 @@ func (e *Env) runBackend(ctx context.Context, b *podBackend, cfg Config) ([]Row,
 		r.Sweep = true
 		emit(r)
 	}
+	if b.name != BackendEtcd && len(cfg.GateControl) > 0 && len(cfg.Concurrency) > 0 {
+		for _, period := range cfg.GateControl {
+			r, err := e.runGated(ctx, b, cfg, slices.Max(cfg.Concurrency), period)
+			if err != nil {
+				return rows, err
+			}
+			emit(r)
+		}
+	}
 	return rows, nil
 }
 
@@ -170,7 +187,7 @@ func (e *Env) prime(ctx context.Context, b *podBackend, cfg Config, scenarios []
 		c := slices.Max(cfg.Concurrency)
 		per := cfg.Prime / time.Duration(len(cfg.RVs))
 		for _, rv := range cfg.RVs {
-			e.workers(ctx, b, sc, rv, c, time.Now().Add(per))
+			e.workers(ctx, b, sc, rv, c, time.Now().Add(per), nil)
 		}
 		return
 	}
@@ -180,13 +197,18 @@ func (e *Env) prime(ctx context.Context, b *podBackend, cfg Config, scenarios []
 // for cfg.Duration (after cfg.Warmup), under load. Ops still in flight at
 // the deadline finish and count; the row's time includes them.
 func (e *Env) runClosedLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv string, c int, load Load) (Row, error) {
+	return e.runLoop(ctx, b, cfg, sc, rv, c, load, nil)
+}
+
+// runLoop is runClosedLoop with an optional gate before every op.
+func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv string, c int, load Load, g *gate) (Row, error) {
 	row := Row{Backend: b.name, Scenario: sc, RV: rv, Concurrency: c, Load: load}
 	w := e.startLoad(ctx, load)
 	if cfg.Warmup > 0 {
-		e.workers(ctx, b, sc, rv, c, time.Now().Add(cfg.Warmup))
+		e.workers(ctx, b, sc, rv, c, time.Now().Add(cfg.Warmup), g)
 	}
 	before := takeSample(b.name)
-	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration))
+	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration), g)
 	after := takeSample(b.name)
 	if _, err := w.stop(); err != nil {
 		return row, fmt.Errorf("bench: background writes: %w", err)
@@ -202,7 +224,69 @@ type loopResult struct {
 	firstErr                string
 }
 
-func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time) loopResult {
+// runGated is a Config.GateControl row: LIST by node at rv=0, each op
+// preceded by a wait for the next opening of a gate that opens every
+// period. The wait counts in the op's latency, as a freshness wait does.
+func (e *Env) runGated(ctx context.Context, b *podBackend, cfg Config, c int, period time.Duration) (Row, error) {
+	g := startGate(period)
+	defer g.close()
+	row, err := e.runLoop(ctx, b, cfg, ScenarioListNode, RVZero, c, cfg.Load, g)
+	row.GateMs = ms(period)
+	return row, err
+}
+
+// gate opens once per period: wait blocks until the next opening. One
+// goroutine with a ticker owns the opening; waiters only read the
+// current channel.
+type gate struct {
+	mu   sync.Mutex
+	ch   chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+func startGate(period time.Duration) *gate {
+	g := &gate{ch: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-g.stop:
+				g.mu.Lock()
+				close(g.ch) // nobody waits past the end
+				g.mu.Unlock()
+				return
+			case <-t.C:
+				g.mu.Lock()
+				close(g.ch)
+				g.ch = make(chan struct{})
+				g.mu.Unlock()
+			}
+		}
+	}()
+	return g
+}
+
+func (g *gate) wait(ctx context.Context) {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+func (g *gate) close() {
+	close(g.stop)
+	<-g.done
+}
+
+// workers runs c closed-loop workers until deadline. With a gate, every op
+// first waits for its next opening.
+func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time, g *gate) loopResult {
 	var (
 		mu  sync.Mutex
 		out loopResult
@@ -217,6 +301,9 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 			var local loopResult
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
+				if g != nil {
+					g.wait(ctx)
+				}
 				res, err := e.op(ctx, b, sc, rv, r)
 				lat = append(lat, time.Since(t0))
 				local.ops++

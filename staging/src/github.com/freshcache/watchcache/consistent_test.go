@@ -449,7 +449,7 @@ type fetchCounter struct {
 	fetches, reads int
 }
 
-func (f *fetchCounter) FetchDone(reads int, err error) {
+func (f *fetchCounter) FetchDone(reads int, _ time.Duration, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetches++

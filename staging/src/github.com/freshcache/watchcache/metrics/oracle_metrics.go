@@ -2,14 +2,15 @@ package metrics
 
 import (
 	"sync"
+	"time"
 
 	compbasemetrics "k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // The revision oracle's metrics (package oracle). A revision fetch serves
-// every resource on one etcd cluster at once, so these two carry no group
-// and resource labels.
+// every resource on one etcd cluster at once, so these carry no group and
+// resource labels.
 var (
 	revisionFetches = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
@@ -26,6 +27,17 @@ var (
 		Buckets:        []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
 		StabilityLevel: compbasemetrics.ALPHA,
 	})
+	// revisionFetchDuration is the floor under every consistent read's
+	// wait: a read waits for the rest of the fetch in flight and then for a
+	// whole fetch of its own. Its buckets match read_wait_seconds'.
+	revisionFetchDuration = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "revision_fetch_duration_seconds",
+		Help:           "Round trip of one linearizable revision fetch to etcd, by result (success|error).",
+		Buckets:        readWaitBuckets,
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"result"})
 
 	registerOracleOnce sync.Once
 )
@@ -39,27 +51,33 @@ const (
 // OracleRecorder records the revision oracle's fetches on the legacy
 // registry. It implements oracle.Recorder; pass it in oracle.Options.
 type OracleRecorder struct {
-	success, failure compbasemetrics.CounterMetric
+	success, failure         compbasemetrics.CounterMetric
+	tookSuccess, tookFailure compbasemetrics.ObserverMetric
 }
 
 // NewOracleRecorder registers the oracle's metrics on first use and returns
 // a recorder for them.
 func NewOracleRecorder() *OracleRecorder {
 	registerOracleOnce.Do(func() {
-		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch)
+		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch, revisionFetchDuration)
 	})
 	return &OracleRecorder{
-		success: revisionFetches.WithLabelValues(FetchSuccess),
-		failure: revisionFetches.WithLabelValues(FetchError),
+		success:     revisionFetches.WithLabelValues(FetchSuccess),
+		failure:     revisionFetches.WithLabelValues(FetchError),
+		tookSuccess: revisionFetchDuration.WithLabelValues(FetchSuccess),
+		tookFailure: revisionFetchDuration.WithLabelValues(FetchError),
 	}
 }
 
-// FetchDone records one fetch that answered reads Revision calls.
-func (r *OracleRecorder) FetchDone(reads int, err error) {
+// FetchDone records one fetch that answered reads Revision calls and took
+// took.
+func (r *OracleRecorder) FetchDone(reads int, took time.Duration, err error) {
 	if err != nil {
 		r.failure.Inc()
+		r.tookFailure.Observe(took.Seconds())
 	} else {
 		r.success.Inc()
+		r.tookSuccess.Observe(took.Seconds())
 	}
 	readsPerRevisionFetch.Observe(float64(reads))
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
@@ -26,10 +27,21 @@ func TestOracleRecorder(t *testing.T) {
 		return vec.GetAggregatedSampleCount(), vec.GetAggregatedSampleSum()
 	}
 	countBefore, sumBefore := hist()
+	took := func(result string) (uint64, float64) {
+		t.Helper()
+		vec, err := testutil.GetHistogramVecFromGatherer(legacyregistry.DefaultGatherer, "apiserver_freshcache_revision_fetch_duration_seconds", map[string]string{"result": result})
+		if err != nil {
+			// Not gathered yet: no observation with this label so far.
+			return 0, 0
+		}
+		return vec.GetAggregatedSampleCount(), vec.GetAggregatedSampleSum()
+	}
+	okTookN, okTookSum := took(FetchSuccess)
+	errTookN, errTookSum := took(FetchError)
 
-	r.FetchDone(63, nil)
-	r.FetchDone(1, nil)
-	r.FetchDone(4, errors.New("etcdserver: request timed out"))
+	r.FetchDone(63, 2*time.Millisecond, nil)
+	r.FetchDone(1, 500*time.Microsecond, nil)
+	r.FetchDone(4, 5*time.Second, errors.New("etcdserver: request timed out"))
 
 	if got := before(FetchSuccess) - okBefore; got != 2 {
 		t.Errorf("success fetches +%v, want +2", got)
@@ -41,6 +53,12 @@ func TestOracleRecorder(t *testing.T) {
 	if count-countBefore != 3 || sum-sumBefore != 68 {
 		t.Errorf("reads per fetch: count +%d sum +%v, want +3 and +68", count-countBefore, sum-sumBefore)
 	}
+	if n, s := took(FetchSuccess); n-okTookN != 2 || !near(s-okTookSum, 0.0025) {
+		t.Errorf("successful fetch durations: count +%d sum +%v, want +2 and +0.0025", n-okTookN, s-okTookSum)
+	}
+	if n, s := took(FetchError); n-errTookN != 1 || !near(s-errTookSum, 5) {
+		t.Errorf("failed fetch durations: count +%d sum +%v, want +1 and +5", n-errTookN, s-errTookSum)
+	}
 
 	// The names that design.md promises are on /metrics.
 	families, err := legacyregistry.DefaultGatherer.Gather()
@@ -48,8 +66,9 @@ func TestOracleRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]bool{
-		"apiserver_freshcache_revision_fetches_total":   false,
-		"apiserver_freshcache_reads_per_revision_fetch": false,
+		"apiserver_freshcache_revision_fetches_total":          false,
+		"apiserver_freshcache_reads_per_revision_fetch":        false,
+		"apiserver_freshcache_revision_fetch_duration_seconds": false,
 	}
 	for _, f := range families {
 		if _, ok := want[f.GetName()]; ok {
@@ -62,3 +81,5 @@ func TestOracleRecorder(t *testing.T) {
 		}
 	}
 }
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

@@ -35,14 +35,18 @@ const (
 	ReasonEtcdVersion = "etcd_version"
 )
 
+// readWaitBuckets span 100µs .. 5s: a wait on a healthy cluster is a
+// fraction of a millisecond to a few; the top is the default
+// --consistent-read-timeout and more.
+var readWaitBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+
 var (
 	readWait = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
-		Namespace: namespace,
-		Subsystem: subsystem,
-		Name:      "read_wait_seconds",
-		Help:      "Time a read waited for the cache to be fresh enough (revision fetch plus catching up), whatever the outcome.",
-		// 100µs .. ~5s.
-		Buckets:        []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "read_wait_seconds",
+		Help:           "Time a read waited for the cache to be fresh enough (revision fetch plus catching up), whatever the outcome.",
+		Buckets:        readWaitBuckets,
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, []string{"group", "resource", "verb", "requested"})
 	readsTotal = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{

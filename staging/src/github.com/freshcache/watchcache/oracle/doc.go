@@ -72,8 +72,9 @@
 // # Metrics
 //
 // Options.Recorder receives one FetchDone per fetch with the number of
-// calls it answered. metrics.OracleRecorder turns that into
-// apiserver_freshcache_revision_fetches_total and
-// apiserver_freshcache_reads_per_revision_fetch. These carry no group and
-// resource labels: a fetch serves every resource at once.
+// calls it answered and the fetch's round trip. metrics.OracleRecorder
+// turns that into apiserver_freshcache_revision_fetches_total,
+// apiserver_freshcache_reads_per_revision_fetch and
+// apiserver_freshcache_revision_fetch_duration_seconds. These carry no
+// group and resource labels: a fetch serves every resource at once.
 package oracle

@@ -35,13 +35,15 @@ const DefaultFetchTimeout = 5 * time.Second
 type Recorder interface {
 	// FetchDone is called once for every fetch sent to etcd, when it ends.
 	// reads is the number of Revision calls it answered (with a revision or
-	// an error); zero if every caller gave up first. err is nil on success.
-	FetchDone(reads int, err error)
+	// an error); zero if every caller gave up first. took is the fetch's
+	// round trip, from just before the request was sent to its answer. err
+	// is nil on success.
+	FetchDone(reads int, took time.Duration, err error)
 }
 
 type noopRecorder struct{}
 
-func (noopRecorder) FetchDone(int, error) {}
+func (noopRecorder) FetchDone(int, time.Duration, error) {}
 
 // Options configures an Oracle. The zero value means the production
 // defaults.
@@ -258,7 +260,9 @@ func (o *Oracle) startLocked() {
 
 func (o *Oracle) fetch(ctx context.Context, r *round) {
 	defer o.wg.Done()
+	start := time.Now()
 	rev, err := o.get(ctx)
+	took := time.Since(start)
 	r.cancel()
 
 	o.mu.Lock()
@@ -283,7 +287,7 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 		o.failed.Add(1)
 	}
 	o.reads.Add(uint64(reads))
-	o.opts.Recorder.FetchDone(reads, err)
+	o.opts.Recorder.FetchDone(reads, took, err)
 }
 
 // leave is called by a caller that gave up on r. A round nobody waits for is

@@ -74,6 +74,7 @@ func (g *gatedKV) next(t *testing.T) heldGet {
 
 type fetchRecord struct {
 	reads int
+	took  time.Duration
 	err   error
 }
 
@@ -82,10 +83,10 @@ type recorder struct {
 	fetches []fetchRecord
 }
 
-func (r *recorder) FetchDone(reads int, err error) {
+func (r *recorder) FetchDone(reads int, took time.Duration, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fetches = append(r.fetches, fetchRecord{reads, err})
+	r.fetches = append(r.fetches, fetchRecord{reads, took, err})
 }
 
 func (r *recorder) get() []fetchRecord {
@@ -183,7 +184,9 @@ func TestIssuedAfterArrival(t *testing.T) {
 
 	a := goRevision(context.Background(), o)
 	first := g.next(t) // etcd answered fetch 1; the answer is held
+	putStart := time.Now()
 	w := put(t, c, "/written-after-fetch-1")
+	putTook := time.Since(putStart)
 	if w <= first.rev {
 		t.Fatalf("write at %d not after fetch 1's answer %d", w, first.rev)
 	}
@@ -203,8 +206,13 @@ func TestIssuedAfterArrival(t *testing.T) {
 	if r.rev < w || r.rev != second.rev {
 		t.Fatalf("caller B got %d; it must come from fetch 2 (%d) and cover the write at %d", r.rev, second.rev, w)
 	}
-	if got := rec.get(); len(got) != 2 || got[0].reads != 1 || got[1].reads != 1 {
+	got := rec.get()
+	if len(got) != 2 || got[0].reads != 1 || got[1].reads != 1 {
 		t.Fatalf("recorded fetches %+v", got)
+	}
+	// Fetch 1 was sent before the write began and answered after it ended.
+	if got[0].took < putTook {
+		t.Errorf("fetch 1 recorded a round trip of %v, shorter than the write (%v) it spanned", got[0].took, putTook)
 	}
 }
 
