@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-apiserver
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-apiserver
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -81,9 +81,13 @@ BENCH_ARGS ?=
 BENCH := $(BIN)/freshcache-bench
 BENCH_SHORT := --pods=2000 --nodes=20 --duration=1s --warmup=200ms --watch-nodes=4 --sweep-lease-rates=0,100,400
 
+# The bench binary carries the commit it was built from (reports quote it),
+# not whatever HEAD is when a later step of the same run reads it.
+BENCH_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +dirty)
+
 $(BENCH): FORCE
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BENCH) ./cmd/freshcache-bench
+	$(GO) build -ldflags "-X github.com/freshcache/freshcache/pkg/bench.buildCommit=$(BENCH_COMMIT)" -o $(BENCH) ./cmd/freshcache-bench
 
 FORCE:
 
@@ -98,6 +102,12 @@ bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, he
 	$(BENCH) storage --pods=100000 --nodes=5000 --etcd-scenarios=get --name=storage-100k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000,100000 --nodes=200 --name=memory-full --out-dir=$(BENCH_OUT)
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
+
+# bench-targets is the issue's target shape at 32 clients only, the rows
+# the targets are computed from, plus the gate control (what a wait of
+# 0.7-3 ms alone costs the same closed loop; docs/results/README.md).
+bench-targets: $(BENCH) ## Target shape (20k pods/200 nodes, c=32) for the target rows + gate control (~4 min).
+	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,list-all,list-label,get,watch-fanout --etcd-scenarios=get --concurrency=32 --no-sweep --gate-control=700us,1500us,3ms --name=storage-targets --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

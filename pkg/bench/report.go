@@ -61,10 +61,18 @@ func ThisMachine() Machine {
 	return m
 }
 
-// GitCommit is HEAD, with "+dirty" when the work tree differs from it.
-// It only reads: GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the
-// index.
+// buildCommit is stamped by the Makefile at build time (-ldflags -X): the
+// commit the binary was built from, with "+dirty" for a modified work tree.
+var buildCommit string
+
+// GitCommit is the commit the measured code was built from: buildCommit
+// when the binary carries one, otherwise HEAD at run time, with "+dirty"
+// when the work tree differs from it. The run-time fallback only reads:
+// GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the index.
 func GitCommit() string {
+	if buildCommit != "" {
+		return buildCommit
+	}
 	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		return "unknown"
