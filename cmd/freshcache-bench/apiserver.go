@@ -30,6 +30,7 @@ func runAPIServer(ctx context.Context, args []string) error {
 	fs.Float64Var(&cfg.Load.LeaseWritesPerSec, "lease-write-rate", 100, "background lease renewals per second (straight to etcd)")
 	fs.IntVar(&cfg.WatchNodes, "watch-nodes", 10, "watch: number of watched nodes")
 	fs.Float64Var(&cfg.WatchWritesPerSec, "watch-write-rate", 100, "watch: pod updates per second on the watched nodes")
+	fs.StringVar(&cfg.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of each kube-apiserver over each measured LIST and GET row into this directory (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

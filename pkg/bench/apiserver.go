@@ -52,8 +52,12 @@ type APIServerConfig struct {
 	WatchNodes        int
 	WatchWritesPerSec float64
 	// DataDir holds both local-ups' data; a temporary one when empty.
-	DataDir  string
-	Progress io.Writer
+	DataDir string
+	// ProfileDir, when set, receives a CPU profile of the kube-apiserver
+	// over each measured LIST and GET row (its /debug/pprof/profile), named
+	// IMPL-OP-RV-cCLIENTS.pprof.
+	ProfileDir string
+	Progress   io.Writer
 }
 
 func (c APIServerConfig) withDefaults() APIServerConfig {
@@ -168,6 +172,9 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 		if sv.metrics, err = metricsClient(s.rest); err != nil {
 			return rows, notes, err
 		}
+		if sv.get, err = rawGetter(s.rest); err != nil {
+			return rows, notes, err
+		}
 		if err := sv.waitCache(ctx); err != nil {
 			return rows, notes, err
 		}
@@ -202,6 +209,8 @@ type apiTarget struct {
 	env     *Env
 	etcdURL string
 	metrics func(context.Context) ([]*dto.MetricFamily, error)
+	// get fetches a path of the apiserver with the admin credentials.
+	get func(ctx context.Context, path string) ([]byte, error)
 }
 
 // metricsClient returns a scraper of the apiserver's /metrics, as text.
@@ -213,6 +222,35 @@ func metricsClient(rc *rest.Config) (func(context.Context) ([]*dto.MetricFamily,
 	hc := &http.Client{Transport: rt, Timeout: 30 * time.Second}
 	url := strings.TrimSuffix(rc.Host, "/") + "/metrics"
 	return func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, hc, url) }, nil
+}
+
+// rawGetter returns a GET of any path of the apiserver (e.g. its pprof).
+func rawGetter(rc *rest.Config) (func(context.Context, string) ([]byte, error), error) {
+	rt, err := rest.TransportFor(rc)
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{Transport: rt, Timeout: 2 * time.Minute}
+	host := strings.TrimSuffix(rc.Host, "/")
+	return func(ctx context.Context, path string) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("bench: GET %s: %s: %.200s", path, resp.Status, b)
+		}
+		return b, nil
+	}, nil
 }
 
 func scrape(ctx context.Context, hc *http.Client, url string) ([]*dto.MetricFamily, error) {
@@ -270,6 +308,9 @@ type serverSample struct {
 	cpu  float64
 	wait histogram
 	etcd EtcdCounters
+	// heap is the server's go_memstats_heap_inuse_bytes; gcs its
+	// go_gc_duration_seconds count (GC cycles so far).
+	heap, gcs float64
 }
 
 func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
@@ -279,9 +320,17 @@ func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
 		return s, err
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "process_cpu_seconds_total" && len(mf.GetMetric()) > 0 {
-			m := mf.GetMetric()[0]
+		if len(mf.GetMetric()) == 0 {
+			continue
+		}
+		m := mf.GetMetric()[0]
+		switch mf.GetName() {
+		case "process_cpu_seconds_total":
 			s.cpu = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		case "go_memstats_heap_inuse_bytes":
+			s.heap = m.GetGauge().GetValue()
+		case "go_gc_duration_seconds":
+			s.gcs = float64(m.GetSummary().GetSampleCount())
 		}
 	}
 	impl := a.label
@@ -312,14 +361,49 @@ func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string,
 	if err != nil {
 		return r, err
 	}
+	prof := a.startProfile(ctx, cfg, r)
 	res := a.loop(ctx, op, rv, clients, time.Now().Add(cfg.Duration))
 	after, err := a.sample(ctx)
 	if err != nil {
 		return r, err
 	}
+	if err := prof(); err != nil {
+		return r, err
+	}
 	r.Ops, r.Errors, r.FirstError, r.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
 	a.fill(&r, before, after, res.lat)
 	return r, nil
+}
+
+// startProfile, with cfg.ProfileDir set, asks the apiserver for a CPU
+// profile as long as the measured row; the returned func waits for it and
+// writes it. Without ProfileDir both are no-ops.
+func (a *apiTarget) startProfile(ctx context.Context, cfg APIServerConfig, r ServerRow) func() error {
+	if cfg.ProfileDir == "" {
+		return func() error { return nil }
+	}
+	secs := max(1, int(cfg.Duration.Round(time.Second)/time.Second))
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, err := a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs))
+		done <- result{b, err}
+	}()
+	return func() error {
+		res := <-done
+		if res.err != nil {
+			return fmt.Errorf("bench: CPU profile of %s: %w", a.label, res.err)
+		}
+		rv := map[string]string{RVConsistent: "consistent", RVZero: "0", RVNewest: "N"}[r.RV]
+		name := fmt.Sprintf("%s-%s-%s-c%d.pprof", a.label, r.Operation, rv, r.Clients)
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(cfg.ProfileDir, name), res.b, 0o644)
+	}
 }
 
 func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Duration) {
@@ -329,7 +413,9 @@ func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Du
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
 		r.ServerCPUPerOpMs = (after.cpu - before.cpu) * 1000 / float64(r.Ops)
 		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
+		r.ServerGCsPerKOp = (after.gcs - before.gcs) * 1000 / float64(r.Ops)
 	}
+	r.ServerHeapMiB = after.heap / (1 << 20)
 	sortDurations(lat)
 	r.P50Ms, r.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
 	if q, ok := quantileDelta(before.wait, after.wait, 0.99); ok {

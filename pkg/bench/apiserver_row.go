@@ -28,6 +28,11 @@ type ServerRow struct {
 	// loaded while its rows run; the other one idles.
 	EtcdPerOp float64      `json:"etcd_requests_per_op"`
 	Etcd      EtcdCounters `json:"etcd"`
+	// ServerHeapMiB is the server's go_memstats_heap_inuse_bytes at the
+	// end of the row; ServerGCsPerKOp its GC cycles (go_gc_duration_seconds
+	// count) per 1,000 ops. A server's GC work per op grows with both.
+	ServerHeapMiB   float64 `json:"server_heap_inuse_mib"`
+	ServerGCsPerKOp float64 `json:"server_gcs_per_kop"`
 	// FreshWaitP99Ms is from the server's own freshness-wait histogram.
 	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
 	Errors         int64    `json:"errors"`
@@ -46,6 +51,9 @@ func serverCells(r ServerRow) []string {
 		wait = fmt.Sprintf("%.2f", *r.FreshWaitP99Ms)
 	}
 	var notes []string
+	if r.ServerHeapMiB > 0 {
+		notes = append(notes, fmt.Sprintf("heap %.0f MiB, %.1f GCs/kop", r.ServerHeapMiB, r.ServerGCsPerKOp))
+	}
 	if r.EventsExpected > 0 {
 		notes = append(notes, fmt.Sprintf("%d/%d events", r.EventsDelivered, r.EventsExpected))
 	}
