@@ -6,18 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -169,10 +163,7 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 
 	for _, s := range servers {
 		sv := &apiTarget{label: s.label, cs: s.cs, env: env, etcdURL: etcdURL}
-		if sv.metrics, err = metricsClient(s.rest); err != nil {
-			return rows, notes, err
-		}
-		if sv.get, err = rawGetter(s.rest); err != nil {
+		if sv.http, err = newServerHTTP(s.rest); err != nil {
 			return rows, notes, err
 		}
 		if err := sv.waitCache(ctx); err != nil {
@@ -208,75 +199,8 @@ type apiTarget struct {
 	cs      *kubernetes.Clientset
 	env     *Env
 	etcdURL string
-	metrics func(context.Context) ([]*dto.MetricFamily, error)
-	// get fetches a path of the apiserver with the admin credentials.
-	get func(ctx context.Context, path string) ([]byte, error)
-}
-
-// metricsClient returns a scraper of the apiserver's /metrics, as text.
-func metricsClient(rc *rest.Config) (func(context.Context) ([]*dto.MetricFamily, error), error) {
-	rt, err := rest.TransportFor(rc)
-	if err != nil {
-		return nil, err
-	}
-	hc := &http.Client{Transport: rt, Timeout: 30 * time.Second}
-	url := strings.TrimSuffix(rc.Host, "/") + "/metrics"
-	return func(ctx context.Context) ([]*dto.MetricFamily, error) { return scrape(ctx, hc, url) }, nil
-}
-
-// rawGetter returns a GET of any path of the apiserver (e.g. its pprof).
-func rawGetter(rc *rest.Config) (func(context.Context, string) ([]byte, error), error) {
-	rt, err := rest.TransportFor(rc)
-	if err != nil {
-		return nil, err
-	}
-	hc := &http.Client{Transport: rt, Timeout: 2 * time.Minute}
-	host := strings.TrimSuffix(rc.Host, "/")
-	return func(ctx context.Context, path string) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = resp.Body.Close() }()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("bench: GET %s: %s: %.200s", path, resp.Status, b)
-		}
-		return b, nil
-	}, nil
-}
-
-func scrape(ctx context.Context, hc *http.Client, url string) ([]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("bench: GET %s: %s", url, resp.Status)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	m, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("bench: parsing %s: %w", url, err)
-	}
-	out := make([]*dto.MetricFamily, 0, len(m))
-	for _, mf := range m {
-		out = append(out, mf)
-	}
-	return out, nil
+	// http reads the server's /metrics and pprof endpoints.
+	http *serverHTTP
 }
 
 // waitCache waits until the server's cache (rv=0 list) holds node 0's pods.
@@ -301,49 +225,6 @@ func (a *apiTarget) waitCache(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-type serverSample struct {
-	at   time.Time
-	cpu  float64
-	wait histogram
-	etcd EtcdCounters
-	// heap is the server's go_memstats_heap_inuse_bytes; gcs its
-	// go_gc_duration_seconds count (GC cycles so far).
-	heap, gcs float64
-}
-
-func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
-	s := serverSample{at: time.Now()}
-	mfs, err := a.metrics(ctx)
-	if err != nil {
-		return s, err
-	}
-	for _, mf := range mfs {
-		if len(mf.GetMetric()) == 0 {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		switch mf.GetName() {
-		case "process_cpu_seconds_total":
-			s.cpu = m.GetCounter().GetValue() + m.GetGauge().GetValue()
-		case "go_memstats_heap_inuse_bytes":
-			s.heap = m.GetGauge().GetValue()
-		case "go_gc_duration_seconds":
-			s.gcs = float64(m.GetSummary().GetSampleCount())
-		}
-	}
-	impl := a.label
-	if i := strings.Index(impl, "-as-"); i >= 0 {
-		impl = impl[:i]
-	}
-	s.wait = histogramFrom(mfs, waitMetric[impl], "pods")
-	emfs, err := scrape(ctx, http.DefaultClient, strings.TrimSuffix(a.etcdURL, "/")+"/metrics")
-	if err != nil {
-		return s, err
-	}
-	s.etcd = etcdCountersFrom(emfs)
-	return s, nil
 }
 
 // row measures one operation at one client count.
@@ -373,37 +254,6 @@ func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string,
 	r.Ops, r.Errors, r.FirstError, r.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
 	a.fill(&r, before, after, res.lat)
 	return r, nil
-}
-
-// startProfile, with cfg.ProfileDir set, asks the apiserver for a CPU
-// profile as long as the measured row; the returned func waits for it and
-// writes it. Without ProfileDir both are no-ops.
-func (a *apiTarget) startProfile(ctx context.Context, cfg APIServerConfig, r ServerRow) func() error {
-	if cfg.ProfileDir == "" {
-		return func() error { return nil }
-	}
-	secs := max(1, int(cfg.Duration.Round(time.Second)/time.Second))
-	type result struct {
-		b   []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		b, err := a.get(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs))
-		done <- result{b, err}
-	}()
-	return func() error {
-		res := <-done
-		if res.err != nil {
-			return fmt.Errorf("bench: CPU profile of %s: %w", a.label, res.err)
-		}
-		rv := map[string]string{RVConsistent: "consistent", RVZero: "0", RVNewest: "N"}[r.RV]
-		name := fmt.Sprintf("%s-%s-%s-c%d.pprof", a.label, r.Operation, rv, r.Clients)
-		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(cfg.ProfileDir, name), res.b, 0o644)
-	}
 }
 
 func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Duration) {
