@@ -311,25 +311,10 @@ func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadli
 						wrong = p.Name != name
 					}
 				}
-				local.lat = append(local.lat, time.Since(t0))
-				local.ops++
-				if err != nil {
-					local.errs++
-					if local.firstErr == "" {
-						local.firstErr = err.Error()
-					}
-				} else if wrong {
-					local.wrong++
-				}
+				local.record(time.Since(t0), 0, err, wrong)
 			}
 			mu.Lock()
-			out.lat = append(out.lat, local.lat...)
-			out.ops += local.ops
-			out.errs += local.errs
-			out.wrong += local.wrong
-			if out.firstErr == "" {
-				out.firstErr = local.firstErr
-			}
+			out.add(local)
 			mu.Unlock()
 		}()
 	}

@@ -246,6 +246,34 @@ type loopResult struct {
 	firstErr                string
 }
 
+// record counts one op that took d and returned items; wrong (a count
+// other than the shape's) counts only for an op without error.
+func (r *loopResult) record(d time.Duration, items int, err error, wrong bool) {
+	r.lat = append(r.lat, d)
+	r.ops++
+	r.items += int64(items)
+	if err != nil {
+		r.errs++
+		if r.firstErr == "" {
+			r.firstErr = err.Error()
+		}
+	} else if wrong {
+		r.wrong++
+	}
+}
+
+// add merges one worker's result into r.
+func (r *loopResult) add(w loopResult) {
+	r.lat = append(r.lat, w.lat...)
+	r.ops += w.ops
+	r.errs += w.errs
+	r.wrong += w.wrong
+	r.items += w.items
+	if r.firstErr == "" {
+		r.firstErr = w.firstErr
+	}
+}
+
 // runGated is a Config.GateControl row: LIST by node at rv=0, each op
 // preceded by a wait for the next opening of a gate that opens every
 // period. The wait counts in the op's latency, as a freshness wait does.
@@ -319,7 +347,6 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(wi)))
-			var lat []time.Duration
 			var local loopResult
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
@@ -327,27 +354,10 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 					g.wait(ctx)
 				}
 				res, err := e.op(ctx, b, sc, rv, r)
-				lat = append(lat, time.Since(t0))
-				local.ops++
-				local.items += int64(res.items)
-				if err != nil {
-					local.errs++
-					if local.firstErr == "" {
-						local.firstErr = err.Error()
-					}
-				} else if res.wrong {
-					local.wrong++
-				}
+				local.record(time.Since(t0), res.items, err, res.wrong)
 			}
 			mu.Lock()
-			out.lat = append(out.lat, lat...)
-			out.ops += local.ops
-			out.errs += local.errs
-			out.wrong += local.wrong
-			out.items += local.items
-			if out.firstErr == "" {
-				out.firstErr = local.firstErr
-			}
+			out.add(local)
 			mu.Unlock()
 		}()
 	}
