@@ -26,14 +26,23 @@ var fetchMetric = map[string]string{
 	BackendFreshcache: "apiserver_freshcache_revision_fetch_duration_seconds",
 }
 
+// progressMetric counts the progress requests freshcache sends on its
+// watch streams.
+var progressMetric = map[string]string{
+	BackendFreshcache: "apiserver_freshcache_progress_requests_total",
+}
+
 // sample is the process state the harness diffs around a row.
 type sample struct {
 	at      time.Time
 	cpu     time.Duration // user + system CPU of the whole process
 	mallocs uint64
+	numGC   uint32
 	etcd    EtcdCounters
 	wait    histogram // nil when the backend's metric is not registered
 	fetch   histogram // revision-fetch round trips; nil as wait
+	// progress counts freshcache's progress requests (all resources).
+	progress float64
 }
 
 func takeSample(backend string) sample {
@@ -42,12 +51,14 @@ func takeSample(backend string) sample {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return sample{
-		at:      time.Now(),
-		cpu:     time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		mallocs: ms.Mallocs,
-		etcd:    readEtcdCounters(),
-		wait:    readHistogram(waitMetric[backend], "pods"),
-		fetch:   readHistogram(fetchMetric[backend], ""),
+		at:       time.Now(),
+		cpu:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		mallocs:  ms.Mallocs,
+		numGC:    ms.NumGC,
+		etcd:     readEtcdCounters(),
+		wait:     readHistogram(waitMetric[backend], "pods"),
+		fetch:    readHistogram(fetchMetric[backend], ""),
+		progress: readCounter(progressMetric[backend]),
 	}
 }
 
@@ -124,6 +135,28 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// readCounter sums every series of counter name on the legacy registry;
+// zero when name is empty or absent.
+func readCounter(name string) float64 {
+	if name == "" {
+		return 0
+	}
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
 
 // histogram is cumulative bucket counts by upper bound, summed over the

@@ -106,12 +106,15 @@ func ReadReport(path string) (Report, error) {
 	return r, err
 }
 
-var rowHeader = []string{"backend", "scenario", "rv", "conc", "ops/s", "p50 ms", "p99 ms", "cpu ms/op", "allocs/op", "etcd req/op", "wait p99 ms", "items/op", "notes"}
+var rowHeader = []string{"backend", "scenario", "rv", "conc", "ops/s", "p50 ms", "p99 ms", "cpu ms/op", "allocs/op", "etcd req/op", "wait p50 ms", "wait p99 ms", "items/op", "notes"}
 
 func rowCells(r Row) []string {
-	wait := ""
+	wait, wait50 := "", ""
 	if r.FreshWaitP99Ms != nil {
 		wait = fmt.Sprintf("%.2f", *r.FreshWaitP99Ms)
+	}
+	if r.FreshWaitP50Ms != nil {
+		wait50 = fmt.Sprintf("%.2f", *r.FreshWaitP50Ms)
 	}
 	var notes []string
 	if r.Sweep {
@@ -119,6 +122,9 @@ func rowCells(r Row) []string {
 	}
 	if r.FetchP50Ms != nil && r.FetchP99Ms != nil {
 		notes = append(notes, fmt.Sprintf("fetch p50/p99 %.2f/%.2f ms", *r.FetchP50Ms, *r.FetchP99Ms))
+	}
+	if r.FetchesPerOp > 0 || r.ProgressPerOp > 0 {
+		notes = append(notes, fmt.Sprintf("fetches/op %.3f, progress/op %.3f", r.FetchesPerOp, r.ProgressPerOp))
 	}
 	if r.GateMs > 0 {
 		notes = append(notes, fmt.Sprintf("control: each op waits for a gate opening every %gms", r.GateMs))
@@ -140,7 +146,7 @@ func rowCells(r Row) []string {
 		r.Backend, r.Scenario, r.RV, fmt.Sprint(r.Concurrency),
 		num(r.OpsPerSec), fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms),
 		fmt.Sprintf("%.3f", r.CPUPerOpMs), num(r.AllocsPerOp), fmt.Sprintf("%.2f", r.EtcdPerOp),
-		wait, num(r.ItemsPerOp), strings.Join(notes, "; "),
+		wait50, wait, num(r.ItemsPerOp), strings.Join(notes, "; "),
 	}
 }
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"time"
 )
 
@@ -29,6 +30,8 @@ type Row struct {
 	CPUPerOpMs float64 `json:"cpu_per_op_ms"`
 	// AllocsPerOp is runtime.MemStats.Mallocs per op, process-wide.
 	AllocsPerOp float64 `json:"allocs_per_op"`
+	// GCPerKOp is the number of GC cycles per 1,000 ops, process-wide.
+	GCPerKOp float64 `json:"gc_per_kop"`
 	// EtcdPerOp is (Ranges + Txns + WatchMsgs) per op; Etcd has the parts.
 	EtcdPerOp float64      `json:"etcd_requests_per_op"`
 	Etcd      EtcdCounters `json:"etcd"`
@@ -36,6 +39,11 @@ type Row struct {
 	// over the row; nil when the backend has no such metric or it observed
 	// nothing.
 	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
+	FreshWaitP50Ms *float64 `json:"fresh_wait_p50_ms,omitempty"`
+	// FetchesPerOp and ProgressPerOp are freshcache's revision fetches and
+	// progress requests per op (zero for the other backends).
+	FetchesPerOp  float64 `json:"fetches_per_op,omitempty"`
+	ProgressPerOp float64 `json:"progress_requests_per_op,omitempty"`
 	// FetchP50Ms and FetchP99Ms are quantiles of freshcache's revision-fetch
 	// round trips during the row (apiserver_freshcache_revision_fetch_
 	// duration_seconds); nil when no fetch ended in the row.
@@ -68,6 +76,7 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
 		r.CPUPerOpMs = ms(after.cpu-before.cpu) / float64(r.Ops)
 		r.AllocsPerOp = float64(after.mallocs-before.mallocs) / float64(r.Ops)
+		r.GCPerKOp = float64(after.numGC-before.numGC) * 1000 / float64(r.Ops)
 		r.ItemsPerOp = float64(items) / float64(r.Ops)
 	}
 	r.Etcd = after.etcd.sub(before.etcd)
@@ -85,6 +94,11 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 		return nil
 	}
 	r.FreshWaitP99Ms = quantileMs(before.wait, after.wait, 0.99)
+	r.FreshWaitP50Ms = quantileMs(before.wait, after.wait, 0.50)
+	if r.Ops > 0 {
+		r.FetchesPerOp = (after.fetch[math.Inf(1)] - before.fetch[math.Inf(1)]) / float64(r.Ops)
+		r.ProgressPerOp = (after.progress - before.progress) / float64(r.Ops)
+	}
 	r.FetchP50Ms = quantileMs(before.fetch, after.fetch, 0.50)
 	r.FetchP99Ms = quantileMs(before.fetch, after.fetch, 0.99)
 }
