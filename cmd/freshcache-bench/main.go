@@ -5,6 +5,7 @@
 //	freshcache-bench memory    [flags]  heap per cached object
 //	freshcache-bench apiserver [flags]  through two kube-apiservers on one etcd
 //	freshcache-bench plot      [flags]  redraw PNGs from JSON results
+//	freshcache-bench etcd      [flags]  an etcd in a process of its own, for storage --etcd-endpoint
 package main
 
 import (
@@ -32,6 +33,8 @@ func main() {
 		err = runAPIServer(ctx, os.Args[2:])
 	case "plot":
 		err = runPlot(os.Args[2:])
+	case "etcd":
+		err = runEtcd(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -51,6 +54,7 @@ func usage() {
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
   plot       redraw the PNG plots from JSON results
+  etcd       run the storage benchmark's etcd in a process of its own
 Run a subcommand with -h for its flags.
 `)
 }

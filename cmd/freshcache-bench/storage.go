@@ -65,6 +65,7 @@ func runStorage(ctx context.Context, args []string) error {
 		noSweep  bool
 		cpuProf  string
 		memProf  string
+		endpoint string
 	)
 	cm.add(fs, "storage")
 	fs.IntVar(&cfg.Shape.Pods, "pods", 20000, "pods in etcd")
@@ -89,6 +90,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
 	fs.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the measured rows (all backends) to this file")
 	fs.StringVar(&memProf, "memprofile", "", "write an allocation profile (alloc_space) at the end to this file")
+	fs.StringVar(&endpoint, "etcd-endpoint", "", "load the data into this etcd (e.g. one started by 'freshcache-bench etcd' in its own process) instead of an embedded one; its CPU is then not in cpu ms/op, and etcd req/op counts nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,7 +114,13 @@ func runStorage(ctx context.Context, args []string) error {
 	report := bench.NewReport("storage")
 	report.Notes = cm.notes
 	t0 := time.Now()
-	env, err := bench.StartEnv(ctx, dir, cfg.Shape)
+	var env *bench.Env
+	if endpoint != "" {
+		env, err = bench.AttachEnv(ctx, endpoint, cfg.Shape)
+		report.Notes = append(report.Notes, "etcd runs in its own process at "+endpoint+": cpu ms/op is this process's alone, and etcd req/op counts nothing (the counters are an embedded server's)")
+	} else {
+		env, err = bench.StartEnv(ctx, dir, cfg.Shape)
+	}
 	if err != nil {
 		return err
 	}

@@ -185,3 +185,59 @@ func TestShapeCounts(t *testing.T) {
 		t.Errorf("PodsOfApp sums to %d, want %d", apps, s.Pods)
 	}
 }
+
+func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	row := func(b, rv string, ops float64, wait *float64) Row {
+		return Row{Backend: b, Scenario: ScenarioListNode, RV: rv, Concurrency: 32, OpsPerSec: ops, FreshWaitP99Ms: wait}
+	}
+	rows := []Row{
+		row(BackendUpstream, RVConsistent, 500, nil),
+		row(BackendUpstream, RVConsistent, 1000, nil),
+		row(BackendUpstream, RVConsistent, 400, nil),
+		// A gate-control row never counts.
+		{Backend: BackendFreshcache, Scenario: ScenarioListNode, RV: RVZero, Concurrency: 32, OpsPerSec: 1, GateMs: 1},
+		row(BackendFreshcache, RVConsistent, 7000, ms(20)),
+		row(BackendFreshcache, RVZero, 10000, nil),
+		row(BackendFreshcache, RVConsistent, 9000, ms(8)),
+		row(BackendFreshcache, RVZero, 10000, nil),
+		row(BackendFreshcache, RVConsistent, 8500, ms(9)),
+		row(BackendFreshcache, RVZero, 10000, nil),
+		// Lower concurrency is not the target's.
+		{Backend: BackendFreshcache, Scenario: ScenarioListNode, RV: RVZero, Concurrency: 4, OpsPerSec: 1},
+	}
+	got := map[string]Headline{}
+	for _, h := range Headlines(rows) {
+		got[h.Name] = h
+	}
+	for _, tc := range []struct {
+		name   string
+		value  float64
+		met    bool
+		atMost bool
+	}{
+		// pairs 0.70, 0.90, 0.85: median 0.85
+		{`freshcache list-node rv="" / freshcache rv=0`, 0.85, true, false},
+		// pairs 14, 9, 21.25: median 14
+		{`freshcache list-node rv="" / upstream rv=""`, 14, true, false},
+		// waits 20, 8, 9: median 9
+		{`freshcache list-node rv="" freshness wait p99 (ms)`, 9, true, true},
+	} {
+		h, ok := got[tc.name]
+		if !ok {
+			t.Errorf("%s: missing; got %v", tc.name, got)
+			continue
+		}
+		if d := h.Ratio - tc.value; d > 1e-9 || d < -1e-9 || h.Met != tc.met || h.AtMost != tc.atMost {
+			t.Errorf("%s = %+v; want value %v met %v atMost %v", tc.name, h, tc.value, tc.met, tc.atMost)
+		}
+	}
+	if _, ok := got[`freshcache GET rv="" / etcd GET`]; ok {
+		t.Error("a target without its rows must be left out")
+	}
+	// A failing ceiling is reported as not met.
+	hs := Headlines([]Row{row(BackendFreshcache, RVConsistent, 1, ms(25))})
+	if len(hs) != 1 || hs[0].Met || !strings.Contains(hs[0].Detail, "25.00") {
+		t.Errorf("wait 25 ms against a 10 ms ceiling: %+v", hs)
+	}
+}
