@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/pkg/etcdlocal"
 )
 
 // TestHarnessTinyShape runs every backend and scenario once at a tiny shape
@@ -77,6 +79,13 @@ func TestHarnessTinyShape(t *testing.T) {
 				gated[r.Backend]++
 				if r.GateMs != 5 || r.RV != RVZero || r.P50Ms <= 0 {
 					t.Errorf("%s: gate control row with gate %vms, rv %q, p50 %vms", name, r.GateMs, r.RV, r.P50Ms)
+				}
+			}
+			if r.Backend == BackendFreshcache && r.RV == RVConsistent {
+				// Every consistent read needs a fetch: some were made and
+				// at most one per read; the wait was observed.
+				if r.FetchesPerOp <= 0 || r.FetchesPerOp > 1 || r.FreshWaitP50Ms == nil {
+					t.Errorf("%s: %.3f fetches per op, wait p50 %v", name, r.FetchesPerOp, r.FreshWaitP50Ms)
 				}
 			}
 		case ScenarioListAll, ScenarioListPaged:
@@ -239,5 +248,50 @@ func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
 	hs := Headlines([]Row{row(BackendFreshcache, RVConsistent, 1, ms(25))})
 	if len(hs) != 1 || hs[0].Met || !strings.Contains(hs[0].Detail, "25.00") {
 		t.Errorf("wait 25 ms against a 10 ms ceiling: %+v", hs)
+	}
+}
+
+// TestHarnessAttachedEtcd runs freshcache's consistent and rv=0 LIST by
+// node against an etcd the harness did not start (storage --etcd-endpoint;
+// here an in-process one stands for the separate process).
+func TestHarnessAttachedEtcd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and a pod storage")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := etcdlocal.Start(ctx, etcdlocal.Options{DataDir: t.TempDir(), UnsafeNoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	shape := Shape{Pods: 100, Nodes: 5}
+	env, err := AttachEnv(ctx, cluster.Endpoints()[0], shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	rows, err := Run(ctx, env, Config{
+		Shape:       shape,
+		Backends:    []string{BackendFreshcache},
+		Scenarios:   []string{ScenarioListNode},
+		RVs:         []string{RVConsistent, RVZero},
+		Concurrency: []int{2},
+		Duration:    100 * time.Millisecond,
+		Load:        Load{LeaseWritesPerSec: 50},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %d rows, want 2", len(rows))
+	}
+	for _, r := range rows {
+		if r.Ops == 0 || r.Errors != 0 || r.WrongCounts != 0 || r.ItemsPerOp != 20 {
+			t.Errorf("rv=%s: %d ops, %d errors (%s), %d wrong counts, %.2f items per op", r.RV, r.Ops, r.Errors, r.FirstError, r.WrongCounts, r.ItemsPerOp)
+		}
+	}
+	if rows[0].FetchesPerOp <= 0 {
+		t.Errorf("consistent row made no revision fetch: %+v", rows[0])
 	}
 }
