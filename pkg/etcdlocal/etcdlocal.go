@@ -11,7 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // ErrPortInUse is wrapped by Start when a port it was told to use is taken.
@@ -49,6 +52,10 @@ type Options struct {
 type Cluster struct {
 	members   []*embed.Etcd
 	endpoints []string
+	// logLevel is the level of the stderr logger (nil with a LogFile).
+	// Close raises it: a member that is shutting down logs every closed
+	// listener as an error ("mux: server closed"), which is expected.
+	logLevel *zap.AtomicLevel
 }
 
 // Endpoints returns the client URL of every member.
@@ -60,6 +67,9 @@ func (c *Cluster) Members() []*embed.Etcd { return append([]*embed.Etcd(nil), c.
 
 // Close stops every member and waits until they are down.
 func (c *Cluster) Close() {
+	if c.logLevel != nil {
+		c.logLevel.SetLevel(zapcore.FatalLevel)
+	}
 	for _, m := range c.members {
 		m.Close()
 	}
@@ -111,6 +121,18 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 
 	c := &Cluster{}
+	var stderrLog *zap.Logger
+	if opts.LogFile == "" {
+		lc := logutil.DefaultZapLoggerConfig
+		lc.OutputPaths = []string{"stderr"}
+		lc.ErrorOutputPaths = []string{"stderr"}
+		level := zap.NewAtomicLevelAt(logutil.ConvertToZapLevel(opts.LogLevel))
+		lc.Level = level
+		if stderrLog, err = lc.Build(); err != nil {
+			return nil, fmt.Errorf("etcdlocal: building etcd's logger: %w", err)
+		}
+		c.logLevel = &level
+	}
 	for i := range names {
 		cfg := embed.NewConfig()
 		cfg.Name = names[i]
@@ -119,6 +141,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		if opts.LogFile != "" {
 			cfg.LogLevel = "info"
 			cfg.LogOutputs = []string{opts.LogFile}
+		} else {
+			cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(stderrLog.With(zap.String("member", names[i])))
 		}
 		cfg.UnsafeNoFsync = opts.UnsafeNoFsync
 		clientURL, _ := url.Parse(hostURL(opts.Host, clientPorts[i]))
