@@ -50,15 +50,18 @@ func takeSample(backend string) sample {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	// One gather of the legacy registry for the cache metrics; nil on
+	// error, which reads as "not registered".
+	mfs, _ := legacyregistry.DefaultGatherer.Gather()
 	return sample{
 		at:       time.Now(),
 		cpu:      time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 		mallocs:  ms.Mallocs,
 		numGC:    ms.NumGC,
 		etcd:     readEtcdCounters(),
-		wait:     readHistogram(waitMetric[backend], "pods"),
-		fetch:    readHistogram(fetchMetric[backend], ""),
-		progress: readCounter(progressMetric[backend]),
+		wait:     histogramFrom(mfs, waitMetric[backend], "pods"),
+		fetch:    histogramFrom(mfs, fetchMetric[backend], ""),
+		progress: counterFrom(mfs, progressMetric[backend]),
 	}
 }
 
@@ -137,16 +140,8 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// readCounter sums every series of counter name on the legacy registry;
-// zero when name is empty or absent.
-func readCounter(name string) float64 {
-	if name == "" {
-		return 0
-	}
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		return 0
-	}
+// counterFrom sums every series of counter name; zero when absent.
+func counterFrom(mfs []*dto.MetricFamily, name string) float64 {
 	var sum float64
 	for _, mf := range mfs {
 		if mf.GetName() != name {
@@ -162,17 +157,6 @@ func readCounter(name string) float64 {
 // histogram is cumulative bucket counts by upper bound, summed over the
 // series of one resource.
 type histogram map[float64]float64
-
-func readHistogram(name, resource string) histogram {
-	if name == "" {
-		return nil
-	}
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		return nil
-	}
-	return histogramFrom(mfs, name, resource)
-}
 
 // histogramFrom sums the series of histogram name for resource (every
 // series when resource is ""; series without a resource label always
