@@ -1,0 +1,134 @@
+package watchcache_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/metrics"
+)
+
+// What a consistent read gets when it cannot be made fresh from the cache:
+// the wait timed out, or the revision fetch failed. Never the stale cache.
+
+// TestTimeoutActions holds the cache back so that a consistent read cannot
+// become fresh: fallback serves it from etcd (with the write), reject
+// answers 429 with Retry-After. Neither serves the stale cache.
+func TestTimeoutActions(t *testing.T) {
+	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
+		t.Run(string(action), func(t *testing.T) {
+			rec := newRecorder()
+			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOptions(watchcache.Options{
+				ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(),
+				ConsistentReadTimeout: 50 * time.Millisecond, TimeoutAction: action,
+			}))
+			ctx := context.Background()
+			e.Gate.Pause()
+			create(t, e.Etcd, "ns", "b", "")
+			for _, rv := range []string{"", "0"} {
+				list := &example.PodList{}
+				err := e.Cache.GetList(ctx, "/pods/", listOpts(rv), list)
+				get := &example.Pod{}
+				gerr := e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: rv}, get)
+				w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(rv))
+				if w != nil {
+					w.Stop()
+				}
+				switch action {
+				case watchcache.TimeoutFallback:
+					if err != nil || !names(list)["b"] {
+						t.Errorf("rv=%q fallback LIST: %v %v", rv, err, names(list))
+					}
+					if gerr != nil || get.Name != "b" {
+						t.Errorf("rv=%q fallback GET: %v %q", rv, gerr, get.Name)
+					}
+					if werr != nil {
+						t.Errorf("rv=%q fallback WATCH: %v", rv, werr)
+					}
+				case watchcache.TimeoutReject:
+					for what, err := range map[string]error{"LIST": err, "GET": gerr, "WATCH": werr} {
+						if !apierrors.IsTooManyRequests(err) {
+							t.Errorf("rv=%q reject %s: %v, want 429", rv, what, err)
+							continue
+						}
+						if s, ok := apierrors.SuggestsClientDelay(err); !ok || s <= 0 {
+							t.Errorf("rv=%q reject %s: no Retry-After in %v", rv, what, err)
+						}
+					}
+				}
+			}
+			outcome := metrics.OutcomeFallback
+			if action == watchcache.TimeoutReject {
+				outcome = metrics.OutcomeRejected
+			}
+			if n := rec.count("list/consistent/" + outcome); n != 1 {
+				t.Errorf("reads_total{list,consistent,%s} = %d", outcome, n)
+			}
+			if n := rec.count("get/zero/" + outcome); n != 1 {
+				t.Errorf("reads_total{get,zero,%s} = %d", outcome, n)
+			}
+		})
+	}
+}
+
+// failingSource is a revision source whose every fetch fails, as when the
+// member the cache talks to has lost the quorum.
+type failingSource struct{}
+
+func (failingSource) RevisionFor(context.Context, int) (int64, error) {
+	return 0, errors.New("etcdserver: request timed out")
+}
+
+// TestFailedFetchFollowsTimeoutAction: a read whose revision fetch failed
+// is never served from the cache; with fallback etcd answers it (fresh),
+// with reject it gets 429 and Retry-After.
+func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
+	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
+		t.Run(string(action), func(t *testing.T) {
+			rec := newRecorder()
+			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOracle(failingSource{}), cachetest.WithOptions(watchcache.Options{
+				ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(),
+				ConsistentReadTimeout: longWait, TimeoutAction: action,
+			}))
+			ctx := context.Background()
+			// The cache never sees this write: only etcd can answer with it.
+			e.Gate.Pause()
+			create(t, e.Etcd, "ns", "fresh", "")
+			list := &example.PodList{}
+			err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list)
+			get := &example.Pod{}
+			gerr := e.Cache.Get(ctx, "/pods/ns/fresh", storage.GetOptions{ResourceVersion: "0"}, get)
+			switch action {
+			case watchcache.TimeoutFallback:
+				if err != nil || !names(list)["fresh"] {
+					t.Fatalf("fallback LIST after a failed fetch: %v %v", err, names(list))
+				}
+				if gerr != nil || get.Name != "fresh" {
+					t.Fatalf("fallback GET after a failed fetch: %v %q", gerr, get.Name)
+				}
+				if n := rec.count("list/consistent/" + metrics.OutcomeFallback); n != 1 {
+					t.Errorf("reads_total{list,consistent,fallback} = %d", n)
+				}
+			case watchcache.TimeoutReject:
+				for what, err := range map[string]error{"LIST": err, "GET": gerr} {
+					if !apierrors.IsTooManyRequests(err) {
+						t.Fatalf("reject %s after a failed fetch: %v, want 429", what, err)
+					}
+					if s, ok := apierrors.SuggestsClientDelay(err); !ok || s <= 0 {
+						t.Errorf("reject %s: no Retry-After in %v", what, err)
+					}
+				}
+				if n := rec.count("get/zero/" + metrics.OutcomeRejected); n != 1 {
+					t.Errorf("reads_total{get,zero,rejected} = %d", n)
+				}
+			}
+		})
+	}
+}
