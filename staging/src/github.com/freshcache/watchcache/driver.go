@@ -214,7 +214,13 @@ func (d *driver) processLocked() {
 			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target})
 		}
 		if d.mu.stopped {
-			continue // no new I/O; waiters leave through stop
+			// No new I/O once stopped; waiters leave through stop. The
+			// Machine keeps asking for the fetch or progress request that
+			// a still-registered read needs, and nobody will send it, so
+			// looping on HasReady would spin with mu held (and hang
+			// shutdown, which waits for this goroutine). One Ready has
+			// handed out every resolution: stop here.
+			break
 		}
 		if rd.IssueFetch {
 			// FetchIssued before the request leaves: every read it covers

@@ -180,3 +180,60 @@ func TestReadDuringFetchWaitsForNextFetch(t *testing.T) {
 	t.Logf("INFLIGHT EVIDENCE: fetch 1 answered R1=%d and was held; b written at %d; read 2 arrived during fetch 1, waited for fetch 2 (R2=%d), listed at %d with b; read 1 listed at %d without b",
 		f.rev, bRV, revs[len(revs)-1], got2, rvOf(t, r1.list.ResourceVersion))
 }
+
+// blockingSource is a revision source whose fetches stay in flight until
+// the cache cancels them, as when etcd does not answer.
+type blockingSource struct{ entered chan struct{} }
+
+func (s blockingSource) RevisionFor(ctx context.Context, _ int) (int64, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestStopWithFetchInFlightAndReadPending stops a cache while a revision
+// fetch is in flight and a second read waits for the next fetch: Stop
+// returns and both reads end with an error, none served. It is the
+// end-to-end side of TestStoppedDriverDoesNotSpin, which pins down the
+// interleaving (the pending read still registered when the fetch ends)
+// that hung Stop in a robustness run; here the reader usually leaves
+// first.
+func TestStopWithFetchInFlightAndReadPending(t *testing.T) {
+	src := blockingSource{entered: make(chan struct{}, 1)}
+	e := cachetest.Start(t, cachetest.WithOracle(src),
+		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
+	ctx := context.Background()
+	done := make(chan error, 2)
+	read := func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), &example.PodList{}) }
+
+	go read()
+	select {
+	case <-src.entered:
+	case <-time.After(longWait):
+		t.Fatal("read 1 issued no revision fetch")
+	}
+	go read()
+	waitFor(t, "read 2 to wait for the next fetch", func() bool {
+		s := e.Cache.FreshnessStatus()
+		return s.FetchInFlight && s.Covered == 1 && s.Pending == 1
+	})
+
+	stopped := make(chan struct{})
+	go func() {
+		e.Cache.Stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(longWait):
+		t.Fatal("Stop did not return: the driver is stuck with a fetch in flight and a read pending")
+	}
+	for i := range 2 {
+		if err := <-done; err == nil {
+			t.Errorf("read %d was served by a cache that stopped before it was fresh", i+1)
+		}
+	}
+}
