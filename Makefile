@@ -110,15 +110,17 @@ bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, he
 #   - storage-targets: issue 5's rows at the harness's default background
 #     load (10 pod writes/s as well), plus the gate control (what a wait of
 #     0.7-3 ms alone costs the same closed loop; docs/results/README.md).
+ISSUE4_SHAPE := --pods=20000 --nodes=200 --scenarios=list-node,get --etcd-scenarios=get --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep
+
 bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: issue 4's shape (3 repeats) and issue 5's rows + gate control (~7 min).
-	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,get --etcd-scenarios=get --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+	$(BENCH) storage $(ISSUE4_SHAPE) --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,list-all,list-label,get,watch-fanout --etcd-scenarios=get --concurrency=32 --no-sweep --gate-control=700us,1500us,3ms --name=storage-targets --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 # bench-external-etcd is issue 4's shape with etcd in a process of its own
 # (same cores), as in a real control plane: it separates what the
 # in-process etcd costs the cache's Go runtime from what the protocol does.
 bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~3 min).
-	BENCH=$(BENCH) BENCH_OUT=$(BENCH_OUT) hack/bench-external-etcd.sh $(BENCH_ARGS)
+	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
