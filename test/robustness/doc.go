@@ -22,6 +22,7 @@
 //	watcher.go   watchers that resume from the last RV, relist on 410
 //	truth.go     a direct etcd watch: the ground truth
 //	faults.go    the fault schedule
+//	watchdog.go  bounds every step, so that a hung run fails fast, by name
 //	run.go       one run: wiring, stop, check, report
 //	report.go    the failure report directory and the summary
 package robustness

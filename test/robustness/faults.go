@@ -32,10 +32,15 @@ var FaultKinds = []string{
 }
 
 // injector runs the fault schedule.
+// faultTimeout bounds the longest waits of a fault: a restarted cache or
+// member becoming ready, and the cluster's recovery afterwards.
+const faultTimeout = 3 * time.Minute
+
 type injector struct {
 	cl     *Cluster
 	caches []API
 	rec    *Recorder
+	wd     *watchdog
 	truth  *Truth
 	rng    *rand.Rand
 	tr     Traffic
@@ -65,14 +70,19 @@ func pause(ctx context.Context, d time.Duration) {
 // did not recover, and the run cannot go on.
 func (in *injector) inject(ctx context.Context, kind string) error {
 	f := history.Fault{Kind: kind, Start: in.rec.Now()}
+	// apply's own steps are bounded by the hold and by timeouts of at most
+	// 3 minutes (a restart waiting for readiness).
+	end := in.wd.begin("fault "+kind+": inject, hold and heal", in.hold+faultTimeout)
 	if err := in.apply(ctx, kind, &f); err != nil {
 		f.Err = err.Error()
 	}
+	end()
 	f.End = in.rec.Now()
 	in.rec.AddFault(f)
 	// Generous: the machine may be loaded; recovery time is not asserted.
-	hctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	hctx, cancel := context.WithTimeout(ctx, faultTimeout)
 	defer cancel()
+	defer in.wd.begin("fault "+kind+": recovery", faultTimeout)()
 	if err := in.cl.WaitHealthy(hctx); err != nil {
 		return fmt.Errorf("after %s: %w", kind, err)
 	}
@@ -163,7 +173,7 @@ func (in *injector) apply(ctx context.Context, kind string, f *history.Fault) er
 		in.slowID++
 		c := in.rng.IntN(len(in.caches))
 		f.Detail = fmt.Sprintf("watcher on cache %d does not read for %v", c, slowFor)
-		w := &watcher{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, tr: in.tr, listMode: history.Consistent}
+		w := &watcher{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, wd: in.wd, tr: in.tr, listMode: history.Consistent}
 		// List until it works (the cache's member may have just come back).
 		var op history.Op
 		deadline := time.Now().Add(30 * time.Second)
@@ -195,7 +205,7 @@ func (in *injector) apply(ctx context.Context, kind string, f *history.Fault) er
 	case FaultRestartCache:
 		c := in.caches[in.rng.IntN(len(in.caches))]
 		f.Detail = fmt.Sprintf("cache %d", c.Index())
-		rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		rctx, cancel := context.WithTimeout(ctx, faultTimeout)
 		defer cancel()
 		return c.Restart(rctx)
 
@@ -227,7 +237,7 @@ const probeClient = 800
 // lagging. Its ops go to the history like any client's: the time-travel
 // checker judges them.
 func (in *injector) probe(ctx context.Context, good, lagging API) {
-	c := newClient(probeClient, in.rng.Uint64(), in.caches, in.rec, in.tr)
+	c := newClient(probeClient, in.rng.Uint64(), in.caches, in.rec, in.wd, in.tr)
 	for i := range 3 {
 		c.seq = int(in.rng.Uint32())
 		w := history.Op{Client: probeClient, Cache: good.Index(), Kind: history.Create, Name: fmt.Sprintf("probe-%d", in.rng.IntN(1<<30)), Node: nodeName(0), Value: fmt.Sprintf("probe-%d-%d", i, in.rng.Uint64())}

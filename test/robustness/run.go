@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -46,6 +47,16 @@ type Config struct {
 	DataDir string
 	// Logf reports progress.
 	Logf func(format string, args ...any)
+	// OnStall receives the watchdog's report when a step of the run (a
+	// client op, a watch session, a fault, a harness step) outlives its
+	// own deadline by StallGrace: the run is hung. It is called once,
+	// from the watchdog's goroutine, while the run is still stuck, so it
+	// must end the process (panic) or arrange for the run to end. Default:
+	// print the report to stderr and panic.
+	OnStall func(report string)
+	// StallGrace is how long a step may outlive its own deadline before
+	// the watchdog calls it hung. Default 30s.
+	StallGrace time.Duration
 }
 
 // Result is a finished run.
@@ -63,6 +74,21 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		logf = func(string, ...any) {}
 	}
 	began := time.Now()
+	onStall := cfg.OnStall
+	if onStall == nil {
+		onStall = func(report string) {
+			fmt.Fprint(os.Stderr, report)
+			panic(fmt.Sprintf("robustness: %s: the run is hung (seed %d); report above", cfg.Variant, cfg.Seed))
+		}
+	}
+	grace := cfg.StallGrace
+	if grace == 0 {
+		grace = stallGrace
+	}
+	wd := newWatchdog(onStall, grace)
+	wdCtx, stopWatchdog := context.WithCancel(context.Background())
+	defer stopWatchdog()
+	go wd.run(wdCtx, time.Second)
 	cachermetrics.Register()
 	fcmetrics.Register()
 	metricsBefore := gatherMetrics()
@@ -77,23 +103,29 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	defer stopTruth()
 	truth := StartTruth(truthCtx, cl.Admin())
 
+	endStart := wd.begin("start the apiservers", faultTimeout)
 	caches, err := cfg.NewAPIs(ctx, cl)
 	if err != nil {
+		endStart()
 		return nil, fmt.Errorf("start apiservers: %w", err)
 	}
 	defer func() {
 		for _, c := range caches {
+			end := wd.begin(fmt.Sprintf("stop apiserver %d", c.Index()), 0)
 			c.Stop()
+			end()
 		}
 	}()
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	rctx, cancel := context.WithTimeout(ctx, faultTimeout)
 	for _, c := range caches {
 		if err := c.WaitReady(rctx); err != nil {
 			cancel()
+			endStart()
 			return nil, err
 		}
 	}
 	cancel()
+	endStart()
 	logf("%s: etcd (3 members) and 2 apiservers ready; seed %d", cfg.Variant, cfg.Seed)
 
 	rec := NewRecorder()
@@ -101,7 +133,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	defer stopTraffic()
 	var wg sync.WaitGroup
 	for i := range cfg.Traffic.Clients {
-		cli := newClient(i+1, cfg.Seed, caches, rec, cfg.Traffic)
+		cli := newClient(i+1, cfg.Seed, caches, rec, wd, cfg.Traffic)
 		wg.Go(func() { cli.run(trafficCtx) })
 	}
 	listMode := history.Consistent
@@ -109,7 +141,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		listMode = history.Zero
 	}
 	for i := range cfg.Watchers {
-		w := &watcher{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, tr: cfg.Traffic, listMode: listMode}
+		w := &watcher{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, wd: wd, tr: cfg.Traffic, listMode: listMode}
 		if i%2 == 1 {
 			w.node = nodeName(i % cfg.Traffic.Nodes)
 		}
@@ -120,7 +152,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Traffic.ZeroReads {
 		probeMode = history.Zero
 	}
-	in := &injector{cl: cl, caches: caches, rec: rec, truth: truth, rng: rng, tr: cfg.Traffic, hold: cfg.Hold, probeMode: probeMode}
+	in := &injector{cl: cl, caches: caches, rec: rec, wd: wd, truth: truth, rng: rng, tr: cfg.Traffic, hold: cfg.Hold, probeMode: probeMode}
 	pause(ctx, 2*time.Second) // warm-up: let traffic build some state
 	for round := 0; ; round++ {
 		kinds := append([]string(nil), FaultKinds...)
@@ -152,6 +184,9 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	// Healing, the last reads and the metrics share hctx.
+	endFinal := wd.begin("heal, final reads and metrics", 60*time.Second)
+	defer endFinal()
 	if err := cl.WaitHealthy(hctx); err != nil {
 		return nil, err
 	}
@@ -212,6 +247,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
+	endFinal()
 	stopTruth()
 	events, terr := truth.Events()
 	if terr != nil {

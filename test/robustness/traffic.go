@@ -53,6 +53,7 @@ type client struct {
 	caches []API
 	cur    int
 	rec    *Recorder
+	wd     *watchdog
 	tr     Traffic
 	seq    int
 	// known is the last modRev this client saw per pod (its preconditions).
@@ -61,9 +62,9 @@ type client struct {
 	frontier int64
 }
 
-func newClient(id int, seed uint64, caches []API, rec *Recorder, tr Traffic) *client {
+func newClient(id int, seed uint64, caches []API, rec *Recorder, wd *watchdog, tr Traffic) *client {
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
-	return &client{id: id, rng: rng, caches: caches, cur: rng.IntN(len(caches)), rec: rec, tr: tr, known: map[string]int64{}}
+	return &client{id: id, rng: rng, caches: caches, cur: rng.IntN(len(caches)), rec: rec, wd: wd, tr: tr, known: map[string]int64{}}
 }
 
 func (c *client) run(ctx context.Context) {
@@ -147,6 +148,8 @@ func (c *client) next() history.Op {
 func (c *client) do(ctx context.Context, op *history.Op) bool {
 	octx, cancel := context.WithTimeout(ctx, c.tr.OpTimeout)
 	defer cancel()
+	end := c.wd.begin(fmt.Sprintf("client %d: %s (read mode %q) on cache %d", c.id, op.Kind, op.Mode, op.Cache), c.tr.OpTimeout)
+	defer end()
 	op.Call = c.rec.Now()
 	err := c.caches[op.Cache].Do(octx, op)
 	op.Return = c.rec.Now()

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -28,6 +29,7 @@ type watcher struct {
 	caches []API
 	cur    int
 	rec    *Recorder
+	wd     *watchdog
 	tr     Traffic
 	// listMode is how the watcher (re)lists.
 	listMode history.ReadMode
@@ -42,9 +44,11 @@ func (w *watcher) run(ctx context.Context) {
 		if rv == 0 {
 			op := history.Op{Client: w.id, Cache: w.cur, Kind: history.List, Mode: w.listMode, Node: w.node}
 			octx, cancel := context.WithTimeout(ctx, w.tr.OpTimeout)
+			end := w.wd.begin(fmt.Sprintf("watcher %d: %s list on cache %d", w.id, w.listMode, w.cur), w.tr.OpTimeout)
 			op.Call = w.rec.Now()
 			err := w.caches[w.cur].Do(octx, &op)
 			op.Return = w.rec.Now()
+			end()
 			cancel()
 			classify(&op, err)
 			w.rec.AddOp(op)
@@ -106,6 +110,9 @@ func (w *watcher) session(ctx context.Context, chain int, rv int64, slow bool) (
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The session ends when wctx does: the cache must close the watch.
+	end := w.wd.begin(fmt.Sprintf("watcher %d: watch session on cache %d from rv %d", w.id, cache.Index(), rv), timeout)
+	defer end()
 	sess := &history.WatchSession{Watcher: w.id, Chain: chain, Cache: cache.Index(), Node: w.node, StartRV: rv, Start: w.rec.Now(), Slow: slow}
 	wi, err := cache.Watch(wctx, w.node, rv)
 	if err != nil {
