@@ -31,11 +31,11 @@ var FaultKinds = []string{
 	FaultSlowWatcher, FaultRestartCache, FaultPeerDelay, FaultPeerDrop,
 }
 
-// injector runs the fault schedule.
 // faultTimeout bounds the longest waits of a fault: a restarted cache or
 // member becoming ready, and the cluster's recovery afterwards.
 const faultTimeout = 3 * time.Minute
 
+// injector runs the fault schedule.
 type injector struct {
 	cl     *Cluster
 	caches []API
