@@ -18,7 +18,7 @@ func runEtcd(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("etcd", pflag.ContinueOnError)
 	var cm common
 	port := 0
-	fs.StringVar(&cm.dataDir, "data-dir", "", "etcd data directory; a temporary one, removed afterwards, when empty")
+	cm.addDataDir(fs)
 	fs.IntVar(&port, "port", 0, "client port on 127.0.0.1; 0 picks a free one")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -28,9 +28,15 @@ type common struct {
 func (c *common) add(fs *pflag.FlagSet, defaultName string) {
 	fs.StringVar(&c.outDir, "out-dir", "docs/results", "directory for the JSON, markdown and PNG results; empty writes none")
 	fs.StringVar(&c.name, "name", defaultName, "file name prefix of the results in --out-dir")
-	fs.StringVar(&c.dataDir, "data-dir", "", "etcd data directory; a temporary one, removed afterwards, when empty")
+	c.addDataDir(fs)
 	fs.StringArrayVar(&c.notes, "note", nil, "a note stored in the JSON and markdown (repeatable), e.g. the state of the code measured")
 	fs.BoolVarP(&c.verbose, "verbose", "v", false, "show klog output of the caches")
+}
+
+// addDataDir registers --data-dir alone, for subcommands that write no
+// results (etcd).
+func (c *common) addDataDir(fs *pflag.FlagSet) {
+	fs.StringVar(&c.dataDir, "data-dir", "", "etcd data directory; a temporary one, removed afterwards, when empty")
 }
 
 // setup quiets klog and makes the data directory; the returned func removes
