@@ -6,6 +6,7 @@
 //	freshcache-bench apiserver [flags]  through two kube-apiservers on one etcd
 //	freshcache-bench plot      [flags]  redraw PNGs from JSON results
 //	freshcache-bench etcd      [flags]  an etcd in a process of its own, for storage --etcd-endpoint
+//	freshcache-bench trace-wait [flags] TRACE...  where the freshness waits in an execution trace went
 package main
 
 import (
@@ -35,6 +36,8 @@ func main() {
 		err = runPlot(os.Args[2:])
 	case "etcd":
 		err = runEtcd(ctx, os.Args[2:])
+	case "trace-wait":
+		err = runTraceWait(os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -49,12 +52,13 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot [flags]
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait [flags]
   storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
   plot       redraw the PNG plots from JSON results
   etcd       run the storage benchmark's etcd in a process of its own
+  trace-wait where the freshness waits in an execution trace went (storage --trace-dir)
 Run a subcommand with -h for its flags.
 `)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -20,6 +21,10 @@ type Machine struct {
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	GoVersion  string `json:"go_version"`
 	OS         string `json:"os"`
+	// GCEnv is GOGC and GOMEMLIMIT as set in the environment (empty when
+	// neither is: the Go defaults, GOGC=100 and no limit). They change how
+	// often the collector's mark phase runs, which moves every row.
+	GCEnv string `json:"gc_env,omitempty"`
 }
 
 // Report is the JSON document a run writes to docs/results/.
@@ -51,6 +56,13 @@ func NewReport(kind string) Report {
 // ThisMachine reads the CPU model from /proc/cpuinfo where there is one.
 func ThisMachine() Machine {
 	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
+	var gc []string
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			gc = append(gc, k+"="+v)
+		}
+	}
+	m.GCEnv = strings.Join(gc, " ")
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
@@ -132,6 +144,9 @@ func rowCells(r Row) []string {
 	}
 	if r.Watchers > 0 {
 		notes = append(notes, fmt.Sprintf("%d watchers, %d/%d events, setup %.1fs", r.Watchers, r.EventsDelivered, r.EventsExpected, r.SetupSeconds))
+	}
+	if r.Trace != "" {
+		notes = append(notes, "traced (slower): "+filepath.Base(r.Trace))
 	}
 	if r.WrongCounts > 0 {
 		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
@@ -318,8 +333,12 @@ func fmtList(v []float64, format string) string {
 // table as markdown.
 func WriteReportMarkdown(w io.Writer, r Report) {
 	fmt.Fprintf(w, "# freshcache-bench %s: %s\n\n", r.Kind, r.Date.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n",
-		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, r.Command)
+	gcEnv := ""
+	if r.Machine.GCEnv != "" {
+		gcEnv = ", " + r.Machine.GCEnv
+	}
+	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s%s\n- command: `%s`\n",
+		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, gcEnv, r.Command)
 	if c := r.Config; c != nil {
 		fmt.Fprintf(w, "- shape: %d pods on %d nodes in %d namespaces; %v per row after %v warm-up; background load %g pod writes/s and %g lease writes/s; fan-out: %d watched nodes, %g pod writes/s on them\n",
 			c.Shape.Pods, c.Shape.Nodes, c.Shape.Namespaces, c.Duration, c.Warmup, c.Load.PodWritesPerSec, c.Load.LeaseWritesPerSec, c.WatchNodes, c.WatchWritesPerSec)

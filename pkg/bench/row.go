@@ -61,6 +61,11 @@ type Row struct {
 	EventsExpected  int64   `json:"events_expected,omitempty"`
 	EventsDelivered int64   `json:"events_delivered,omitempty"`
 	SetupSeconds    float64 `json:"setup_seconds,omitempty"`
+
+	// Trace is the execution trace written over the measured part of the
+	// row (Config.TraceDir); tracing slows the row, so its figures are not
+	// comparable with untraced rows.
+	Trace string `json:"trace,omitempty"`
 }
 
 // extra reports whether r is outside the main matrix (a sweep or a gate

@@ -54,6 +54,13 @@ type Config struct {
 	// LIST-by-node rows (or last, without that scenario).
 	GateControl []time.Duration `json:"gate_control_ns,omitempty"`
 
+	// TraceDir, when set, receives an execution trace (runtime/trace) of
+	// the measured part of every closed-loop row, named
+	// BACKEND-SCENARIO-RV-cCLIENTS-N.trace (rv "" as "consistent", N counts
+	// repeats from 1). freshcache-bench trace-wait reads them. Tracing costs
+	// CPU: traced rows are slower than untraced ones.
+	TraceDir string `json:"-"`
+
 	// ReadyTimeout bounds the wait for a cache's initial list.
 	ReadyTimeout time.Duration `json:"-"`
 	// Progress receives one line per row; nil discards.
@@ -229,9 +236,18 @@ func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv str
 	if cfg.Warmup > 0 {
 		e.workers(ctx, b, sc, rv, c, time.Now().Add(cfg.Warmup), g)
 	}
+	stopTrace, err := startRowTrace(cfg.TraceDir, &row)
+	if err != nil {
+		_, _ = w.stop()
+		return row, err
+	}
 	before := takeSample(b.name)
 	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration), g)
 	after := takeSample(b.name)
+	if err := stopTrace(); err != nil {
+		_, _ = w.stop()
+		return row, err
+	}
 	if _, err := w.stop(); err != nil {
 		return row, fmt.Errorf("bench: background writes: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -22,6 +23,13 @@ import (
 type RevisionSource interface {
 	RevisionFor(ctx context.Context, reads int) (int64, error)
 }
+
+// TraceRegionWait names the execution-trace region (runtime/trace) around a
+// read's freshness wait: from registering with the Machine until the reader
+// runs again with a verdict. The reader blocks inside it, so a trace shows
+// both when the driver released it and when it got a CPU back.
+// freshcache-bench trace-wait splits the wait at that point.
+const TraceRegionWait = "freshcache.wait"
 
 // progressRetry is how long a progress request may stay unanswered before
 // the driver considers it lost and lets the Machine ask for another. etcd
@@ -112,6 +120,7 @@ func (d *driver) wait(ctx context.Context, kind freshness.Kind, minRV uint64) (v
 	if kind == freshness.Consistent && d.source == nil {
 		return verdict{}, errors.New("watchcache: consistent read without a revision source")
 	}
+	defer trace.StartRegion(ctx, TraceRegionWait).End()
 	ch := make(chan verdict, 1)
 	d.mu.Lock()
 	if d.mu.stopped {

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/freshcache/freshcache/pkg/bench/tracewait"
+)
+
+// runTraceWait reads execution traces (storage --trace-dir, or
+// kube-apiserver's /debug/pprof/trace?seconds=N) and prints, for each, where
+// freshcache's freshness waits went: until release, release to running,
+// the revision fetches, the GC mark share and who held the CPU.
+func runTraceWait(args []string) error {
+	fs := pflag.NewFlagSet("trace-wait", pflag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: freshcache-bench trace-wait [flags] TRACE...")
+		fs.PrintDefaults()
+	}
+	var (
+		out  string
+		opts tracewait.Options
+	)
+	fs.StringVar(&out, "out", "", "write the markdown to this file instead of standard output")
+	fs.Float64Var(&opts.SlowQuantile, "slow-quantile", 0.99, "quantile of the total wait from which a wait counts as slow")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("trace-wait: no trace file given")
+	}
+	var w io.Writer = os.Stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		w = f
+	}
+	for _, path := range fs.Args() {
+		rep, err := analyzeFile(path, opts)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "## %s\n\n", filepath.Base(path)); err != nil {
+			return err
+		}
+		if err := rep.WriteMarkdown(w); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintln(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func analyzeFile(path string, opts tracewait.Options) (tracewait.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return tracewait.Report{}, err
+	}
+	defer func() { _ = f.Close() }()
+	rep, err := tracewait.Analyze(f, opts)
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", path, err)
+	}
+	return rep, nil
+}

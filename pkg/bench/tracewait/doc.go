@@ -1,0 +1,34 @@
+// Package tracewait reads a Go execution trace (runtime/trace) of a process
+// that serves consistent reads through freshcache and says where the
+// freshness wait went.
+//
+// The cache marks each read's wait with the region
+// watchcache.TraceRegionWait and each revision fetch with
+// oracle.TraceRegionFetch. The reader blocks inside its wait region until
+// the freshness driver releases it, so the trace splits every wait in two:
+//
+//   - until release: from the read's arrival until the driver made the
+//     reader runnable (covers the revision fetch the read needs, and the
+//     one in flight when it arrived);
+//   - release to run: from then until the reader was running again, which
+//     is time in the Go scheduler's run queue, not freshness.
+//
+// It also reports the fetches' own durations, how much of the trace the
+// garbage collector spent in its mark phase, and whose goroutines held the
+// CPU: over the whole trace, and inside the release-to-run windows of the
+// slowest waits (readers, GC mark workers, everything else).
+//
+// # Who calls it
+//
+// cmd/freshcache-bench trace-wait, on a trace written by
+// freshcache-bench storage --trace or fetched from kube-apiserver's
+// /debug/pprof/trace. Nothing else.
+//
+// # What it guarantees
+//
+//   - Analyze only reads; it never times anything itself. Every figure is a
+//     difference of two trace timestamps.
+//   - A wait whose reader never blocked (released at once) counts with its
+//     whole length until release and zero release to run.
+//   - Regions still open when the trace ends are left out.
+package tracewait
