@@ -9,7 +9,8 @@
 //
 // # Who calls it
 //
-// cmd/freshcache-bench (subcommands storage, memory, apiserver, plot) and the
+// cmd/freshcache-bench (subcommands storage, memory, apiserver, plot, etcd;
+// trace-wait reads its traces through the subpackage tracewait) and the
 // harness test in this package. Nothing else.
 //
 // # What it guarantees
