@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-apiserver
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-apiserver bench-trace
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -121,6 +121,16 @@ bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: issue 4's shape 
 # in-process etcd costs the cache's Go runtime from what the protocol does.
 bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~3 min).
 	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+
+# bench-trace runs issue 4's LIST rows (freshcache only) with an execution
+# trace of each measured row, then splits every freshness wait at its
+# release (freshcache-bench trace-wait; docs/results/README.md, "Issue 4").
+# Traced rows run slower than untraced ones; compare them with each other.
+TRACE_DIR ?= $(OUT)/traces
+bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where each freshness wait went (~1 min).
+	rm -rf $(TRACE_DIR)
+	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+	$(BENCH) trace-wait --out=$(BENCH_OUT)/consistent-reads-trace-waits.md $(TRACE_DIR)/*.trace
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

@@ -6,9 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/freshcache/freshcache/pkg/bench"
 	"github.com/freshcache/freshcache/pkg/bench/tracewait"
 )
 
@@ -43,6 +46,11 @@ func runTraceWait(args []string) error {
 		}
 		defer func() { _ = f.Close() }()
 		w = f
+		// A results file says what it was made from, like the storage runs'.
+		if _, err := fmt.Fprintf(w, "# freshcache-bench trace-wait: %s\n\n- analysed by: `%s` (commit `%s`)\n- traces: the rows of the storage run that wrote them (`--trace-dir`); how to read this: pkg/bench/tracewait/doc.go\n\n",
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args, " "), bench.GitCommit()); err != nil {
+			return err
+		}
 	}
 	for _, path := range fs.Args() {
 		rep, err := analyzeFile(path, opts)
