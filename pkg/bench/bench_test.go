@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"image/png"
 	"os"
@@ -294,4 +295,20 @@ func TestHarnessAttachedEtcd(t *testing.T) {
 	if rows[0].FetchesPerOp <= 0 {
 		t.Errorf("consistent row made no revision fetch: %+v", rows[0])
 	}
+	// The consistent row's wait until release is part of its wait; the rv=0
+	// row (FreshResourceVersionZero off) never waits.
+	c, z := rows[0], rows[1]
+	if c.FreshReleaseP99Ms == nil || c.FreshWaitP99Ms == nil || *c.FreshReleaseP99Ms > *c.FreshWaitP99Ms {
+		t.Errorf("consistent row: release p99 %v, wait p99 %v", ptrStr(c.FreshReleaseP99Ms), ptrStr(c.FreshWaitP99Ms))
+	}
+	if z.FreshReleaseP99Ms != nil {
+		t.Errorf("rv=0 row has a release p99 of %v ms", *z.FreshReleaseP99Ms)
+	}
+}
+
+func ptrStr(p *float64) string {
+	if p == nil {
+		return "nil"
+	}
+	return fmt.Sprint(*p)
 }

@@ -20,6 +20,13 @@ var waitMetric = map[string]string{
 	BackendFreshcache: "apiserver_freshcache_read_wait_seconds",
 }
 
+// releaseMetric is the part of freshcache's wait until the freshness
+// protocol released the read; the rest of the wait is the reader's queue
+// for a CPU.
+var releaseMetric = map[string]string{
+	BackendFreshcache: "apiserver_freshcache_read_release_seconds",
+}
+
 // fetchMetric is freshcache's revision-fetch round trip: the floor under
 // its consistent reads' wait. Only freshcache fetches revisions.
 var fetchMetric = map[string]string{
@@ -40,6 +47,7 @@ type sample struct {
 	numGC   uint32
 	etcd    EtcdCounters
 	wait    histogram // nil when the backend's metric is not registered
+	release histogram // freshcache's wait until release; nil as wait
 	fetch   histogram // revision-fetch round trips; nil as wait
 	// progress counts freshcache's progress requests (all resources).
 	progress float64
@@ -60,6 +68,7 @@ func takeSample(backend string) sample {
 		numGC:    ms.NumGC,
 		etcd:     readEtcdCounters(),
 		wait:     histogramFrom(mfs, waitMetric[backend], "pods"),
+		release:  histogramFrom(mfs, releaseMetric[backend], "pods"),
 		fetch:    histogramFrom(mfs, fetchMetric[backend], ""),
 		progress: counterFrom(mfs, progressMetric[backend]),
 	}

@@ -133,6 +133,9 @@ func rowCells(r Row) []string {
 	if r.Sweep {
 		notes = append(notes, fmt.Sprintf("sweep: %g lease writes/s", r.Load.LeaseWritesPerSec))
 	}
+	if r.FreshReleaseP50Ms != nil && r.FreshReleaseP99Ms != nil {
+		notes = append(notes, fmt.Sprintf("released p50/p99 %.2f/%.2f ms", *r.FreshReleaseP50Ms, *r.FreshReleaseP99Ms))
+	}
 	if r.FetchP50Ms != nil && r.FetchP99Ms != nil {
 		notes = append(notes, fmt.Sprintf("fetch p50/p99 %.2f/%.2f ms", *r.FetchP50Ms, *r.FetchP99Ms))
 	}

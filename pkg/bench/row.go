@@ -40,6 +40,12 @@ type Row struct {
 	// nothing.
 	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms,omitempty"`
 	FreshWaitP50Ms *float64 `json:"fresh_wait_p50_ms,omitempty"`
+	// FreshReleaseP99Ms and FreshReleaseP50Ms are quantiles of freshcache's
+	// read_release_seconds over the row: the wait until the freshness
+	// protocol released the read, without the reader's queue for a CPU
+	// after that. nil for the other backends.
+	FreshReleaseP99Ms *float64 `json:"fresh_release_p99_ms,omitempty"`
+	FreshReleaseP50Ms *float64 `json:"fresh_release_p50_ms,omitempty"`
 	// FetchesPerOp and ProgressPerOp are freshcache's revision fetches and
 	// progress requests per op (zero for the other backends).
 	FetchesPerOp  float64 `json:"fetches_per_op,omitempty"`
@@ -100,6 +106,8 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 	}
 	r.FreshWaitP99Ms = quantileMs(before.wait, after.wait, 0.99)
 	r.FreshWaitP50Ms = quantileMs(before.wait, after.wait, 0.50)
+	r.FreshReleaseP99Ms = quantileMs(before.release, after.release, 0.99)
+	r.FreshReleaseP50Ms = quantileMs(before.release, after.release, 0.50)
 	if r.Ops > 0 {
 		r.FetchesPerOp = (after.fetch[math.Inf(1)] - before.fetch[math.Inf(1)]) / float64(r.Ops)
 		r.ProgressPerOp = (after.progress - before.progress) / float64(r.Ops)

@@ -68,8 +68,17 @@ func TestConsistentReadsServedFromCache(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := m[`apiserver_freshcache_read_wait_seconds_count{group="",requested="consistent",resource="configmaps",verb="list"}`]; !ok {
+	waits, found := m[`apiserver_freshcache_read_wait_seconds_count{group="",requested="consistent",resource="configmaps",verb="list"}`]
+	if !found {
 		t.Errorf("read wait histogram missing; metrics:\n%s", grepMetrics(m, "apiserver_freshcache_read_wait"))
+	}
+	// Every LIST served from the cache after its wait was released once
+	// (give or take one of the apiserver's own LISTs ending during the
+	// scrape), and no release without a wait.
+	releases := m[`apiserver_freshcache_read_release_seconds_count{group="",requested="consistent",resource="configmaps",verb="list"}`]
+	served := m[`apiserver_freshcache_reads_total{group="",outcome="cache",requested="consistent",resource="configmaps",verb="list"}`]
+	if releases < 20 || releases < served-1 || releases > served+1 || releases > waits+1 {
+		t.Errorf("%v releases for %v LISTs served from the cache and %v waits; metrics:\n%s", releases, served, waits, grepMetrics(m, "apiserver_freshcache_read_"))
 	}
 	// Every successful fetch is timed: as many durations as successes, give
 	// or take the one fetch that may be ending during the scrape (the

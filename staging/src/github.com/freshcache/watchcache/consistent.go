@@ -55,6 +55,7 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 	} else if c.RV() >= minRV {
 		// The cache reached minRV already: nothing to wait for.
 		c.metrics.ReadWait(verb, requested, 0)
+		c.metrics.ReadReleased(verb, requested, 0)
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
 	}
@@ -67,6 +68,7 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 	}
 	switch v.kind {
 	case verdictReleased:
+		c.metrics.ReadReleased(verb, requested, v.at.Sub(start))
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
 	case verdictFailed:

@@ -87,9 +87,33 @@ type recorder struct {
 	reads    map[string]int // verb/requested/outcome
 	progress int
 	disabled []string
+	// waits and releases are the observed durations, by verb/requested.
+	waits, releases map[string][]time.Duration
 }
 
-func newRecorder() *recorder { return &recorder{reads: map[string]int{}} }
+func newRecorder() *recorder {
+	return &recorder{reads: map[string]int{}, waits: map[string][]time.Duration{}, releases: map[string][]time.Duration{}}
+}
+
+func (r *recorder) ReadWait(verb, requested string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waits[verb+"/"+requested] = append(r.waits[verb+"/"+requested], d)
+}
+
+func (r *recorder) ReadReleased(verb, requested string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.releases[verb+"/"+requested] = append(r.releases[verb+"/"+requested], d)
+}
+
+// durations returns copies of the waits and releases observed for
+// verb/requested.
+func (r *recorder) durations(k string) (waits, releases []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.waits[k]...), append([]time.Duration(nil), r.releases[k]...)
+}
 
 func (r *recorder) Read(verb, requested, outcome string) {
 	r.mu.Lock()
@@ -207,6 +231,19 @@ func TestConsistentReadsSeeAcknowledgedWrite(t *testing.T) {
 	for _, k := range []string{"list/consistent/cache", "get/consistent/cache", "watch/consistent/cache"} {
 		if rec.count(k) != 1 {
 			t.Errorf("reads_total{%s} = %d, want 1", k, rec.count(k))
+		}
+	}
+	// Each read's wait and its part until release were observed once; the
+	// release cannot come after the reader ran again, nor before a revision
+	// fetch issued after the read arrived had answered.
+	for _, k := range []string{"list/consistent", "get/consistent", "watch/consistent"} {
+		waits, releases := rec.durations(k)
+		if len(waits) != 1 || len(releases) != 1 {
+			t.Errorf("%s: %d waits and %d releases observed, want 1 and 1", k, len(waits), len(releases))
+			continue
+		}
+		if releases[0] <= 0 || releases[0] > waits[0] {
+			t.Errorf("%s: released after %v of a %v wait", k, releases[0], waits[0])
 		}
 	}
 }

@@ -53,6 +53,10 @@ type verdict struct {
 	// rv is the cache revision at release; target what the read needed.
 	rv, target int64
 	err        error // verdictFailed: wraps freshness.ErrFetchFailed
+	// at is when the Machine resolved the read, on the driver's clock. The
+	// reader runs again some time later: the difference is its wait for a
+	// CPU, which read_release_seconds leaves out.
+	at time.Time
 }
 
 // driver is the I/O shell around one cache's freshness.Machine (see the
@@ -213,14 +217,18 @@ func (d *driver) processLocked() {
 	m := d.mu.m
 	for m.HasReady() {
 		rd := m.Ready()
+		var at time.Time // one clock read per batch of resolutions
+		if len(rd.Released)+len(rd.Failed)+len(rd.TimedOut) > 0 {
+			at = d.clock.Now()
+		}
 		for _, r := range rd.Released {
-			d.deliverLocked(r.ID, verdict{kind: verdictReleased, rv: r.RV, target: r.Target})
+			d.deliverLocked(r.ID, verdict{kind: verdictReleased, rv: r.RV, target: r.Target, at: at})
 		}
 		for _, f := range rd.Failed {
-			d.deliverLocked(f.ID, verdict{kind: verdictFailed, err: f.Err})
+			d.deliverLocked(f.ID, verdict{kind: verdictFailed, err: f.Err, at: at})
 		}
 		for _, to := range rd.TimedOut {
-			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target})
+			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target, at: at})
 		}
 		if d.mu.stopped {
 			// No new I/O once stopped; waiters leave through stop. The

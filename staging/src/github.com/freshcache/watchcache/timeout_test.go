@@ -74,6 +74,13 @@ func TestTimeoutActions(t *testing.T) {
 			if n := rec.count("get/zero/" + outcome); n != 1 {
 				t.Errorf("reads_total{get,zero,%s} = %d", outcome, n)
 			}
+			// Timed out, so never released: the wait is observed, the
+			// release is not.
+			for _, k := range []string{"list/consistent", "get/zero"} {
+				if waits, releases := rec.durations(k); len(waits) != 1 || len(releases) != 0 {
+					t.Errorf("%s: %d waits and %d releases observed, want 1 and 0", k, len(waits), len(releases))
+				}
+			}
 		})
 	}
 }

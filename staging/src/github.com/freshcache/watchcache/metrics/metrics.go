@@ -86,6 +86,10 @@ type Recorder interface {
 	// ReadWait observes the freshness wait of one read (verb: VerbList,
 	// VerbGet, VerbWatch; requested: Requested*).
 	ReadWait(verb, requested string, d time.Duration)
+	// ReadReleased observes, for a read served from the cache, the part of
+	// its wait until the freshness protocol released it; the rest of
+	// ReadWait's d is the reader's wait for a CPU.
+	ReadReleased(verb, requested string, d time.Duration)
 	// Read counts one read that needed freshness, by outcome (Outcome*).
 	Read(verb, requested, outcome string)
 	// ProgressRequest counts one progress request sent to etcd.

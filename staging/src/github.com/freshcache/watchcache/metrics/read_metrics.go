@@ -49,6 +49,14 @@ var (
 		Buckets:        readWaitBuckets,
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, []string{"group", "resource", "verb", "requested"})
+	readRelease = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "read_release_seconds",
+		Help:           "Time from a read's arrival until the freshness protocol released it to be served from the cache (the cache had reached a revision fetched after the read arrived). read_wait_seconds also counts the time the released reader then waited for a CPU.",
+		Buckets:        readWaitBuckets,
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource", "verb", "requested"})
 	readsTotal = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -76,13 +84,18 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readsTotal, progressRequests, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, progressRequests, consistentReadsDisabled)
 	})
 }
 
 // ReadWait records how long one read waited for freshness.
 func (l *legacy) ReadWait(verb, requested string, d time.Duration) {
 	readWait.WithLabelValues(l.group, l.resource, verb, requested).Observe(d.Seconds())
+}
+
+// ReadReleased records how long one read took until it was released.
+func (l *legacy) ReadReleased(verb, requested string, d time.Duration) {
+	readRelease.WithLabelValues(l.group, l.resource, verb, requested).Observe(d.Seconds())
 }
 
 // Read counts one read that needed freshness, by outcome.
@@ -98,7 +111,8 @@ func (l *legacy) ConsistentReadsDisabled(reason string) {
 	consistentReadsDisabled.WithLabelValues(l.group, l.resource, reason).Set(1)
 }
 
-func (Discard) ReadWait(string, string, time.Duration) {}
-func (Discard) Read(string, string, string)            {}
-func (Discard) ProgressRequest()                       {}
-func (Discard) ConsistentReadsDisabled(string)         {}
+func (Discard) ReadWait(string, string, time.Duration)     {}
+func (Discard) ReadReleased(string, string, time.Duration) {}
+func (Discard) Read(string, string, string)                {}
+func (Discard) ProgressRequest()                           {}
+func (Discard) ConsistentReadsDisabled(string)             {}
