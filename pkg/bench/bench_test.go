@@ -2,8 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
