@@ -28,7 +28,12 @@
 //
 //   - Analyze only reads; it never times anything itself. Every figure is a
 //     difference of two trace timestamps.
-//   - A wait whose reader never blocked (released at once) counts with its
-//     whole length until release and zero release to run.
+//   - The release is the last time the reader was made runnable from a
+//     blocked state inside its region: the driver's send of the verdict.
+//     (A reader that found its verdict already there without blocking on
+//     it, after blocking on the driver's lock, would count that lock's
+//     wake instead; the cache's fetches take far longer than that path.)
+//   - A wait whose reader never blocked counts with its whole length until
+//     release and zero release to run.
 //   - Regions still open when the trace ends are left out.
 package tracewait
