@@ -215,13 +215,3 @@ func CheckPortFree(host string, port int) error {
 	}
 	return l.Close()
 }
-
-// FreePort asks the kernel for a port on host that nothing listens on now.
-func FreePort(host string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("etcdlocal: finding a free port on %s: %w", host, err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
