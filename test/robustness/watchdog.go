@@ -35,7 +35,7 @@ const stallGrace = 30 * time.Second
 // and tracks nothing.
 type watchdog struct {
 	// onStall receives the report of the first stall; it is called once,
-	// from run's goroutine.
+	// from run's goroutine, which then returns.
 	onStall func(report string)
 	// grace is added to every step's own deadline.
 	grace time.Duration
@@ -44,7 +44,6 @@ type watchdog struct {
 		sync.Mutex
 		next  uint64
 		steps map[uint64]step
-		fired bool
 	}
 }
 
@@ -110,13 +109,7 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 			if len(overdue) == 0 {
 				continue
 			}
-			w.mu.Lock()
-			fired := w.mu.fired
-			w.mu.fired = true
-			w.mu.Unlock()
-			if !fired {
-				w.onStall(stallReport(now, all, overdue))
-			}
+			w.onStall(stallReport(now, all, overdue))
 			return
 		}
 	}
