@@ -53,9 +53,10 @@ type verdict struct {
 	// rv is the cache revision at release; target what the read needed.
 	rv, target int64
 	err        error // verdictFailed: wraps freshness.ErrFetchFailed
-	// at is when the Machine resolved the read, on the driver's clock. The
-	// reader runs again some time later: the difference is its wait for a
-	// CPU, which read_release_seconds leaves out.
+	// at is when the Machine released the read (verdictReleased only), on
+	// the driver's clock. The reader runs again some time later: the
+	// difference is its wait for a CPU, which read_release_seconds leaves
+	// out.
 	at time.Time
 }
 
@@ -217,18 +218,18 @@ func (d *driver) processLocked() {
 	m := d.mu.m
 	for m.HasReady() {
 		rd := m.Ready()
-		var at time.Time // one clock read per batch of resolutions
-		if len(rd.Released)+len(rd.Failed)+len(rd.TimedOut) > 0 {
+		var at time.Time // one clock read per batch of releases
+		if len(rd.Released) > 0 {
 			at = d.clock.Now()
 		}
 		for _, r := range rd.Released {
 			d.deliverLocked(r.ID, verdict{kind: verdictReleased, rv: r.RV, target: r.Target, at: at})
 		}
 		for _, f := range rd.Failed {
-			d.deliverLocked(f.ID, verdict{kind: verdictFailed, err: f.Err, at: at})
+			d.deliverLocked(f.ID, verdict{kind: verdictFailed, err: f.Err})
 		}
 		for _, to := range rd.TimedOut {
-			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target, at: at})
+			d.deliverLocked(to.ID, verdict{kind: verdictTimedOut, target: to.Target})
 		}
 		if d.mu.stopped {
 			// No new I/O once stopped; waiters leave through stop. The
