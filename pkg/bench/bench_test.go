@@ -23,14 +23,8 @@ func TestHarnessTinyShape(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd and three pod storages")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	shape := Shape{Pods: 200, Nodes: 10}
-	env, err := StartEnv(ctx, t.TempDir(), shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	ctx, env := startTestEnv(t, shape, 3*time.Minute)
 
 	cfg := Config{
 		Shape:             shape,
@@ -311,4 +305,18 @@ func ptrStr(p *float64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// startTestEnv starts an embedded etcd loaded with shape, and a context that
+// ends after within; the test's cleanup closes both.
+func startTestEnv(t *testing.T, shape Shape, within time.Duration) (context.Context, *Env) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	t.Cleanup(cancel)
+	env, err := StartEnv(ctx, t.TempDir(), shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Close)
+	return ctx, env
 }

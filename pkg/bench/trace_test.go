@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -25,14 +24,8 @@ func TestTraceCountsEveryFreshnessWait(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd and a pod storage")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	shape := Shape{Pods: 100, Nodes: 5}
-	env, err := StartEnv(ctx, t.TempDir(), shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	ctx, env := startTestEnv(t, shape, 2*time.Minute)
 	b, err := env.newPodBackend(ctx, BackendFreshcache, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +95,8 @@ func TestRunWritesOneTracePerRow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an embedded etcd and a pod storage")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	shape := Shape{Pods: 100, Nodes: 5}
-	env, err := StartEnv(ctx, t.TempDir(), shape)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	ctx, env := startTestEnv(t, shape, 2*time.Minute)
 	dir := t.TempDir()
 	rows, err := Run(ctx, env, Config{
 		Shape:       shape,
