@@ -75,6 +75,15 @@ func TestHarnessTinyShape(t *testing.T) {
 				if r.GateMs != 5 || r.RV != RVZero || r.P50Ms <= 0 {
 					t.Errorf("%s: gate control row with gate %vms, rv %q, p50 %vms", name, r.GateMs, r.RV, r.P50Ms)
 				}
+				// Every op waited for the gate: the wait is measured, and
+				// the part until the opening is no longer than the whole.
+				if r.GateWaitP50Ms == nil || r.GateWaitP99Ms == nil || r.GateOpenP50Ms == nil || r.GateOpenP99Ms == nil {
+					t.Errorf("%s: gate row without its wait quantiles", name)
+				} else if *r.GateOpenP50Ms > *r.GateWaitP50Ms || *r.GateOpenP99Ms > *r.GateWaitP99Ms || *r.GateWaitP50Ms > *r.GateWaitP99Ms || *r.GateWaitP50Ms <= 0 {
+					t.Errorf("%s: gate wait p50/p99 %v/%v ms, opened p50/p99 %v/%v ms", name, *r.GateWaitP50Ms, *r.GateWaitP99Ms, *r.GateOpenP50Ms, *r.GateOpenP99Ms)
+				}
+			} else if r.GateWaitP99Ms != nil {
+				t.Errorf("%s: gate wait on a row without a gate", name)
 			}
 			if r.Backend == BackendFreshcache && r.RV == RVConsistent {
 				// Every consistent read needs a fetch: some were made and
@@ -319,4 +328,66 @@ func startTestEnv(t *testing.T, shape Shape, within time.Duration) (context.Cont
 	}
 	t.Cleanup(env.Close)
 	return ctx, env
+}
+
+// TestGateReportsItsOpening checks the gate control's split of a wait:
+// the time a waiter gets back is the opening it waited for, after it
+// started waiting and before it ran again; a cancelled wait reports none.
+func TestGateReportsItsOpening(t *testing.T) {
+	g := startGate(2 * time.Millisecond)
+	defer g.close()
+	var r loopResult
+	for range 20 {
+		t0 := time.Now()
+		opened := g.wait(context.Background())
+		running := time.Now()
+		if opened.Before(t0) || opened.After(running) {
+			t.Fatalf("gate opened at %v, outside the wait %v..%v", opened, t0, running)
+		}
+		r.gateWait(t0, opened, running)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stuck := startGate(time.Hour)
+	defer stuck.close()
+	if at := stuck.wait(ctx); !at.IsZero() {
+		t.Errorf("cancelled wait reported an opening at %v", at)
+	}
+
+	var row Row
+	row.fillGate(r.gateOpen, r.gateRun)
+	if row.GateWaitP99Ms == nil || row.GateOpenP99Ms == nil {
+		t.Fatal("no gate quantiles from 20 waits")
+	}
+	if *row.GateOpenP50Ms > *row.GateWaitP50Ms || *row.GateOpenP99Ms > *row.GateWaitP99Ms {
+		t.Errorf("opened p50/p99 %v/%v ms beyond the wait's %v/%v ms", *row.GateOpenP50Ms, *row.GateOpenP99Ms, *row.GateWaitP50Ms, *row.GateWaitP99Ms)
+	}
+	var empty Row
+	empty.fillGate(nil, nil)
+	if empty.GateWaitP99Ms != nil {
+		t.Error("gate quantiles from no waits")
+	}
+}
+
+func TestFillGateQuantiles(t *testing.T) {
+	ms := time.Millisecond
+	open := []time.Duration{1 * ms, 2 * ms, 3 * ms, 4 * ms}
+	run := []time.Duration{4 * ms, 0, 1 * ms, 10 * ms}
+	var r Row
+	r.fillGate(open, run)
+	// totals 5, 2, 4, 14 ms; nearest rank: p50 = 2nd of 4 sorted, p99 = 4th.
+	for _, c := range []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"wait p50", r.GateWaitP50Ms, 4},
+		{"wait p99", r.GateWaitP99Ms, 14},
+		{"opened p50", r.GateOpenP50Ms, 2},
+		{"opened p99", r.GateOpenP99Ms, 4},
+	} {
+		if c.got == nil || *c.got != c.want {
+			t.Errorf("%s = %v, want %v ms", c.name, c.got, c.want)
+		}
+	}
 }

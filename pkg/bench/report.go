@@ -129,6 +129,9 @@ func rowCells(r Row) []string {
 	if r.FreshWaitP50Ms != nil {
 		wait50 = fmt.Sprintf("%.2f", *r.FreshWaitP50Ms)
 	}
+	if r.GateWaitP50Ms != nil && r.GateWaitP99Ms != nil {
+		wait50, wait = fmt.Sprintf("%.2f", *r.GateWaitP50Ms), fmt.Sprintf("%.2f", *r.GateWaitP99Ms)
+	}
 	var notes []string
 	if r.Sweep {
 		notes = append(notes, fmt.Sprintf("sweep: %g lease writes/s", r.Load.LeaseWritesPerSec))
@@ -144,6 +147,9 @@ func rowCells(r Row) []string {
 	}
 	if r.GateMs > 0 {
 		notes = append(notes, fmt.Sprintf("control: each op waits for a gate opening every %gms", r.GateMs))
+		if r.GateOpenP50Ms != nil && r.GateOpenP99Ms != nil {
+			notes = append(notes, fmt.Sprintf("wait = for the gate, exact; opened p50/p99 %.2f/%.2f ms", *r.GateOpenP50Ms, *r.GateOpenP99Ms))
+		}
 	}
 	if r.Watchers > 0 {
 		notes = append(notes, fmt.Sprintf("%d watchers, %d/%d events, setup %.1fs", r.Watchers, r.EventsDelivered, r.EventsExpected, r.SetupSeconds))

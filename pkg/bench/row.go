@@ -18,7 +18,16 @@ type Row struct {
 	// GateMs marks a gate-control row (Config.GateControl): the period of
 	// the gate every op waited for first.
 	GateMs float64 `json:"gate_ms,omitempty"`
-	Load   Load    `json:"load"`
+	// GateWaitP50Ms and GateWaitP99Ms are exact quantiles of a gate-control
+	// row's waits, from the op's start until it ran again after the gate
+	// opened: the counterpart of a freshness wait with a protocol that
+	// costs nothing. GateOpenP50Ms and GateOpenP99Ms stop at the opening,
+	// the counterpart of read_release_seconds. nil outside gate rows.
+	GateWaitP50Ms *float64 `json:"gate_wait_p50_ms,omitempty"`
+	GateWaitP99Ms *float64 `json:"gate_wait_p99_ms,omitempty"`
+	GateOpenP50Ms *float64 `json:"gate_open_p50_ms,omitempty"`
+	GateOpenP99Ms *float64 `json:"gate_open_p99_ms,omitempty"`
+	Load          Load     `json:"load"`
 
 	Seconds   float64 `json:"seconds"`
 	Ops       int64   `json:"ops"`
@@ -79,6 +88,26 @@ type Row struct {
 func (r Row) extra() bool { return r.Sweep || r.GateMs > 0 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fillGate computes the gate quantiles from each op's wait until the
+// gate opened and from the opening until the op ran again (same order).
+func (r *Row) fillGate(open, run []time.Duration) {
+	if len(open) == 0 || len(open) != len(run) {
+		return
+	}
+	total := make([]time.Duration, len(open))
+	for i := range open {
+		total[i] = open[i] + run[i]
+	}
+	q := func(d []time.Duration, p float64) *float64 {
+		v := ms(percentile(d, p))
+		return &v
+	}
+	sortDurations(total)
+	sortDurations(open)
+	r.GateWaitP50Ms, r.GateWaitP99Ms = q(total, 50), q(total, 99)
+	r.GateOpenP50Ms, r.GateOpenP99Ms = q(open, 50), q(open, 99)
+}
 
 // fill computes the per-op figures from the samples around the row.
 func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {

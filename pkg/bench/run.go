@@ -253,11 +253,15 @@ func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv str
 	}
 	row.Ops, row.Errors, row.FirstError, row.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
 	row.fill(before, after, res.lat, res.items)
+	row.fillGate(res.gateOpen, res.gateRun)
 	return row, nil
 }
 
 type loopResult struct {
-	lat                     []time.Duration
+	lat []time.Duration
+	// gateOpen and gateRun split a gate-control op's wait: from its start
+	// until the gate opened, and from the opening until it ran again.
+	gateOpen, gateRun       []time.Duration
 	ops, errs, wrong, items int64
 	firstErr                string
 }
@@ -278,9 +282,18 @@ func (r *loopResult) record(d time.Duration, items int, err error, wrong bool) {
 	}
 }
 
+// gateWait records one wait for a gate: started at t0, the gate opened
+// at opened, and the waiter ran again at running.
+func (r *loopResult) gateWait(t0, opened, running time.Time) {
+	r.gateOpen = append(r.gateOpen, max(opened.Sub(t0), 0))
+	r.gateRun = append(r.gateRun, max(running.Sub(opened), 0))
+}
+
 // add merges one worker's result into r.
 func (r *loopResult) add(w loopResult) {
 	r.lat = append(r.lat, w.lat...)
+	r.gateOpen = append(r.gateOpen, w.gateOpen...)
+	r.gateRun = append(r.gateRun, w.gateRun...)
 	r.ops += w.ops
 	r.errs += w.errs
 	r.wrong += w.wrong
@@ -303,16 +316,31 @@ func (e *Env) runGated(ctx context.Context, b *podBackend, cfg Config, c int, pe
 
 // gate opens once per period: wait blocks until the next opening. One
 // goroutine with a ticker owns the opening; waiters only read the
-// current channel.
+// current opening.
 type gate struct {
 	mu   sync.Mutex
-	ch   chan struct{}
+	cur  *opening
 	stop chan struct{}
 	done chan struct{}
 }
 
+// opening is one opening of a gate: ch is closed at time at, which is
+// written before the close, so a waiter that saw ch closed may read it.
+type opening struct {
+	ch chan struct{}
+	at time.Time
+}
+
 func startGate(period time.Duration) *gate {
-	g := &gate{ch: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	g := &gate{cur: &opening{ch: make(chan struct{})}, stop: make(chan struct{}), done: make(chan struct{})}
+	open := func(next *opening) {
+		g.mu.Lock()
+		o := g.cur
+		g.cur = next
+		o.at = time.Now()
+		close(o.ch)
+		g.mu.Unlock()
+	}
 	go func() {
 		defer close(g.done)
 		t := time.NewTicker(period)
@@ -320,28 +348,28 @@ func startGate(period time.Duration) *gate {
 		for {
 			select {
 			case <-g.stop:
-				g.mu.Lock()
-				close(g.ch) // nobody waits past the end
-				g.mu.Unlock()
+				open(g.cur) // nobody waits past the end
 				return
 			case <-t.C:
-				g.mu.Lock()
-				close(g.ch)
-				g.ch = make(chan struct{})
-				g.mu.Unlock()
+				open(&opening{ch: make(chan struct{})})
 			}
 		}
 	}()
 	return g
 }
 
-func (g *gate) wait(ctx context.Context) {
+// wait blocks until the gate's next opening and returns when it opened
+// (the zero time if ctx ended first). It is the gate's analogue of the
+// moment the freshness driver releases a read.
+func (g *gate) wait(ctx context.Context) time.Time {
 	g.mu.Lock()
-	ch := g.ch
+	o := g.cur
 	g.mu.Unlock()
 	select {
-	case <-ch:
+	case <-o.ch:
+		return o.at
 	case <-ctx.Done():
+		return time.Time{}
 	}
 }
 
@@ -367,7 +395,10 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				t0 := time.Now()
 				if g != nil {
-					g.wait(ctx)
+					opened := g.wait(ctx)
+					if !opened.IsZero() {
+						local.gateWait(t0, opened, time.Now())
+					}
 				}
 				res, err := e.op(ctx, b, sc, rv, r)
 				local.record(time.Since(t0), res.items, err, res.wrong)
