@@ -18,6 +18,14 @@
 // CPU: over the whole trace, and inside the release-to-run windows of the
 // slowest waits (readers, GC mark workers, everything else).
 //
+// Finally it reports the P time left idle: stretches of at least
+// Options.MinIdle in which fewer goroutines were busy than the trace has
+// Ps, where a GC mark worker the runtime labelled as idle-mode does not
+// count as busy (it only runs on a P that has nothing else to do). Each
+// fetch is split at the first idle stretch it overlaps, which tells
+// whether fetches finish only once the readers have drained the run
+// queues, or while the Ps are still busy.
+//
 // # Who calls it
 //
 // cmd/freshcache-bench trace-wait, on a trace written by

@@ -47,7 +47,7 @@ func TestReportSplitsAndSlowWaits(t *testing.T) {
 			1: {reader: true, running: []span{{0, 1000 * ms}}},
 		},
 		marks:   []span{{500 * ms, 600 * ms}},
-		fetches: []time.Duration{time.Millisecond, 3 * time.Millisecond},
+		fetches: []span{{100 * ms, 101 * ms}, {300 * ms, 303 * ms}},
 	}
 	// Nine short waits released after 1 ms, running 1 ms later; one never
 	// blocked; one long wait inside the mark phase: 20 ms to release, then
@@ -79,5 +79,56 @@ func TestReportSplitsAndSlowWaits(t *testing.T) {
 	}
 	if rep.CPU.Readers != time.Second {
 		t.Errorf("reader CPU %v, want 1s", rep.CPU.Readers)
+	}
+}
+
+// TestIdleStretchesAndFetchSplit checks the idle accounting on a made-up
+// busy timeline with 2 Ps: stretches shorter than MinIdle are goroutine
+// switches and do not count, the idle P time weighs each stretch by the
+// Ps it left idle, and each fetch splits at the first idle stretch it
+// overlaps.
+func TestIdleStretchesAndFetchSplit(t *testing.T) {
+	us := trace.Time(time.Microsecond)
+	a := analysis{
+		opts: Options{MinIdle: 20 * time.Microsecond},
+		last: 1000 * us,
+		busyPts: []busyPoint{
+			{0, 2},
+			{100 * us, 1}, {150 * us, 2}, // 50µs, one P idle
+			{200 * us, 1}, {205 * us, 2}, // 5µs: a switch
+			{300 * us, 0}, {350 * us, 1}, {400 * us, 2}, // 100µs: 2 then 1 P idle
+			{900 * us, 1}, // open at the end: 100µs, one P idle
+		},
+		fetches: []span{
+			{120 * us, 500 * us}, // starts inside the first stretch
+			{160 * us, 290 * us}, // only the switch
+			{250 * us, 450 * us}, // idle from 300
+			{950 * us, 980 * us}, // inside the last stretch
+		},
+	}
+	spans, idle := a.idleSpans(2)
+	wantSpans := []span{{100 * us, 150 * us}, {300 * us, 400 * us}, {900 * us, 1000 * us}}
+	if len(spans) != len(wantSpans) {
+		t.Fatalf("idle stretches %v, want %v", spans, wantSpans)
+	}
+	for i := range spans {
+		if spans[i] != wantSpans[i] {
+			t.Errorf("stretch %d = %v, want %v", i, spans[i], wantSpans[i])
+		}
+	}
+	// 50 + (50×2 + 50×1) + 100 µs of P time.
+	if want := 300 * time.Microsecond; idle != want {
+		t.Errorf("idle P time %v, want %v", idle, want)
+	}
+	rep := Report{Procs: 2}
+	a.idle(&rep)
+	if rep.FetchNoIdle != 1 || rep.FetchToIdle.N != 3 {
+		t.Fatalf("%d fetches without idle, %d split; want 1 and 3", rep.FetchNoIdle, rep.FetchToIdle.N)
+	}
+	if rep.FetchToIdle.Max != 50*time.Microsecond || rep.FetchToIdle.P50 != 0 {
+		t.Errorf("start to idle %+v, want max 50µs, median 0", rep.FetchToIdle)
+	}
+	if rep.IdleToAnswer.Max != 380*time.Microsecond || rep.IdleToAnswer.P50 != 150*time.Microsecond {
+		t.Errorf("idle to answer %+v, want max 380µs, median 150µs", rep.IdleToAnswer)
 	}
 }

@@ -29,6 +29,8 @@ func (r Report) writeTable(p *printer) {
 		{"arrival to release", r.UntilRelease},
 		{"release to running", r.ReleaseToRun},
 		{"revision fetch", r.Fetch},
+		{"fetch: start to a P idle", r.FetchToIdle},
+		{"fetch: P idle to answer", r.IdleToAnswer},
 	} {
 		p.f("| %s | %d | %s | %s | %s | %s |\n", row.name, row.d.N, ms(row.d.P50), ms(row.d.P90), ms(row.d.P99), ms(row.d.Max))
 	}
@@ -42,6 +44,11 @@ func (r Report) writeFindings(p *printer) {
 	}
 	p.f(".\n")
 	p.f("- GC mark phase: %s ms, %s of the span.\n", ms(r.GCMark), pct(r.GCMark, r.Span))
+	p.f("- Idle P time (no goroutine, or only an idle-priority GC mark worker, for at least the minimum stretch): %s ms, %s of the Ps' time.\n",
+		ms(r.Idle), pct(r.Idle, r.Span*time.Duration(max(r.Procs, 1))))
+	if r.Fetch.N > 0 {
+		p.f("- %d of %d fetches saw no P idle while in flight (left out of the two fetch split rows).\n", r.FetchNoIdle, r.Fetch.N)
+	}
 	p.f("- CPU over the whole trace: readers (goroutines that waited for freshness) %s, GC mark workers %s, other %s.\n",
 		pct(r.CPU.Readers, r.CPU.Total()), pct(r.CPU.GCWorkers, r.CPU.Total()), pct(r.CPU.Other, r.CPU.Total()))
 	if r.Slow.N > 0 {

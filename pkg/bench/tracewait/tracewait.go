@@ -24,6 +24,10 @@ type Options struct {
 	// examined: those at or above this quantile of the total wait.
 	// Default 0.99.
 	SlowQuantile float64
+	// MinIdle is the shortest stretch with fewer busy Ps than the trace
+	// has that counts as idle; shorter ones are a goroutine switch.
+	// Default 20µs.
+	MinIdle time.Duration
 }
 
 // Dist is a distribution of durations.
@@ -72,6 +76,16 @@ type Report struct {
 	NotBlocked                        int
 	// Fetch is the fetch regions' durations.
 	Fetch Dist
+	// Idle is P time left idle: Ps running no goroutine, or only an
+	// idle-priority GC mark worker (which the runtime runs on a P that
+	// has nothing else), in stretches of at least Options.MinIdle.
+	Idle time.Duration
+	// FetchToIdle is, for each fetch, the time from its start until some P
+	// first fell idle; IdleToAnswer the rest, until the fetch answered.
+	// FetchNoIdle counts fetches during which no P fell idle (they are in
+	// neither Dist).
+	FetchToIdle, IdleToAnswer Dist
+	FetchNoIdle               int
 	// GCMark is the time the trace spent in GC mark phases.
 	GCMark time.Duration
 	// CPU is who ran over the whole trace.
@@ -81,6 +95,16 @@ type Report struct {
 }
 
 type span struct{ start, end trace.Time }
+
+// busyPoint is the number of busy goroutines from t on (see Report.Idle).
+type busyPoint struct {
+	t trace.Time
+	n int
+}
+
+// idleGCLabel is the runtime's trace label on a GC mark worker that runs
+// in idle mode.
+const idleGCLabel = "GC (idle)"
 
 type wait struct {
 	g              trace.GoID
@@ -95,6 +119,8 @@ type goroutine struct {
 	isRunning bool
 	reader    bool
 	gcWorker  bool
+	// idleGC: running now as an idle-priority GC mark worker, so not busy.
+	idleGC bool
 	// lastWake is the last Waiting->Runnable transition; waitOpen the
 	// start of the wait region the goroutine is in, if any.
 	lastWake trace.Time
@@ -113,6 +139,9 @@ func Analyze(r io.Reader, opts Options) (Report, error) {
 	}
 	if opts.SlowQuantile == 0 {
 		opts.SlowQuantile = 0.99
+	}
+	if opts.MinIdle == 0 {
+		opts.MinIdle = 20 * time.Microsecond
 	}
 	if opts.SlowQuantile <= 0 || opts.SlowQuantile >= 1 {
 		return Report{}, fmt.Errorf("tracewait: SlowQuantile %v not in (0, 1)", opts.SlowQuantile)
@@ -142,7 +171,9 @@ type analysis struct {
 	opts        Options
 	gs          map[trace.GoID]*goroutine
 	waits       []wait
-	fetches     []time.Duration
+	fetches     []span
+	busy        int
+	busyPts     []busyPoint
 	marks       []span
 	markOpen    trace.Time
 	inMark      bool
@@ -169,6 +200,8 @@ func (a *analysis) event(ev trace.Event) {
 	switch ev.Kind() {
 	case trace.EventStateTransition:
 		a.transition(ev)
+	case trace.EventLabel:
+		a.label(ev)
 	case trace.EventRegionBegin:
 		a.regionBegin(ev.Goroutine(), ev.Region().Type, t)
 	case trace.EventRegionEnd:
@@ -202,15 +235,40 @@ func (a *analysis) transition(ev trace.Event) {
 		g.running = append(g.running, span{g.runSince, t})
 		g.isRunning = false
 		a.running--
+		if g.idleGC {
+			g.idleGC = false
+		} else {
+			a.setBusy(t, a.busy-1)
+		}
 	}
 	if to == trace.GoRunning && !g.isRunning {
 		g.isRunning, g.runSince = true, t
 		a.running++
 		a.maxRunning = max(a.maxRunning, a.running)
+		a.setBusy(t, a.busy+1)
 	}
 	if from == trace.GoWaiting && to == trace.GoRunnable {
 		g.lastWake = t
 	}
+}
+
+// label notes a GC mark worker that started in idle mode: its P counts as
+// idle while it runs.
+func (a *analysis) label(ev trace.Event) {
+	l := ev.Label()
+	if l.Label != idleGCLabel || l.Resource.Kind != trace.ResourceGoroutine {
+		return
+	}
+	g := a.g(l.Resource.Goroutine())
+	if g.isRunning && !g.idleGC {
+		g.idleGC = true
+		a.setBusy(ev.Time(), a.busy-1)
+	}
+}
+
+func (a *analysis) setBusy(t trace.Time, n int) {
+	a.busy = n
+	a.busyPts = append(a.busyPts, busyPoint{t, n})
 }
 
 // rootIs reports whether the outermost frame of s is fn.
@@ -247,7 +305,7 @@ func (a *analysis) regionEnd(id trace.GoID, typ string, t trace.Time) {
 		a.waits = append(a.waits, w)
 	case a.opts.FetchRegion:
 		if n := len(g.fetch); n > 0 {
-			a.fetches = append(a.fetches, time.Duration(t-g.fetch[n-1]))
+			a.fetches = append(a.fetches, span{g.fetch[n-1], t})
 			g.fetch = g.fetch[:n-1]
 		}
 	}
@@ -282,7 +340,12 @@ func (a *analysis) report() Report {
 		}
 	}
 	rep.Total, rep.UntilRelease, rep.ReleaseToRun = dist(total), dist(until), dist(toRun)
-	rep.Fetch = dist(a.fetches)
+	fetches := make([]time.Duration, len(a.fetches))
+	for i, f := range a.fetches {
+		fetches[i] = time.Duration(f.end - f.start)
+	}
+	rep.Fetch = dist(fetches)
+	a.idle(&rep)
 
 	if len(a.waits) > 0 {
 		rep.Slow.Threshold = quantile(slices.Sorted(slices.Values(total)), a.opts.SlowQuantile)
@@ -365,4 +428,64 @@ func quantile(s []time.Duration, q float64) time.Duration {
 	}
 	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// idleSpans returns the stretches of at least MinIdle during which fewer
+// goroutines were busy than procs, with the P time they left idle.
+func (a *analysis) idleSpans(procs int) ([]span, time.Duration) {
+	var (
+		out   []span
+		total time.Duration
+		open  bool
+		from  trace.Time
+		sum   time.Duration // idle P time inside the open stretch
+	)
+	closeAt := func(t trace.Time) {
+		if open && time.Duration(t-from) >= a.opts.MinIdle {
+			out = append(out, span{from, t})
+			total += sum
+		}
+		open, sum = false, 0
+	}
+	for i, p := range a.busyPts {
+		end := a.last
+		if i+1 < len(a.busyPts) {
+			end = a.busyPts[i+1].t
+		}
+		if p.n >= procs {
+			closeAt(p.t)
+			continue
+		}
+		if !open {
+			open, from = true, p.t
+		}
+		sum += time.Duration(end-p.t) * time.Duration(procs-p.n)
+	}
+	closeAt(a.last)
+	return out, total
+}
+
+// idle fills the idle P time and splits each fetch at the first idle
+// stretch that overlaps it.
+func (a *analysis) idle(rep *Report) {
+	spans, total := a.idleSpans(rep.Procs)
+	rep.Idle = total
+	var toIdle, afterIdle []time.Duration
+	for _, f := range a.fetches {
+		// The first idle stretch that ends after the fetch started.
+		i, _ := slices.BinarySearchFunc(spans, f.start, func(s span, t trace.Time) int {
+			if s.end <= t {
+				return -1
+			}
+			return 1
+		})
+		if i == len(spans) || spans[i].start >= f.end {
+			rep.FetchNoIdle++
+			continue
+		}
+		at := max(spans[i].start, f.start)
+		toIdle = append(toIdle, time.Duration(at-f.start))
+		afterIdle = append(afterIdle, time.Duration(f.end-at))
+	}
+	rep.FetchToIdle, rep.IdleToAnswer = dist(toIdle), dist(afterIdle)
 }

@@ -81,6 +81,11 @@ func TestAnalyzeSplitsWaits(t *testing.T) {
 	if rep.CPU.Readers <= 0 || rep.CPU.Total() > rep.Span*time.Duration(max(rep.Procs, 1)) {
 		t.Errorf("CPU %+v over a span of %v on %d Ps", rep.CPU, rep.Span, rep.Procs)
 	}
+	// Nothing ran during the fetch's sleep: the process sat idle, and the
+	// fetch saw it.
+	if rep.Idle < fetch || rep.FetchNoIdle != 0 || rep.FetchToIdle.N != 1 || rep.IdleToAnswer.Max > rep.Fetch.Max {
+		t.Errorf("idle %v; fetch split %+v / %+v, %d without idle", rep.Idle, rep.FetchToIdle, rep.IdleToAnswer, rep.FetchNoIdle)
+	}
 	if rep.Slow.N < 1 || rep.Slow.Threshold < rep.Total.P50 {
 		t.Errorf("slow waits %+v", rep.Slow)
 	}
