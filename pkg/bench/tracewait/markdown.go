@@ -44,8 +44,8 @@ func (r Report) writeFindings(p *printer) {
 	}
 	p.f(".\n")
 	p.f("- GC mark phase: %s ms, %s of the span.\n", ms(r.GCMark), pct(r.GCMark, r.Span))
-	p.f("- Idle P time (no goroutine, or only an idle-priority GC mark worker, for at least the minimum stretch): %s ms, %s of the Ps' time.\n",
-		ms(r.Idle), pct(r.Idle, r.Span*time.Duration(max(r.Procs, 1))))
+	p.f("- Idle P time (no goroutine, or only an idle-priority GC mark worker, for %v or longer): %s ms, %s of the Ps' time.\n",
+		r.MinIdle, ms(r.Idle), pct(r.Idle, r.Span*time.Duration(max(r.Procs, 1))))
 	if r.Fetch.N > 0 {
 		p.f("- %d of %d fetches saw no P idle while in flight (left out of the two fetch split rows).\n", r.FetchNoIdle, r.Fetch.N)
 	}

@@ -86,6 +86,8 @@ type Report struct {
 	// neither Dist).
 	FetchToIdle, IdleToAnswer Dist
 	FetchNoIdle               int
+	// MinIdle is Options.MinIdle, as used.
+	MinIdle time.Duration
 	// GCMark is the time the trace spent in GC mark phases.
 	GCMark time.Duration
 	// CPU is who ran over the whole trace.
@@ -469,7 +471,7 @@ func (a *analysis) idleSpans(procs int) ([]span, time.Duration) {
 // stretch that overlaps it.
 func (a *analysis) idle(rep *Report) {
 	spans, total := a.idleSpans(rep.Procs)
-	rep.Idle = total
+	rep.Idle, rep.MinIdle = total, a.opts.MinIdle
 	var toIdle, afterIdle []time.Duration
 	for _, f := range a.fetches {
 		// The first idle stretch that ends after the fetch started.
