@@ -341,7 +341,8 @@ func (a *analysis) report() Report {
 			rep.NotBlocked++
 		}
 	}
-	rep.Total, rep.UntilRelease, rep.ReleaseToRun = dist(total), dist(until), dist(toRun)
+	sortedTotal := slices.Sorted(slices.Values(total))
+	rep.Total, rep.UntilRelease, rep.ReleaseToRun = distSorted(sortedTotal), dist(until), dist(toRun)
 	fetches := make([]time.Duration, len(a.fetches))
 	for i, f := range a.fetches {
 		fetches[i] = time.Duration(f.end - f.start)
@@ -350,7 +351,7 @@ func (a *analysis) report() Report {
 	a.idle(&rep)
 
 	if len(a.waits) > 0 {
-		rep.Slow.Threshold = quantile(slices.Sorted(slices.Values(total)), a.opts.SlowQuantile)
+		rep.Slow.Threshold = quantile(sortedTotal, a.opts.SlowQuantile)
 		var sumUntil, sumToRun time.Duration
 		for i, w := range a.waits {
 			if total[i] < rep.Slow.Threshold {
@@ -415,11 +416,13 @@ func (a *analysis) cpu(win span) CPU {
 	return c
 }
 
-func dist(xs []time.Duration) Dist {
-	if len(xs) == 0 {
+func dist(xs []time.Duration) Dist { return distSorted(slices.Sorted(slices.Values(xs))) }
+
+// distSorted is dist of an already sorted s.
+func distSorted(s []time.Duration) Dist {
+	if len(s) == 0 {
 		return Dist{}
 	}
-	s := slices.Sorted(slices.Values(xs))
 	return Dist{N: len(s), P50: quantile(s, 0.5), P90: quantile(s, 0.9), P99: quantile(s, 0.99), Max: s[len(s)-1]}
 }
 
