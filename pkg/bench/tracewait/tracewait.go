@@ -390,13 +390,7 @@ func (a *analysis) cpu(win span) CPU {
 		return c
 	}
 	for _, g := range a.gs {
-		// Intervals are in order; skip to the first that ends after win.start.
-		i, _ := slices.BinarySearchFunc(g.running, win.start, func(s span, t trace.Time) int {
-			if s.end <= t {
-				return -1
-			}
-			return 1
-		})
+		i := firstEndingAfter(g.running, win.start)
 		var d time.Duration
 		for ; i < len(g.running) && g.running[i].start < win.end; i++ {
 			lo, hi := max(g.running[i].start, win.start), min(g.running[i].end, win.end)
@@ -477,13 +471,7 @@ func (a *analysis) idle(rep *Report) {
 	rep.Idle, rep.MinIdle = total, a.opts.MinIdle
 	var toIdle, afterIdle []time.Duration
 	for _, f := range a.fetches {
-		// The first idle stretch that ends after the fetch started.
-		i, _ := slices.BinarySearchFunc(spans, f.start, func(s span, t trace.Time) int {
-			if s.end <= t {
-				return -1
-			}
-			return 1
-		})
+		i := firstEndingAfter(spans, f.start)
 		if i == len(spans) || spans[i].start >= f.end {
 			rep.FetchNoIdle++
 			continue
@@ -493,4 +481,16 @@ func (a *analysis) idle(rep *Report) {
 		afterIdle = append(afterIdle, time.Duration(f.end-at))
 	}
 	rep.FetchToIdle, rep.IdleToAnswer = dist(toIdle), dist(afterIdle)
+}
+
+// firstEndingAfter returns the index of the first of the ordered,
+// non-overlapping spans that ends after t (len(spans) if none does).
+func firstEndingAfter(spans []span, t trace.Time) int {
+	i, _ := slices.BinarySearchFunc(spans, t, func(s span, t trace.Time) int {
+		if s.end <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
 }
