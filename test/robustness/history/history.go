@@ -1,10 +1,3 @@
-// Package history holds what a robustness run records: the operations the
-// clients ran with their results, the watch sessions with every event they
-// received, the faults injected, and etcd's own history of the key space
-// (the ground truth every checker compares against).
-//
-// Everything is plain data, JSON-encodable for the failure report. Times are
-// nanoseconds since the start of the run, from the monotonic clock.
 package history
 
 import "sort"
