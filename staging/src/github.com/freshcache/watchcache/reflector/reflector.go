@@ -158,8 +158,13 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 			return
 		}
 		r.setErr(err)
-		klog.V(2).InfoS("freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "err", err)
-		t := r.cfg.Clock.NewTimer(cur.Step())
+		// An error, not a V(2) line: while it lasts the cache does not move,
+		// and a mistake that fails every event (a key function that rejects
+		// the objects, a codec that cannot decode them) would otherwise go
+		// unseen behind the timeouts and fallbacks of consistent reads.
+		next := cur.Step()
+		klog.ErrorS(err, "freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "retryIn", next)
+		t := r.cfg.Clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			t.Stop()
