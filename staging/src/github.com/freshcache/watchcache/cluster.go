@@ -59,12 +59,13 @@ func transportKey(t storagebackend.TransportConfig) string {
 }
 
 // acquireCluster returns the shared Oracle for t, the reason consistent
-// reads must be delegated ("" if none), and the release func.
-func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig) (*oracle.Oracle, string, func(), error) {
+// reads must be delegated ("" if none), and the release func. dial makes
+// the registry's client the first time t's cluster is seen.
+func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig, dial func(storagebackend.TransportConfig) (*clientv3.Client, error)) (*oracle.Oracle, string, func(), error) {
 	key := transportKey(t)
 	vk := verdictKey{registry: reg, key: key}
 	o, release, err := reg.Acquire(key, func() (*clientv3.Client, error) {
-		client, err := dialEtcd(t)
+		client, err := dial(t)
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,8 @@ import (
 // With ConsistentReadsFromCache or FreshResourceVersionZero on, every cache
 // of one etcd cluster shares one revision oracle from opts.OracleRegistry
 // (default oracle.Shared()), with an etcd client the registry dials from
-// the resource's transport and closes with the last cache (cluster.go).
+// the resource's transport (opts.DialOracle, default gRPC) and closes with
+// the last cache (cluster.go).
 // The etcd version guard runs when that client is dialled.
 func NewStorageDecorator(opts Options) generic.StorageDecorator {
 	opts = opts.withGatesResolved()
@@ -61,7 +62,11 @@ func NewStorageDecorator(opts Options) generic.StorageDecorator {
 			if reg == nil {
 				reg = oracle.Shared()
 			}
-			orc, disabled, releaseOracle, err = acquireCluster(reg, storageConfig.Transport)
+			dial := o.DialOracle
+			if dial == nil {
+				dial = dialEtcd
+			}
+			orc, disabled, releaseOracle, err = acquireCluster(reg, storageConfig.Transport, dial)
 			if err != nil {
 				destroyRaw()
 				return nil, func() {}, fmt.Errorf("watchcache: %s: %w", storageConfig.GroupResource, err)

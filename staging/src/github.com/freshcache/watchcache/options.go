@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
@@ -78,6 +81,17 @@ type Options struct {
 	// Nil: oracle.Shared(), the process-wide registry. Only
 	// NewStorageDecorator uses it; New takes Config.Oracle.
 	OracleRegistry *oracle.Registry
+
+	// DialOracle dials the etcd client a registry's revision oracle uses
+	// for a cluster it has not seen, the first time a cache of that
+	// cluster is built. Nil: a gRPC client on the transport's endpoints
+	// and TLS files. A process that embeds its etcd server can pass an
+	// in-process client (go.etcd.io/etcd/server/v3/etcdserver/api/v3client):
+	// its Range is the server's own linearizable read, without the gRPC
+	// transport on either side. The registry owns the client and closes
+	// it with the last cache of the cluster. Only NewStorageDecorator uses
+	// it.
+	DialOracle func(storagebackend.TransportConfig) (*clientv3.Client, error)
 
 	// WatcherQueueCapacity is how many events a watcher may fall behind
 	// before it is terminated as slow. Zero: 1024.

@@ -2,15 +2,13 @@ package oracle
 
 import (
 	"context"
-	"github.com/freshcache/watchcache/internal/etcdcluster"
-	"net/url"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/freshcache/watchcache/internal/etcdcluster"
 )
 
 // Embedded etcd for the oracle's tests. Real servers, no mocks.
@@ -39,19 +37,8 @@ type single struct {
 // are closed when the test ends; closing them earlier is fine.
 func startEtcd(t testing.TB) (single, *clientv3.Client) {
 	t.Helper()
-	cfg := etcdcluster.MemberConfig(t, "single")
-	peerURL := etcdcluster.HTTPURL(etcdcluster.FreeAddr(t))
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := sync.OnceFunc(e.Close)
-	t.Cleanup(stop)
-	etcdcluster.WaitReady(t, e)
-	endpoint := cfg.AdvertiseClientUrls[0].String()
+	e, stop := etcdcluster.StartSingle(t)
+	endpoint := e.Config().AdvertiseClientUrls[0].String()
 	return single{endpoint: endpoint, stop: stop}, newClient(t, endpoint)
 }
 

@@ -74,6 +74,26 @@ func WaitReady(t testing.TB, e *embed.Etcd) {
 	}
 }
 
+// StartSingle starts a one-member cluster and waits until it serves. It
+// returns the member and a stop func that may be called any number of
+// times; cleanup calls it too.
+func StartSingle(t testing.TB) (*embed.Etcd, func()) {
+	t.Helper()
+	cfg := MemberConfig(t, "single")
+	peerURL := HTTPURL(FreeAddr(t))
+	cfg.ListenPeerUrls = []url.URL{peerURL}
+	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := sync.OnceFunc(e.Close)
+	t.Cleanup(stop)
+	WaitReady(t, e)
+	return e, stop
+}
+
 // Start starts the three members and waits until they serve. Cleanup stops
 // them.
 func Start(t testing.TB) *Cluster {
