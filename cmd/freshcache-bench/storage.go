@@ -93,6 +93,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.BoolVar(&noSweep, "no-sweep", false, "skip the freshness sweep")
 	fs.IntVar(&cfg.SweepConcurrency, "sweep-concurrency", 4, "freshness sweep: concurrency")
 	fs.DurationSliceVar(&cfg.GateControl, "gate-control", nil, "control rows for each cache backend: list-node rv=0 at the highest concurrency, each op first waiting for a shared gate that opens once per period (e.g. 700us,1500us,3ms); what a wait of that length costs a closed loop, with no etcd involved")
+	fs.StringVar(&cfg.OracleClient, "oracle-client", bench.OracleGRPC, "how freshcache's revision oracle reaches etcd: grpc (as in kube-apiserver) or in-process (etcd's in-process client on the embedded member: no gRPC on either side; a diagnostic, not with --etcd-endpoint)")
 	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
 	fs.StringVar(&cpuProf, "cpuprofile", "", "write a CPU profile of the measured rows (all backends) to this file")
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "write an execution trace of the measured part of every row into this directory (slows the rows; read with trace-wait)")

@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
 	podstorage "k8s.io/kubernetes/pkg/registry/core/pod/storage"
 
 	"github.com/freshcache/watchcache"
@@ -40,6 +44,23 @@ func Decorator(name string) (generic.StorageDecorator, error) {
 	}
 }
 
+// Config.OracleClient values.
+const (
+	OracleGRPC      = "grpc"
+	OracleInProcess = "in-process"
+)
+
+// inProcessDial returns a DialOracle that hands freshcache's oracle etcd's
+// in-process client on the embedded member, or an error if this Env is
+// attached to an etcd it did not start.
+func (e *Env) inProcessDial() (func(storagebackend.TransportConfig) (*clientv3.Client, error), error) {
+	if e.cluster == nil {
+		return nil, fmt.Errorf("bench: oracle client %q needs the embedded etcd, not an attached one", OracleInProcess)
+	}
+	srv := e.cluster.Members()[0].Server
+	return func(storagebackend.TransportConfig) (*clientv3.Client, error) { return v3client.New(srv), nil }, nil
+}
+
 // podBackend is the real kube-apiserver pod registry on top of one backend.
 type podBackend struct {
 	name  string
@@ -49,7 +70,8 @@ type podBackend struct {
 // newPodBackend builds the pod REST storage kube-apiserver builds, with the
 // backend's decorator, and waits until it is ready (a cache has finished
 // its initial list).
-func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.Duration) (*podBackend, error) {
+// oracleClient is Config.OracleClient; it only changes freshcache.
+func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.Duration, oracleClient string) (*podBackend, error) {
 	// kube-apiserver registers the cacher's metrics when it installs
 	// /metrics; without this, upstream's freshness-wait histogram would not
 	// be collected in this process.
@@ -57,6 +79,19 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 	dec, err := Decorator(name)
 	if err != nil {
 		return nil, err
+	}
+	switch oracleClient {
+	case "", OracleGRPC:
+	case OracleInProcess:
+		dial, err := e.inProcessDial()
+		if err != nil {
+			return nil, err
+		}
+		if name == BackendFreshcache {
+			dec = watchcache.NewStorageDecorator(watchcache.Options{DialOracle: dial})
+		}
+	default:
+		return nil, fmt.Errorf("bench: unknown oracle client %q (want %s or %s)", oracleClient, OracleGRPC, OracleInProcess)
 	}
 	opts := generic.RESTOptions{
 		StorageConfig:           e.PodConfig(),

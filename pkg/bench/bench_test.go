@@ -298,6 +298,10 @@ func TestHarnessAttachedEtcd(t *testing.T) {
 	if rows[0].FetchesPerOp <= 0 {
 		t.Errorf("consistent row made no revision fetch: %+v", rows[0])
 	}
+	// The in-process oracle client needs the embedded server.
+	if _, err := Run(ctx, env, Config{Shape: shape, Backends: []string{BackendFreshcache}, OracleClient: OracleInProcess}); err == nil || !strings.Contains(err.Error(), "embedded") {
+		t.Errorf("in-process oracle client on an attached etcd: err %v", err)
+	}
 	// The consistent row's wait until release is part of its wait; the rv=0
 	// row (FreshResourceVersionZero off) never waits.
 	c, z := rows[0], rows[1]

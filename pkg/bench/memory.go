@@ -52,7 +52,7 @@ func MeasureMemory(ctx context.Context, env *Env, backends []string, progress io
 	for _, name := range backends {
 		before := settledHeap()
 		t0 := time.Now()
-		b, err := env.newPodBackend(ctx, name, 10*time.Minute)
+		b, err := env.newPodBackend(ctx, name, 10*time.Minute, "")
 		if err != nil {
 			return rows, err
 		}

@@ -142,6 +142,9 @@ func rowCells(r Row) []string {
 	if r.FetchP50Ms != nil && r.FetchP99Ms != nil {
 		notes = append(notes, fmt.Sprintf("fetch p50/p99 %.2f/%.2f ms", *r.FetchP50Ms, *r.FetchP99Ms))
 	}
+	if r.OracleClient == OracleInProcess {
+		notes = append(notes, "oracle client in-process (no gRPC; its fetches are not in etcd req/op)")
+	}
 	if r.FetchesPerOp > 0 || r.ProgressPerOp > 0 {
 		notes = append(notes, fmt.Sprintf("fetches/op %.3f, progress/op %.3f", r.FetchesPerOp, r.ProgressPerOp))
 	}

@@ -28,6 +28,10 @@ type Row struct {
 	GateOpenP50Ms *float64 `json:"gate_open_p50_ms,omitempty"`
 	GateOpenP99Ms *float64 `json:"gate_open_p99_ms,omitempty"`
 	Load          Load     `json:"load"`
+	// OracleClient is OracleInProcess on freshcache rows measured with
+	// etcd's in-process client for the revision oracle (Config.OracleClient);
+	// empty for the default gRPC client and for the other backends.
+	OracleClient string `json:"oracle_client,omitempty"`
 
 	Seconds   float64 `json:"seconds"`
 	Ops       int64   `json:"ops"`

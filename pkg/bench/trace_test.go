@@ -26,7 +26,7 @@ func TestTraceCountsEveryFreshnessWait(t *testing.T) {
 	}
 	shape := Shape{Pods: 100, Nodes: 5}
 	ctx, env := startTestEnv(t, shape, 2*time.Minute)
-	b, err := env.newPodBackend(ctx, BackendFreshcache, time.Minute)
+	b, err := env.newPodBackend(ctx, BackendFreshcache, time.Minute, "")
 	if err != nil {
 		t.Fatal(err)
 	}
