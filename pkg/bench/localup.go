@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // localUpProc is a running cmd/local-up.
@@ -48,7 +48,7 @@ func (l *lockedBuffer) String() string {
 // startLocalUp runs local-up with one kube-apiserver on a free port and
 // waits until it says it is ready.
 func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (*localUpProc, error) {
-	port, err := etcdlocal.FreePort("127.0.0.1")
+	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // ErrPortInUse is wrapped by Start when a port it was told to use is taken.
@@ -197,7 +199,7 @@ func ports(host string, given []int, n int, kind string) ([]int, error) {
 			out[i] = given[i]
 			continue
 		}
-		p, err := FreePort(host)
+		p, err := freeport.Port(host)
 		if err != nil {
 			return nil, err
 		}

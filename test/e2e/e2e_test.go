@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // implementations are the watch caches the e2e suite runs against; the
@@ -385,7 +385,7 @@ func TestLocalUpReportsUnreachableEtcd(t *testing.T) {
 	}
 	addr := closed.Addr().String()
 	_ = closed.Close() // nothing listens here any more
-	port, err := etcdlocal.FreePort("127.0.0.1")
+	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // localUp is a running cmd/local-up process.
@@ -37,7 +37,7 @@ type localUp struct {
 // the test did not stop it.
 func startLocalUp(t *testing.T, extra ...string) *localUp {
 	t.Helper()
-	port, err := etcdlocal.FreePort("127.0.0.1")
+	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

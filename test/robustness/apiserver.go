@@ -20,9 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
 	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/test/robustness/history"
+
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // KubeAPIServer is a real kube-apiserver child process (the binary `make
@@ -97,7 +98,7 @@ func KubeAPIServers(binary, dir string, extra []string) func(context.Context, *C
 }
 
 func (s *KubeAPIServer) start() error {
-	port, err := etcdlocal.FreePort("127.0.0.1")
+	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/freshcache/freshcache/test/robustness/proxy"
+
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // Members is the cluster size.
@@ -42,13 +45,14 @@ type Cluster struct {
 	members []*embed.Etcd
 }
 
+// freeAddr is a loopback address for an etcd listener, outside the
+// kernel's ephemeral range (package freeport).
 func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
 }
 
 // StartCluster starts the members together and waits until every one of

@@ -8,6 +8,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/freshcache/watchcache/freeport"
 )
 
 // Cluster is a 3-member embedded etcd whose peer traffic runs through
@@ -30,15 +33,15 @@ type Cluster struct {
 
 const clusterStartTimeout = 60 * time.Second
 
-// FreeAddr is a loopback host:port nothing listens on now.
+// FreeAddr is a loopback host:port nothing listens on now, outside the
+// kernel's ephemeral range (package freeport).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // HTTPURL is http://addr.

@@ -1,4 +1,4 @@
-package etcdlocal
+package freeport
 
 import (
 	"net"
@@ -56,12 +56,12 @@ func TestOutsideRange(t *testing.T) {
 	}
 }
 
-// TestFreePortAvoidsEphemeralRange: the port is free to listen on and, with
+// TestPortAvoidsEphemeralRange: the port is free to listen on and, with
 // room outside the kernel's ephemeral range, outside it.
-func TestFreePortAvoidsEphemeralRange(t *testing.T) {
+func TestPortAvoidsEphemeralRange(t *testing.T) {
 	lo, hi := ephemeralRange()
 	for range 20 {
-		p, err := FreePort("127.0.0.1")
+		p, err := Port("127.0.0.1")
 		if err != nil {
 			t.Fatal(err)
 		}

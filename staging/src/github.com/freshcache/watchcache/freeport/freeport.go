@@ -1,4 +1,4 @@
-package etcdlocal
+package freeport
 
 import (
 	"fmt"
@@ -12,27 +12,27 @@ import (
 // Ports below this are left alone: well-known and registered services.
 const lowestPort = 10000
 
-// FreePort returns a port on host that nothing listens on now. The caller
+// Port returns a port on host that nothing listens on now. The caller
 // binds it later, so something else may take it meanwhile. To make that
 // unlikely it picks, at random, a port outside the kernel's ephemeral range:
 // the kernel hands those out as source ports of outgoing connections, and a
 // port freed by asking for ":0" was seen taken by one before the caller's
 // bind (a clean-clone CI run, with test packages connecting in parallel).
 // Only when no such port is found does it fall back to a kernel-chosen one.
-func FreePort(host string) (int, error) {
+func Port(host string) (int, error) {
 	lo, hi := ephemeralRange()
 	for range 64 {
 		p := outsideRange(rand.IntN, lo, hi)
 		if p == 0 {
 			break // the ephemeral range covers everything above lowestPort
 		}
-		if CheckPortFree(host, p) == nil {
+		if free(host, p) {
 			return p, nil
 		}
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		return 0, fmt.Errorf("etcdlocal: finding a free port on %s: %w", host, err)
+		return 0, fmt.Errorf("freeport: finding a free port on %s: %w", host, err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
@@ -79,4 +79,14 @@ func outsideRange(intN func(int) int, lo, hi int) int {
 		return lowestPort + n
 	}
 	return max(hi, lowestPort-1) + 1 + (n - below)
+}
+
+// free reports whether host:port can be listened on now.
+func free(host string, port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	_ = l.Close()
+	return true
 }
