@@ -210,10 +210,8 @@ func ports(host string, given []int, n int, kind string) ([]int, error) {
 
 // CheckPortFree reports ErrPortInUse if host:port cannot be listened on.
 func CheckPortFree(host string, port int) error {
-	addr := net.JoinHostPort(host, strconv.Itoa(port))
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("%w: %s (%v)", ErrPortInUse, addr, err)
+	if err := freeport.Check(host, port); err != nil {
+		return fmt.Errorf("%w: %s (%v)", ErrPortInUse, net.JoinHostPort(host, strconv.Itoa(port)), err)
 	}
-	return l.Close()
+	return nil
 }

@@ -26,7 +26,7 @@ func Port(host string) (int, error) {
 		if p == 0 {
 			break // the ephemeral range covers everything above lowestPort
 		}
-		if free(host, p) {
+		if Check(host, p) == nil {
 			return p, nil
 		}
 	}
@@ -81,12 +81,11 @@ func outsideRange(intN func(int) int, lo, hi int) int {
 	return max(hi, lowestPort-1) + 1 + (n - below)
 }
 
-// free reports whether host:port can be listened on now.
-func free(host string, port int) bool {
+// Check returns the error of listening on host:port now, nil if it could.
+func Check(host string, port int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return false
+		return err
 	}
-	_ = l.Close()
-	return true
+	return l.Close()
 }
