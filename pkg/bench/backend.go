@@ -28,17 +28,18 @@ const (
 var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
 
 // Decorator returns the generic.StorageDecorator of a backend: the one
-// seam through which all three are built.
-func Decorator(name string) (generic.StorageDecorator, error) {
+// seam through which all three are built. fresh configures freshcache
+// (the zero value: production defaults); the other backends ignore it.
+func Decorator(name string, fresh watchcache.Options) (generic.StorageDecorator, error) {
 	switch name {
 	case BackendEtcd:
 		return generic.UndecoratedStorage, nil
 	case BackendUpstream:
 		return genericregistry.StorageWithCacher(), nil
 	case BackendFreshcache:
-		// The zero Options are the production defaults; feature gates are
-		// read from k8s.io/apiserver's default gate, as in kube-apiserver.
-		return watchcache.NewStorageDecorator(watchcache.Options{}), nil
+		// Feature gates left unset are read from k8s.io/apiserver's
+		// default gate, as in kube-apiserver.
+		return watchcache.NewStorageDecorator(fresh), nil
 	default:
 		return nil, fmt.Errorf("bench: unknown backend %q (want %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache)
 	}
@@ -76,10 +77,7 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 	// /metrics; without this, upstream's freshness-wait histogram would not
 	// be collected in this process.
 	cachermetrics.Register()
-	dec, err := Decorator(name)
-	if err != nil {
-		return nil, err
-	}
+	var fresh watchcache.Options
 	switch oracleClient {
 	case "", OracleGRPC:
 	case OracleInProcess:
@@ -87,11 +85,13 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 		if err != nil {
 			return nil, err
 		}
-		if name == BackendFreshcache {
-			dec = watchcache.NewStorageDecorator(watchcache.Options{DialOracle: dial})
-		}
+		fresh.DialOracle = dial
 	default:
 		return nil, fmt.Errorf("bench: unknown oracle client %q (want %s or %s)", oracleClient, OracleGRPC, OracleInProcess)
+	}
+	dec, err := Decorator(name, fresh)
+	if err != nil {
+		return nil, err
 	}
 	opts := generic.RESTOptions{
 		StorageConfig:           e.PodConfig(),
