@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	go.etcd.io/etcd/server/v3 v3.7.0
 	gonum.org/v1/plot v0.17.0
 	k8s.io/kubernetes v1.37.2

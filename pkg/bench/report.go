@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/freshcache/freshcache/pkg/bench/cpusplit"
 )
 
 // Machine describes where a run happened.
@@ -159,6 +161,9 @@ func rowCells(r Row) []string {
 	}
 	if r.Trace != "" {
 		notes = append(notes, "traced (slower): "+filepath.Base(r.Trace))
+	}
+	if r.CPUProfile != "" {
+		notes = append(notes, "CPU profile: "+filepath.Base(r.CPUProfile))
 	}
 	if r.WrongCounts > 0 {
 		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
@@ -376,6 +381,7 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 		fmt.Fprintf(w, "\n## Rows\n\n")
 		WriteMarkdown(w, r.Rows)
 	}
+	writeCPUSplit(w, r.Rows)
 	if len(r.Memory) > 0 {
 		fmt.Fprintf(w, "\n## Heap per cached object\n\n| backend | pods | nodes | heap added MiB | bytes/object | ready s |\n|---|---:|---:|---:|---:|---:|\n")
 		for _, m := range r.Memory {
@@ -387,4 +393,43 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 		fmt.Fprintf(w, "\n## Through kube-apiserver\n\n")
 		WriteServerMarkdown(w, r.Servers)
 	}
+}
+
+// writeCPUSplit writes, for the rows with a CPU profile, their CPU per op
+// split by part (package cpusplit): one column per row, one line per part.
+func writeCPUSplit(w io.Writer, rows []Row) {
+	var split []Row
+	for _, r := range rows {
+		if len(r.CPUSplitUsPerOp) > 0 {
+			split = append(split, r)
+		}
+	}
+	if len(split) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## CPU per op by part (µs)\n\n")
+	fmt.Fprintf(w, "Each part's share of the row's CPU profile times the row's cpu ms/op (package cpusplit names the parts). \"etcd server\" is the embedded member's work, gRPC server side included: with etcd on its own machines it would leave these cores.\n\n| part |")
+	for _, r := range split {
+		fmt.Fprintf(w, " %s %s rv=%s c=%d |", r.Backend, r.Scenario, r.RV, r.Concurrency)
+	}
+	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(split)))
+	for _, part := range cpusplit.Parts() {
+		shown := false
+		for _, r := range split {
+			shown = shown || r.CPUSplitUsPerOp[part] >= 0.05
+		}
+		if !shown {
+			continue
+		}
+		fmt.Fprintf(w, "| %s |", part)
+		for _, r := range split {
+			fmt.Fprintf(w, " %.1f |", r.CPUSplitUsPerOp[part])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "| **total (cpu ms/op)** |")
+	for _, r := range split {
+		fmt.Fprintf(w, " %.1f |", r.CPUPerOpMs*1000)
+	}
+	fmt.Fprintln(w)
 }

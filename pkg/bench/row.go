@@ -85,6 +85,13 @@ type Row struct {
 	// row (Config.TraceDir); tracing slows the row, so its figures are not
 	// comparable with untraced rows.
 	Trace string `json:"trace,omitempty"`
+	// CPUProfile is the CPU profile written over the measured part of the
+	// row (Config.CPUProfileDir).
+	CPUProfile string `json:"cpu_profile,omitempty"`
+	// CPUSplitUsPerOp is CPUPerOpMs split by cpusplit's parts, in
+	// microseconds per op: each part's share of the profile's samples
+	// times the measured CPU per op. Only rows with a CPU profile.
+	CPUSplitUsPerOp map[string]float64 `json:"cpu_split_us_per_op,omitempty"`
 }
 
 // extra reports whether r is outside the main matrix (a sweep or a gate

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -68,6 +69,13 @@ type Config struct {
 	// repeats from 1). freshcache-bench trace-wait reads them. Tracing costs
 	// CPU: traced rows are slower than untraced ones.
 	TraceDir string `json:"-"`
+
+	// CPUProfileDir, when set, receives a CPU profile (runtime/pprof) of
+	// the measured part of every closed-loop row, named like the traces
+	// with the extension .pprof, and each such row gets Row.CPUSplitUsPerOp
+	// (package cpusplit). Profiling costs a little CPU (a signal every
+	// 10 ms per thread).
+	CPUProfileDir string `json:"-"`
 
 	// ReadyTimeout bounds the wait for a cache's initial list.
 	ReadyTimeout time.Duration `json:"-"`
@@ -252,10 +260,16 @@ func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv str
 		_, _ = w.stop()
 		return row, err
 	}
+	stopProfile, err := startRowCPUProfile(cfg.CPUProfileDir, &row)
+	if err != nil {
+		_ = stopTrace()
+		_, _ = w.stop()
+		return row, err
+	}
 	before := takeSample(b.name)
 	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration), g)
 	after := takeSample(b.name)
-	if err := stopTrace(); err != nil {
+	if err := errors.Join(stopProfile(), stopTrace()); err != nil {
 		_, _ = w.stop()
 		return row, err
 	}
@@ -265,6 +279,9 @@ func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv str
 	row.Ops, row.Errors, row.FirstError, row.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
 	row.fill(before, after, res.lat, res.items)
 	row.fillGate(res.gateOpen, res.gateRun)
+	if err := row.fillCPUSplit(); err != nil {
+		return row, err
+	}
 	return row, nil
 }
 

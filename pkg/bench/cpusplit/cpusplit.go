@@ -1,0 +1,134 @@
+package cpusplit
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// The parts, in the order Split tries them on each sample.
+const (
+	// Wait is the reader's own freshness wait: registering with the
+	// freshness driver, the Machine, the wait metrics.
+	Wait = "reader: freshness wait"
+	// Op is the rest of a client loop's op: the LIST or GET from the
+	// snapshot, or an upstream/etcd read, and the harness around it.
+	Op = "reader: the op"
+	// Fetch is the goroutines that send revision fetches and progress
+	// requests, down through the gRPC client call.
+	Fetch = "fetch and progress senders"
+	// GCIdle is mark work the garbage collector did on Ps that had nothing
+	// else to run: CPU a busier process would not have had to spare.
+	GCIdle = "GC: mark on idle Ps"
+	// GCMark is the rest of the background mark workers' time (dedicated
+	// and fractional), which the runtime takes from the program.
+	GCMark = "GC: background mark"
+	// GCSweep is background sweeping and scavenging.
+	GCSweep = "GC: sweep and scavenge"
+	// Harness is the benchmark's own goroutines outside the client loops:
+	// background writes (pods, leases) and bookkeeping.
+	Harness = "harness: background writes, bookkeeping"
+	// EtcdServer is the embedded etcd: its gRPC server side, raft and
+	// storage.
+	EtcdServer = "etcd server (with its gRPC side)"
+	// GRPCClient is the gRPC client transport: the connection reader and
+	// writer goroutines every etcd client call goes through.
+	GRPCClient = "gRPC client transport"
+	// Cache is the caches' own goroutines: reflectors, watch streams,
+	// event dispatch, the freshness driver's timer.
+	Cache = "caches and watch streams"
+	// Runtime is the scheduler and the rest of the Go runtime.
+	Runtime = "Go runtime (scheduler, other)"
+	// Other is anything no rule matched.
+	Other = "other"
+)
+
+type rule struct {
+	part string
+	// any: the sample matches when a function on its stack contains one
+	// of these substrings.
+	any []string
+}
+
+// rules are tried in order; a client loop is recognised first so that
+// what it calls (a gRPC call of an upstream read, say) stays with it.
+var rules = []rule{
+	{Wait, []string{"watchcache.(*Cache).freshRead", "watchcache.(*driver).wait"}},
+	{Op, []string{"freshcache/pkg/bench.(*Env).workers"}},
+	{Fetch, []string{"watchcache/oracle.(*Oracle).fetch", "watchcache.(*driver).fetch", "watchcache.(*driver).sendProgressLocked"}},
+	{GCIdle, []string{"runtime.gcDrainMarkWorkerIdle"}},
+	{GCMark, []string{"runtime.gcBgMarkWorker"}},
+	{GCSweep, []string{"runtime.bgsweep", "runtime.bgscavenge"}},
+	{Harness, []string{"freshcache/pkg/bench."}},
+	{EtcdServer, []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
+	{GRPCClient, []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
+	{Cache, []string{"github.com/freshcache/watchcache", "k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
+	{Runtime, []string{"runtime."}},
+}
+
+// Parts lists every part in the order Split tries them, Other last.
+func Parts() []string {
+	out := make([]string, 0, len(rules)+1)
+	for _, r := range rules {
+		out = append(out, r.part)
+	}
+	return append(out, Other)
+}
+
+// Split returns the CPU time of p's samples per part (parts without
+// samples are left out) and the total. p must be a CPU profile (a sample
+// type "cpu" in nanoseconds).
+func Split(p *profile.Profile) (map[string]time.Duration, time.Duration, error) {
+	idx := -1
+	for i, st := range p.SampleType {
+		if st.Type == "cpu" && st.Unit == "nanoseconds" {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil, 0, fmt.Errorf("cpusplit: not a CPU profile (no cpu/nanoseconds sample type)")
+	}
+	parts := make(map[string]time.Duration)
+	var total time.Duration
+	for _, s := range p.Sample {
+		d := time.Duration(s.Value[idx])
+		parts[classify(s)] += d
+		total += d
+	}
+	return parts, total, nil
+}
+
+// ReadFile parses the CPU profile at path and splits it.
+func ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = f.Close() }()
+	p, err := profile.Parse(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cpusplit: %s: %w", path, err)
+	}
+	return Split(p)
+}
+
+func classify(s *profile.Sample) string {
+	for _, r := range rules {
+		for _, loc := range s.Location {
+			for _, line := range loc.Line {
+				if line.Function == nil {
+					continue
+				}
+				for _, sub := range r.any {
+					if strings.Contains(line.Function.Name, sub) {
+						return r.part
+					}
+				}
+			}
+		}
+	}
+	return Other
+}

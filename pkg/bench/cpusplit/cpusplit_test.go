@@ -1,0 +1,128 @@
+package cpusplit
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// build makes a CPU profile with one sample per stack (leaf first), each
+// worth its index+1 milliseconds.
+func build(stacks [][]string) *profile.Profile {
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &profile.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:     int64(10 * time.Millisecond),
+	}
+	fns := map[string]*profile.Function{}
+	for i, st := range stacks {
+		var locs []*profile.Location
+		for _, name := range st {
+			fn, ok := fns[name]
+			if !ok {
+				fn = &profile.Function{ID: uint64(len(fns) + 1), Name: name}
+				fns[name] = fn
+				p.Function = append(p.Function, fn)
+			}
+			loc := &profile.Location{ID: uint64(len(p.Location) + 1), Line: []profile.Line{{Function: fn}}}
+			p.Location = append(p.Location, loc)
+			locs = append(locs, loc)
+		}
+		p.Sample = append(p.Sample, &profile.Sample{Location: locs, Value: []int64{1, int64(i+1) * int64(time.Millisecond)}})
+	}
+	return p
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stack []string
+		want  string
+	}{
+		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/pkg/bench.(*Env).op", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
+		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
+		{"the reader registering its wait", []string{"github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/watchcache.(*driver).wait", "github.com/freshcache/watchcache.(*Cache).freshRead", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Wait},
+		{"an upstream read's gRPC call stays with the op", []string{"google.golang.org/grpc.invoke", "k8s.io/apiserver/pkg/storage/etcd3.(*store).GetList", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
+		{"the oracle's fetch down to gRPC", []string{"google.golang.org/grpc.(*ClientConn).Invoke", "go.etcd.io/etcd/client/v3.(*kv).Get", "github.com/freshcache/watchcache/oracle.(*Oracle).fetch"}, Fetch},
+		{"a progress request", []string{"go.etcd.io/etcd/client/v3.(*watcher).RequestProgress", "github.com/freshcache/watchcache.(*driver).sendProgressLocked.func1"}, Fetch},
+		{"GC background mark", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerFractional", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCMark},
+		{"GC mark on an idle P", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerIdle", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCIdle},
+		{"background sweep", []string{"runtime.sweepone", "runtime.bgsweep"}, GCSweep},
+		{"lease writes", []string{"go.etcd.io/etcd/client/v3.(*kv).Put", "github.com/freshcache/freshcache/pkg/bench.(*Env).startLoad.func1.1"}, Harness},
+		{"etcd's handler", []string{"go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).Range", "google.golang.org/grpc.(*Server).handleStream"}, EtcdServer},
+		{"the server transport", []string{"syscall.Syscall", "google.golang.org/grpc/internal/transport.NewServerTransport.func3"}, EtcdServer},
+		{"raft", []string{"go.etcd.io/raft/v3.(*node).run"}, EtcdServer},
+		{"the client reader", []string{"syscall.read", "google.golang.org/grpc/internal/transport.(*http2Client).reader"}, GRPCClient},
+		{"the client writer", []string{"google.golang.org/grpc/internal/transport.(*loopyWriter).run", "google.golang.org/grpc/internal/transport.NewHTTP2Client.func6"}, GRPCClient},
+		{"the reflector", []string{"github.com/freshcache/watchcache/reflector.(*Reflector).Run", "github.com/freshcache/watchcache.(*Cache).start.func1"}, Cache},
+		{"a watch stream", []string{"go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"}, Cache},
+		{"the scheduler", []string{"runtime.findRunnable", "runtime.schedule", "runtime.mcall"}, Runtime},
+		{"nothing known", []string{"main.main"}, Other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build([][]string{tc.stack})
+			if got := classify(p.Sample[0]); got != tc.want {
+				t.Errorf("classify(%v) = %q, want %q", tc.stack, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitSumsEachPart(t *testing.T) {
+	p := build([][]string{
+		{"runtime.memmove", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, // 1 ms
+		{"runtime.gcDrain", "runtime.gcBgMarkWorker"},                                          // 2 ms
+		{"runtime.memclr", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"},  // 3 ms
+		{"go.etcd.io/raft/v3.(*node).run"},                                                     // 4 ms
+	})
+	// A round trip through the wire format, as ReadFile sees a profile.
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := profile.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, total, err := Split(parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{Op: 4 * time.Millisecond, GCMark: 2 * time.Millisecond, EtcdServer: 4 * time.Millisecond}
+	if len(parts) != len(want) {
+		t.Errorf("parts = %v, want %v", parts, want)
+	}
+	for k, v := range want {
+		if parts[k] != v {
+			t.Errorf("part %q = %v, want %v", k, parts[k], v)
+		}
+	}
+	if total != 10*time.Millisecond {
+		t.Errorf("total = %v, want 10ms", total)
+	}
+}
+
+func TestSplitRejectsOtherProfiles(t *testing.T) {
+	p := build([][]string{{"main.main"}})
+	p.SampleType = []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}, {Type: "alloc_objects", Unit: "count"}}
+	if _, _, err := Split(p); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
+		t.Errorf("Split(heap profile) error = %v, want 'not a CPU profile'", err)
+	}
+}
+
+func TestPartsListsEveryRuleAndOther(t *testing.T) {
+	got := Parts()
+	if len(got) != len(rules)+1 || got[len(got)-1] != Other || got[0] != Wait {
+		t.Errorf("Parts() = %v", got)
+	}
+	seen := map[string]bool{}
+	for _, p := range got {
+		if seen[p] {
+			t.Errorf("part %q listed twice", p)
+		}
+		seen[p] = true
+	}
+}

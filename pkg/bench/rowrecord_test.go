@@ -1,0 +1,86 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshcache/freshcache/pkg/bench/cpusplit"
+)
+
+// TestRunProfilesEachRow checks Config.CPUProfileDir: every measured row
+// gets its own CPU profile, named after the row, and its CPU per op split
+// by part, the parts adding up to the row's cpu ms/op; the report prints
+// the split.
+func TestRunProfilesEachRow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and a pod storage")
+	}
+	shape := Shape{Pods: 400, Nodes: 4}
+	ctx, env := startTestEnv(t, shape, 2*time.Minute)
+	dir := t.TempDir()
+	rows, err := Run(ctx, env, Config{
+		Shape:         shape,
+		Backends:      []string{BackendFreshcache},
+		Scenarios:     []string{ScenarioListNode},
+		RVs:           []string{RVConsistent, RVZero},
+		Concurrency:   []int{4},
+		Duration:      time.Second,
+		Warmup:        50 * time.Millisecond,
+		Load:          Load{LeaseWritesPerSec: 50},
+		CPUProfileDir: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"freshcache-list-node-consistent-c4-1.pprof", "freshcache-list-node-0-c4-1.pprof"}
+	if len(rows) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(want))
+	}
+	for i, r := range rows {
+		if filepath.Base(r.CPUProfile) != want[i] || filepath.Dir(r.CPUProfile) != dir {
+			t.Errorf("row %d profiled to %q, want %s in %s", i, r.CPUProfile, want[i], dir)
+		}
+		// A second of LISTs by four clients leaves samples in the profile.
+		if len(r.CPUSplitUsPerOp) == 0 {
+			t.Errorf("%s: no CPU split", want[i])
+			continue
+		}
+		sum := 0.0
+		for _, v := range r.CPUSplitUsPerOp {
+			sum += v
+		}
+		if total := r.CPUPerOpMs * 1000; math.Abs(sum-total) > 1e-6*total {
+			t.Errorf("%s: parts add up to %.3f µs/op, the row measured %.3f", want[i], sum, total)
+		}
+		if r.CPUSplitUsPerOp[cpusplit.Op] <= 0 {
+			t.Errorf("%s: no CPU in the op itself: %v", want[i], r.CPUSplitUsPerOp)
+		}
+		if r.RV == RVZero && r.CPUSplitUsPerOp[cpusplit.Wait] != 0 {
+			t.Errorf("%s: an rv=0 LIST (FreshResourceVersionZero off) spent %.2f µs/op in a freshness wait", want[i], r.CPUSplitUsPerOp[cpusplit.Wait])
+		}
+	}
+	var md bytes.Buffer
+	WriteReportMarkdown(&md, Report{Kind: "storage", Rows: rows})
+	for _, s := range []string{"## CPU per op by part (µs)", "| " + cpusplit.Op + " |", "freshcache list-node rv=0 c=4", "CPU profile: " + want[0]} {
+		if !strings.Contains(md.String(), s) {
+			t.Errorf("report lacks %q:\n%s", s, md.String())
+		}
+	}
+}
+
+// TestRowWithoutProfileHasNoSplit: the split needs a profile and ops.
+func TestRowWithoutProfileHasNoSplit(t *testing.T) {
+	for _, r := range []Row{{Ops: 10, CPUPerOpMs: 1}, {CPUProfile: "/nonexistent.pprof"}} {
+		if err := r.fillCPUSplit(); err != nil || r.CPUSplitUsPerOp != nil {
+			t.Errorf("fillCPUSplit(%+v) = %v, split %v; want nothing", r, err, r.CPUSplitUsPerOp)
+		}
+	}
+	r := Row{Ops: 10, CPUPerOpMs: 1, CPUProfile: filepath.Join(t.TempDir(), "missing.pprof")}
+	if err := r.fillCPUSplit(); err == nil {
+		t.Error("fillCPUSplit with a missing profile: no error")
+	}
+}
