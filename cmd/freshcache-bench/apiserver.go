@@ -71,14 +71,19 @@ func writeReport(cm common, report bench.Report) error {
 	if err := report.WriteJSON(cm.path(".json")); err != nil {
 		return err
 	}
-	f, err := os.Create(cm.path(".md"))
-	if err != nil {
-		return err
-	}
-	bench.WriteReportMarkdown(f, report)
-	if err := f.Close(); err != nil {
+	if err := writeMarkdown(cm.path(".md"), report); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "# wrote", cm.path(".json"), cm.path(".md"))
 	return nil
+}
+
+// writeMarkdown writes report as markdown to path.
+func writeMarkdown(path string, report bench.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	bench.WriteReportMarkdown(f, report)
+	return f.Close()
 }

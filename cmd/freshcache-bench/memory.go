@@ -75,12 +75,18 @@ func runPlot(args []string) error {
 	in := fs.String("in", "docs/results/storage.json", "storage JSON report")
 	outDir := fs.String("out-dir", "docs/results", "directory for the PNGs")
 	name := fs.String("name", "storage", "file name prefix of the PNGs")
+	markdown := fs.Bool("markdown", false, "also write NAME.md from the JSON (after a change to the report's layout; the figures are the JSON's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	r, err := bench.ReadReport(*in)
 	if err != nil {
 		return err
+	}
+	if *markdown {
+		if err := writeMarkdown(filepath.Join(*outDir, *name+".md"), r); err != nil {
+			return err
+		}
 	}
 	paths, err := bench.PlotStorage(r, *outDir, *name)
 	for _, p := range paths {

@@ -396,7 +396,7 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 }
 
 // writeCPUSplit writes, for the rows with a CPU profile, their CPU per op
-// split by part (package cpusplit): one column per row, one line per part.
+// split by part (package cpusplit): one line per row, one column per part.
 func writeCPUSplit(w io.Writer, rows []Row) {
 	var split []Row
 	for _, r := range rows {
@@ -407,29 +407,22 @@ func writeCPUSplit(w io.Writer, rows []Row) {
 	if len(split) == 0 {
 		return
 	}
+	parts := cpusplit.Parts()
 	fmt.Fprintf(w, "\n## CPU per op by part (µs)\n\n")
-	fmt.Fprintf(w, "Each part's share of the row's CPU profile times the row's cpu ms/op (package cpusplit names the parts). \"etcd server\" is the embedded member's work, gRPC server side included: with etcd on its own machines it would leave these cores.\n\n| part |")
+	fmt.Fprintf(w, "Each part's share of the row's CPU profile (measured part only) times the row's cpu ms/op; package cpusplit defines the parts:")
+	for _, p := range parts {
+		fmt.Fprintf(w, " **%s** = %s;", cpusplit.Column(p), p)
+	}
+	fmt.Fprintf(w, " \"etcd server\" is the embedded member's work, its gRPC server side included: with etcd on its own machines it would leave these cores.\n\n| row |")
+	for _, p := range parts {
+		fmt.Fprintf(w, " %s |", cpusplit.Column(p))
+	}
+	fmt.Fprintf(w, " total |\n|---|%s\n", strings.Repeat("---:|", len(parts)+1))
 	for _, r := range split {
-		fmt.Fprintf(w, " %s %s rv=%s c=%d |", r.Backend, r.Scenario, r.RV, r.Concurrency)
-	}
-	fmt.Fprintf(w, "\n|---|%s\n", strings.Repeat("---:|", len(split)))
-	for _, part := range cpusplit.Parts() {
-		shown := false
-		for _, r := range split {
-			shown = shown || r.CPUSplitUsPerOp[part] >= 0.05
+		fmt.Fprintf(w, "| %s %s rv=%s c=%d |", r.Backend, r.Scenario, r.RV, r.Concurrency)
+		for _, p := range parts {
+			fmt.Fprintf(w, " %.1f |", r.CPUSplitUsPerOp[p])
 		}
-		if !shown {
-			continue
-		}
-		fmt.Fprintf(w, "| %s |", part)
-		for _, r := range split {
-			fmt.Fprintf(w, " %.1f |", r.CPUSplitUsPerOp[part])
-		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, " %.1f |\n", r.CPUPerOpMs*1000)
 	}
-	fmt.Fprintf(w, "| **total (cpu ms/op)** |")
-	for _, r := range split {
-		fmt.Fprintf(w, " %.1f |", r.CPUPerOpMs*1000)
-	}
-	fmt.Fprintln(w)
 }

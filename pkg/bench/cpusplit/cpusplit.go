@@ -69,6 +69,21 @@ var rules = []rule{
 	{Runtime, []string{"runtime."}},
 }
 
+// columns are short names of the parts, for table headers.
+var columns = map[string]string{
+	Wait: "wait", Op: "op", Fetch: "fetch senders", GCIdle: "GC idle Ps", GCMark: "GC mark",
+	GCSweep: "GC sweep", Harness: "harness", EtcdServer: "etcd server", GRPCClient: "gRPC client",
+	Cache: "caches", Runtime: "runtime", Other: "other",
+}
+
+// Column is the short name of part, for a table header.
+func Column(part string) string {
+	if c, ok := columns[part]; ok {
+		return c
+	}
+	return part
+}
+
 // Parts lists every part in the order Split tries them, Other last.
 func Parts() []string {
 	out := make([]string, 0, len(rules)+1)

@@ -118,11 +118,16 @@ func TestPartsListsEveryRuleAndOther(t *testing.T) {
 	if len(got) != len(rules)+1 || got[len(got)-1] != Other || got[0] != Wait {
 		t.Errorf("Parts() = %v", got)
 	}
-	seen := map[string]bool{}
+	seen, cols := map[string]bool{}, map[string]bool{}
 	for _, p := range got {
 		if seen[p] {
 			t.Errorf("part %q listed twice", p)
 		}
 		seen[p] = true
+		c := Column(p)
+		if c == "" || (c == p && p != Other) || cols[c] {
+			t.Errorf("part %q: column name %q missing or shared", p, c)
+		}
+		cols[c] = true
 	}
 }
