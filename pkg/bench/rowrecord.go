@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -39,23 +40,7 @@ func createRowFile(dir string, row *Row, ext string) (*os.File, error) {
 // (Config.TraceDir) and records its path in row.Trace. The returned func
 // stops the trace and closes the file. With dir empty both do nothing.
 func startRowTrace(dir string, row *Row) (func() error, error) {
-	if dir == "" {
-		return func() error { return nil }, nil
-	}
-	f, err := createRowFile(dir, row, "trace")
-	if err != nil {
-		return nil, err
-	}
-	if err := trace.Start(f); err != nil {
-		_ = f.Close()
-		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("bench: start trace: %w", err)
-	}
-	row.Trace = f.Name()
-	return func() error {
-		trace.Stop()
-		return f.Close()
-	}, nil
+	return startRowRecording(dir, row, "trace", trace.Start, trace.Stop, &row.Trace)
 }
 
 // startRowCPUProfile starts a CPU profile for row into a new file under dir
@@ -63,21 +48,28 @@ func startRowTrace(dir string, row *Row) (func() error, error) {
 // returned func stops the profile and closes the file. With dir empty both
 // do nothing. Only one CPU profile can run per process.
 func startRowCPUProfile(dir string, row *Row) (func() error, error) {
+	return startRowRecording(dir, row, "pprof", pprof.StartCPUProfile, pprof.StopCPUProfile, &row.CPUProfile)
+}
+
+// startRowRecording runs start on a new file for row under dir (see
+// createRowFile) and stores the file's path in *path; the returned func
+// runs stop and closes the file. With dir empty both do nothing.
+func startRowRecording(dir string, row *Row, ext string, start func(io.Writer) error, stop func(), path *string) (func() error, error) {
 	if dir == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := createRowFile(dir, row, "pprof")
+	f, err := createRowFile(dir, row, ext)
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("bench: start CPU profile: %w", err)
+		return nil, fmt.Errorf("bench: start %s: %w", ext, err)
 	}
-	row.CPUProfile = f.Name()
+	*path = f.Name()
 	return func() error {
-		pprof.StopCPUProfile()
+		stop()
 		return f.Close()
 	}, nil
 }

@@ -2,8 +2,11 @@ package bench
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -82,5 +85,26 @@ func TestRowWithoutProfileHasNoSplit(t *testing.T) {
 	r := Row{Ops: 10, CPUPerOpMs: 1, CPUProfile: filepath.Join(t.TempDir(), "missing.pprof")}
 	if err := r.fillCPUSplit(); err == nil {
 		t.Error("fillCPUSplit with a missing profile: no error")
+	}
+}
+
+// TestRowProfileRefusedLeavesNoFile: when the process already runs a CPU
+// profile (storage --cpuprofile), a row's profile fails with an error and
+// leaves neither a file nor a path behind.
+func TestRowProfileRefusedLeavesNoFile(t *testing.T) {
+	if err := pprof.StartCPUProfile(io.Discard); err != nil {
+		t.Skipf("a CPU profile is already running: %v", err)
+	}
+	defer pprof.StopCPUProfile()
+	dir := t.TempDir()
+	row := Row{Backend: BackendFreshcache, Scenario: ScenarioGet, RV: RVZero, Concurrency: 1}
+	if _, err := startRowCPUProfile(dir, &row); err == nil || !strings.Contains(err.Error(), "start pprof") {
+		t.Fatalf("second CPU profile: error %v, want one from starting it", err)
+	}
+	if row.CPUProfile != "" {
+		t.Errorf("row.CPUProfile = %q after a failed start", row.CPUProfile)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("files left behind: %v", left)
 	}
 }
