@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-apiserver bench-trace
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-apiserver bench-trace bench-cpu-split
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -131,6 +131,14 @@ bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where e
 	rm -rf $(TRACE_DIR)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) trace-wait --out=$(BENCH_OUT)/consistent-reads-trace-waits.md $(TRACE_DIR)/*.trace
+
+# bench-cpu-split runs issue 4's whole command with a CPU profile of every
+# row's measured part; the report ends with each row's CPU per op split by
+# part (pkg/bench/cpusplit): the fetch chain, the reader's wait, the op, GC.
+PROFILE_DIR ?= $(OUT)/profiles
+bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split by part (~5 min).
+	rm -rf $(PROFILE_DIR)
+	$(BENCH) storage $(ISSUE4_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

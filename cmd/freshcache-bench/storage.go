@@ -96,7 +96,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.OracleClient, "oracle-client", bench.OracleGRPC, "how freshcache's revision oracle reaches etcd: grpc (as in kube-apiserver) or in-process (etcd's in-process client on the embedded member: no gRPC on either side; a diagnostic, not with --etcd-endpoint)")
 	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
 	fs.StringVar(&cpuProf, "cpuprofile", "", "write one CPU profile of the whole run after the data load (each backend's start with its initial list, priming, warm-ups and rows) to this file; for the measured part of each row alone use --cpuprofile-dir")
-	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile-dir", "", "write a CPU profile of the measured part of every row into this directory, and add the row's CPU per op split by part to the report")
+	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile-dir", "", "write a CPU profile of the measured part of every closed-loop row (not watch-fanout) into this directory, and add the row's CPU per op split by part to the report")
 	fs.StringVar(&cfg.TraceDir, "trace-dir", "", "write an execution trace of the measured part of every row into this directory (slows the rows; read with trace-wait)")
 	fs.StringVar(&memProf, "memprofile", "", "write an allocation profile (alloc_space) at the end to this file")
 	fs.StringVar(&endpoint, "etcd-endpoint", "", "load the data into this etcd (e.g. one started by 'freshcache-bench etcd' in its own process) instead of an embedded one; its CPU is then not in cpu ms/op, and etcd req/op counts nothing")
