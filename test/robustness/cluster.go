@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,13 +45,7 @@ type Cluster struct {
 
 // freeAddr is a loopback address for an etcd listener, outside the
 // kernel's ephemeral range (package freeport).
-func freeAddr() (string, error) {
-	p, err := freeport.Port("127.0.0.1")
-	if err != nil {
-		return "", err
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)), nil
-}
+func freeAddr() (string, error) { return freeport.Addr("127.0.0.1") }
 
 // StartCluster starts the members together and waits until every one of
 // them serves a linearizable read.

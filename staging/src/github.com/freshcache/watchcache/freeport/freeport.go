@@ -81,6 +81,16 @@ func outsideRange(intN func(int) int, lo, hi int) int {
 	return max(hi, lowestPort-1) + 1 + (n - below)
 }
 
+// Addr is Port as a host:port address, for listeners configured by
+// address (etcd's client and peer URLs).
+func Addr(host string) (string, error) {
+	p, err := Port(host)
+	if err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
 // Check returns the error of listening on host:port now, nil if it could.
 func Check(host string, port int) error {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))

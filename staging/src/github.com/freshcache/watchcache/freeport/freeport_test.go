@@ -75,3 +75,23 @@ func TestPortAvoidsEphemeralRange(t *testing.T) {
 		_ = l.Close()
 	}
 }
+
+func TestAddrIsAFreePortOnHost(t *testing.T) {
+	addr, err := Addr("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("Addr = %q (%v), want 127.0.0.1:PORT", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 {
+		t.Fatalf("Addr = %q: port %q", addr, port)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("%s not free: %v", addr, err)
+	}
+	_ = l.Close()
+}

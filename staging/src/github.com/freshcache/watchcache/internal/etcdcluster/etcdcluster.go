@@ -8,7 +8,6 @@ import (
 	"net/textproto"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,11 +36,11 @@ const clusterStartTimeout = 60 * time.Second
 // kernel's ephemeral range (package freeport).
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	p, err := freeport.Port("127.0.0.1")
+	addr, err := freeport.Addr("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	return addr
 }
 
 // HTTPURL is http://addr.
