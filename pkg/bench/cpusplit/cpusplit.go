@@ -48,6 +48,8 @@ const (
 
 type rule struct {
 	part string
+	// column is the part's short name, for table headers.
+	column string
 	// any: the sample matches when a function on its stack contains one
 	// of these substrings.
 	any []string
@@ -56,30 +58,26 @@ type rule struct {
 // rules are tried in order; a client loop is recognised first so that
 // what it calls (a gRPC call of an upstream read, say) stays with it.
 var rules = []rule{
-	{Wait, []string{"watchcache.(*Cache).freshRead", "watchcache.(*driver).wait"}},
-	{Op, []string{"freshcache/pkg/bench.(*Env).workers"}},
-	{Fetch, []string{"watchcache/oracle.(*Oracle).fetch", "watchcache.(*driver).fetch", "watchcache.(*driver).sendProgressLocked"}},
-	{GCIdle, []string{"runtime.gcDrainMarkWorkerIdle"}},
-	{GCMark, []string{"runtime.gcBgMarkWorker"}},
-	{GCSweep, []string{"runtime.bgsweep", "runtime.bgscavenge"}},
-	{Harness, []string{"freshcache/pkg/bench."}},
-	{EtcdServer, []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
-	{GRPCClient, []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
-	{Cache, []string{"github.com/freshcache/watchcache", "k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
-	{Runtime, []string{"runtime."}},
+	{Wait, "wait", []string{"watchcache.(*Cache).freshRead", "watchcache.(*driver).wait"}},
+	{Op, "op", []string{"freshcache/pkg/bench.(*Env).workers"}},
+	{Fetch, "fetch senders", []string{"watchcache/oracle.(*Oracle).fetch", "watchcache.(*driver).fetch", "watchcache.(*driver).sendProgressLocked"}},
+	{GCIdle, "GC idle Ps", []string{"runtime.gcDrainMarkWorkerIdle"}},
+	{GCMark, "GC mark", []string{"runtime.gcBgMarkWorker"}},
+	{GCSweep, "GC sweep", []string{"runtime.bgsweep", "runtime.bgscavenge"}},
+	{Harness, "harness", []string{"freshcache/pkg/bench."}},
+	{EtcdServer, "etcd server", []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
+	{GRPCClient, "gRPC client", []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
+	{Cache, "caches", []string{"github.com/freshcache/watchcache", "k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
+	{Runtime, "runtime", []string{"runtime."}},
 }
 
-// columns are short names of the parts, for table headers.
-var columns = map[string]string{
-	Wait: "wait", Op: "op", Fetch: "fetch senders", GCIdle: "GC idle Ps", GCMark: "GC mark",
-	GCSweep: "GC sweep", Harness: "harness", EtcdServer: "etcd server", GRPCClient: "gRPC client",
-	Cache: "caches", Runtime: "runtime", Other: "other",
-}
-
-// Column is the short name of part, for a table header.
+// Column is the short name of part, for a table header; an unknown part
+// is its own name.
 func Column(part string) string {
-	if c, ok := columns[part]; ok {
-		return c
+	for _, r := range rules {
+		if r.part == part {
+			return r.column
+		}
 	}
 	return part
 }
