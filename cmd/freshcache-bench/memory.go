@@ -84,6 +84,9 @@ func runPlot(args []string) error {
 		return err
 	}
 	if *markdown {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			return err
+		}
 		if err := writeMarkdown(filepath.Join(*outDir, *name+".md"), r); err != nil {
 			return err
 		}
