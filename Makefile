@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-apiserver bench-trace bench-cpu-split
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-apiserver bench-trace bench-cpu-split
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -121,6 +121,13 @@ bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: issue 4's shape 
 # in-process etcd costs the cache's Go runtime from what the protocol does.
 bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~3 min).
 	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+
+# bench-etcd-own-core is the same with etcd pinned to CPU 1 and the bench
+# (clients, caches, harness) to CPU 0: etcd's server half of each fetch
+# leaves the cache's core, as when etcd runs on machines of its own. Every
+# row then has one core, so compare its rows with each other only.
+bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on CPU 0 (~6 min; needs 2 CPUs).
+	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-etcd-own-core --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 # bench-trace runs issue 4's LIST rows (freshcache only) with an execution
 # trace of each measured row, then splits every freshness wait at its

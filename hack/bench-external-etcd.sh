@@ -3,11 +3,27 @@
 # etcd' serves from a process of its own, and stops that process (by its
 # PID) when done. The arguments go to 'freshcache-bench storage'; the
 # bench-external-etcd make target passes issue 4's shape (ISSUE4_SHAPE).
+#
+# ETCD_CPUS and BENCH_CPUS, when set, pin each process to those CPUs
+# (taskset -c syntax). Go sizes GOMAXPROCS from the affinity, and the
+# report's machine line shows the bench's share. make bench-etcd-own-core
+# gives etcd one core and the bench (clients and caches) the other, so
+# that etcd's server work does not compete with the cache for a core, as
+# when etcd runs on machines of its own.
 set -euo pipefail
 
 BENCH=${BENCH:-_output/bin/freshcache-bench}
+pin() {
+	local cpus=$1
+	shift
+	if [[ -n "$cpus" ]]; then
+		taskset -c "$cpus" "$@"
+	else
+		"$@"
+	fi
+}
 log=$(mktemp)
-"$BENCH" etcd >"$log" 2>&1 &
+pin "${ETCD_CPUS:-}" "$BENCH" etcd >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 
@@ -20,4 +36,4 @@ for _ in $(seq 1 300); do
 done
 [[ -n "$endpoint" ]] || { cat "$log" >&2; echo "etcd did not print its endpoint in 30s" >&2; exit 1; }
 
-"$BENCH" storage --etcd-endpoint="$endpoint" "$@"
+pin "${BENCH_CPUS:-}" "$BENCH" storage --etcd-endpoint="$endpoint" "$@"
