@@ -126,7 +126,7 @@ bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~
 # (clients, caches, harness) to CPU 0: etcd's server half of each fetch
 # leaves the cache's core, as when etcd runs on machines of its own. Every
 # row then has one core, so compare its rows with each other only.
-bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on CPU 0 (~6 min; needs 2 CPUs).
+bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on CPU 0 (~2 min; needs 2 CPUs).
 	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 # bench-trace runs issue 4's LIST rows (freshcache only) with an execution
