@@ -13,17 +13,14 @@
 set -euo pipefail
 
 BENCH=${BENCH:-_output/bin/freshcache-bench}
-pin() {
-	local cpus=$1
-	shift
-	if [[ -n "$cpus" ]]; then
-		taskset -c "$cpus" "$@"
-	else
-		"$@"
-	fi
-}
+# A command prefix, not a function: a function run in the background is a
+# subshell, and killing its PID would leave etcd running.
+etcd_pin=()
+[[ -n "${ETCD_CPUS:-}" ]] && etcd_pin=(taskset -c "$ETCD_CPUS")
+bench_pin=()
+[[ -n "${BENCH_CPUS:-}" ]] && bench_pin=(taskset -c "$BENCH_CPUS")
 log=$(mktemp)
-pin "${ETCD_CPUS:-}" "$BENCH" etcd >"$log" 2>&1 &
+"${etcd_pin[@]}" "$BENCH" etcd >"$log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 
@@ -36,4 +33,4 @@ for _ in $(seq 1 300); do
 done
 [[ -n "$endpoint" ]] || { cat "$log" >&2; echo "etcd did not print its endpoint in 30s" >&2; exit 1; }
 
-pin "${BENCH_CPUS:-}" "$BENCH" storage --etcd-endpoint="$endpoint" "$@"
+"${bench_pin[@]}" "$BENCH" storage --etcd-endpoint="$endpoint" "$@"
