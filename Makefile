@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-apiserver bench-trace bench-cpu-split
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -146,6 +146,13 @@ PROFILE_DIR ?= $(OUT)/profiles
 bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split by part (~5 min).
 	rm -rf $(PROFILE_DIR)
 	$(BENCH) storage $(ISSUE4_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+
+# bench-netpoll-floor times a loopback TCP round trip against a channel
+# round trip while 0-64 goroutines burn CPU and park like the benchmark's
+# readers: what Go's network poller adds to any socket round trip, a
+# revision fetch's included, on saturated cores (package netpollfloor).
+bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on busy cores (~1 min).
+	$(BENCH) netpoll-floor --out=$(BENCH_OUT)/netpoll-floor.md $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

@@ -7,6 +7,7 @@
 //	freshcache-bench plot      [flags]  redraw PNGs from JSON results
 //	freshcache-bench etcd      [flags]  an etcd in a process of its own, for storage --etcd-endpoint
 //	freshcache-bench trace-wait [flags] TRACE...  where the freshness waits in an execution trace went
+//	freshcache-bench netpoll-floor [flags]  a socket round trip against a channel one, on busy cores
 package main
 
 import (
@@ -38,6 +39,8 @@ func main() {
 		err = runEtcd(ctx, os.Args[2:])
 	case "trace-wait":
 		err = runTraceWait(os.Args[2:])
+	case "netpoll-floor":
+		err = runNetpollFloor(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -52,13 +55,14 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait [flags]
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor [flags]
   storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
   plot       redraw the PNG plots from JSON results
   etcd       run the storage benchmark's etcd in a process of its own
   trace-wait where the freshness waits in an execution trace went (storage --trace-dir)
+  netpoll-floor  a loopback TCP round trip against a channel one while busy goroutines saturate the cores
 Run a subcommand with -h for its flags.
 `)
 }

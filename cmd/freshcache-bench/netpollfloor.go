@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/freshcache/freshcache/pkg/bench"
+	"github.com/freshcache/freshcache/pkg/bench/netpollfloor"
+)
+
+// runNetpollFloor times a loopback TCP round trip and a channel round trip
+// while busy goroutines keep the cores saturated, for each busy count: what
+// the Go network poller adds to any socket round trip, a revision fetch's
+// included, at issue 4's load (package netpollfloor).
+func runNetpollFloor(ctx context.Context, args []string) error {
+	fs := pflag.NewFlagSet("netpoll-floor", pflag.ContinueOnError)
+	var (
+		out   string
+		busy  []int
+		flags netpollfloor.Options
+	)
+	fs.StringVar(&out, "out", "", "write the markdown to this file instead of standard output")
+	fs.IntSliceVar(&busy, "busy", []int{0, 2, 8, 16, 32, 64}, "busy goroutine counts, one measurement each")
+	fs.DurationVar(&flags.Work, "work", 150*time.Microsecond, "CPU each busy goroutine burns between two waits")
+	fs.DurationVar(&flags.GatePeriod, "gate", 500*time.Microsecond, "how often the shared gate the busy goroutines park on opens")
+	fs.IntVar(&flags.Samples, "samples", 2000, "round trips of each kind per measurement")
+	fs.DurationVar(&flags.Pause, "pause", 200*time.Microsecond, "pause between two pairs of round trips")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	results := make([]netpollfloor.Result, 0, len(busy))
+	for _, n := range busy {
+		o := flags
+		o.Busy = n
+		r, err := netpollfloor.Measure(ctx, o)
+		if err != nil {
+			return fmt.Errorf("netpoll-floor: busy=%d: %w", n, err)
+		}
+		fmt.Fprintf(os.Stderr, "busy=%d: tcp p50 %v, chan p50 %v\n", n, r.TCP.P50, r.Chan.P50)
+		results = append(results, r)
+	}
+	var w io.Writer = os.Stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		w = f
+	}
+	m := bench.ThisMachine()
+	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: pkg/bench/netpollfloor/doc.go; docs/results/README.md, \"Issue 4\"\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), bench.GitCommit(), m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, strings.Join(os.Args, " ")); err != nil {
+		return err
+	}
+	return netpollfloor.WriteMarkdown(w, results)
+}
