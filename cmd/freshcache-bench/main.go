@@ -13,6 +13,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -65,4 +66,19 @@ func usage() {
   netpoll-floor  a loopback TCP round trip against a channel one while busy goroutines saturate the cores
 Run a subcommand with -h for its flags.
 `)
+}
+
+// createOut opens path for a subcommand's markdown, or standard output when
+// path is empty. done closes the file and returns the error closing it
+// reports (a write the kernel refused late); call it once, after the last
+// write.
+func createOut(path string) (w io.Writer, done func() error, err error) {
+	if path == "" {
+		return os.Stdout, func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
 }

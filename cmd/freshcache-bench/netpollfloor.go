@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"time"
@@ -18,7 +18,7 @@ import (
 // while busy goroutines keep the cores saturated, for each busy count: what
 // the Go network poller adds to any socket round trip, a revision fetch's
 // included, at issue 4's load (package netpollfloor).
-func runNetpollFloor(ctx context.Context, args []string) error {
+func runNetpollFloor(ctx context.Context, args []string) (err error) {
 	fs := pflag.NewFlagSet("netpoll-floor", pflag.ContinueOnError)
 	var (
 		out   string
@@ -34,6 +34,11 @@ func runNetpollFloor(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	w, done, err := createOut(out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, done()) }()
 	results := make([]netpollfloor.Result, 0, len(busy))
 	for _, n := range busy {
 		o := flags
@@ -44,15 +49,6 @@ func runNetpollFloor(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "busy=%d: tcp p50 %v, chan p50 %v\n", n, r.TCP.P50, r.Chan.P50)
 		results = append(results, r)
-	}
-	var w io.Writer = os.Stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = f.Close() }()
-		w = f
 	}
 	m := bench.ThisMachine()
 	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: pkg/bench/netpollfloor/doc.go; docs/results/README.md, \"Issue 4\"\n\n",

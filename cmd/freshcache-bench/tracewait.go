@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +18,7 @@ import (
 // kube-apiserver's /debug/pprof/trace?seconds=N) and prints, for each, where
 // freshcache's freshness waits went: until release, release to running,
 // the revision fetches, the GC mark share and who held the CPU.
-func runTraceWait(args []string) error {
+func runTraceWait(args []string) (err error) {
 	fs := pflag.NewFlagSet("trace-wait", pflag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: freshcache-bench trace-wait [flags] TRACE...")
@@ -38,14 +37,12 @@ func runTraceWait(args []string) error {
 		fs.Usage()
 		return errors.New("trace-wait: no trace file given")
 	}
-	var w io.Writer = os.Stdout
+	w, done, err := createOut(out)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, done()) }()
 	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = f.Close() }()
-		w = f
 		// A results file says what it was made from, like the storage runs'.
 		if _, err := fmt.Fprintf(w, "# freshcache-bench trace-wait: %s\n\n- analysed by: `%s` (commit `%s`)\n- traces: the rows of the storage run that wrote them (`--trace-dir`); how to read this: pkg/bench/tracewait/doc.go\n\n",
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args, " "), bench.GitCommit()); err != nil {
