@@ -82,8 +82,8 @@ type Cache struct {
 	// latest is the newest published snapshot. It is written under mu by the
 	// reflector goroutine and read without a lock by everyone.
 	latest atomic.Pointer[store.Snapshot]
-	// ready is closed once the first list is in.
-	ready chan struct{}
+	// readiness is whether the state is current (readiness.go).
+	readiness *readiness
 	// stop is closed by Stop; wg tracks the goroutines it ends.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -137,7 +137,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		cfg:            cfg,
 		prefix:         strings.TrimSuffix(cfg.ResourcePrefix, "/") + "/",
 		metrics:        r.Metrics(cfg.GroupResource),
-		ready:          make(chan struct{}),
+		readiness:      newReadiness(r.Clock),
 		stop:           make(chan struct{}),
 		gates:          readGates{consistent: r.consistentReads, freshZero: r.freshRVZero, snapshots: r.listFromSnapshots},
 		disabledReason: cfg.ConsistentReadsDisabled,
@@ -172,15 +172,20 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Clock:             r.Clock,
 		Metrics:           c.metrics,
 	})
+	// With the version guard tripped, no wait may rest on a progress
+	// notification (etcd#15220 lets one run ahead of events).
+	untrusted := c.disabledReason != ""
 	c.reflector = reflector.New(reflector.Config{
-		Storage:     cfg.Storage,
-		Versioner:   cfg.Versioner,
-		Prefix:      c.prefix,
-		NewListFunc: cfg.NewListFunc,
-		Sink:        (*sink)(c),
-		PageSize:    r.ListPageSize,
-		Clock:       r.Clock,
-		Name:        cfg.GroupResource.String(),
+		Storage:           cfg.Storage,
+		Versioner:         cfg.Versioner,
+		Prefix:            c.prefix,
+		NewListFunc:       cfg.NewListFunc,
+		Sink:              (*sink)(c),
+		PageSize:          r.ListPageSize,
+		Clock:             r.Clock,
+		Name:              cfg.GroupResource.String(),
+		UntrustedProgress: untrusted,
+		RevisionPending:   func(rv uint64) { c.driver.revisionPending(rv) },
 	})
 	source := cfg.Oracle
 	if source == nil && (r.consistentReads || r.freshRVZero) {
@@ -193,7 +198,16 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		}
 		source, c.closeOracle = o, o.Close
 	}
-	c.driver = newDriver(source, c.reflector.RequestProgress, r.Clock, r.ConsistentReadTimeout, c.metrics, cfg.GroupResource.String(), c.stop)
+	c.driver = newDriver(driverConfig{
+		Source:     source,
+		Progress:   c.reflector.RequestProgress,
+		Clock:      r.Clock,
+		Timeout:    r.ConsistentReadTimeout,
+		Metrics:    c.metrics,
+		Name:       cfg.GroupResource.String(),
+		NoProgress: untrusted,
+		Stop:       c.stop,
+	})
 	if c.disabledReason != "" {
 		klog.InfoS("freshcache: consistent reads are delegated to etcd", "resource", cfg.GroupResource.String(), "reason", c.disabledReason)
 		c.metrics.ConsistentReadsDisabled(c.disabledReason)
@@ -227,27 +241,12 @@ func (c *Cache) Stop() {
 	}
 }
 
-// Ready reports whether the initial list is in.
-func (c *Cache) Ready() bool {
-	select {
-	case <-c.ready:
-		return true
-	default:
-		return false
-	}
-}
+// Ready reports whether the state is current: a list is in and the
+// reflector has not had to list again since.
+func (c *Cache) Ready() bool { return c.readiness.isReady() }
 
 // Wait blocks until the cache is ready, ctx is done or the cache stops.
-func (c *Cache) Wait(ctx context.Context) error {
-	select {
-	case <-c.ready:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.stop:
-		return ErrStopped
-	}
-}
+func (c *Cache) Wait(ctx context.Context) error { return c.readiness.wait(ctx, c.stop) }
 
 // RV is the cache revision: every event up to it has been applied.
 func (c *Cache) RV() uint64 { return c.latest.Load().RV() }
@@ -282,8 +281,8 @@ type sink Cache
 
 func (s *sink) RV() uint64 { return (*Cache)(s).RV() }
 
-func (s *sink) Replace(objs []runtime.Object, rv uint64) error {
-	if err := s.replace(objs, rv); err != nil {
+func (s *sink) Replace(objs []runtime.Object, rv uint64, reason string) error {
+	if err := s.replace(objs, rv, reason); err != nil {
 		return err
 	}
 	// After publication: a read released at rv takes a snapshot >= rv.
@@ -291,7 +290,7 @@ func (s *sink) Replace(objs []runtime.Object, rv uint64) error {
 	return nil
 }
 
-func (s *sink) replace(objs []runtime.Object, rv uint64) error {
+func (s *sink) replace(objs []runtime.Object, rv uint64, reason string) error {
 	c := (*Cache)(s)
 	items := make([]*store.Object, 0, len(objs))
 	for _, obj := range objs {
@@ -313,60 +312,94 @@ func (s *sink) replace(objs []runtime.Object, rv uint64) error {
 	snap := c.mu.writer.Snapshot()
 	if c.mu.listed > 0 {
 		// Watchers cannot be told what changed while the cache was not
-		// watching; they re-watch, as with upstream's cacher.
+		// watching; they re-watch, as with upstream's cacher. Unready has
+		// closed them already; this catches a relist without it.
 		c.fanout.TerminateAll(metrics.ReasonRelist)
 	}
 	c.mu.listed++
 	c.history.Reset(snap)
 	c.fanout.Reset(rv)
 	c.publishLocked(snap)
-	c.metrics.Relisted()
-	if c.mu.listed == 1 {
-		close(c.ready)
-	}
+	c.metrics.Relisted(reason)
+	c.readiness.set(true, nil)
 	return nil
 }
 
-func (s *sink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
-	if err := s.apply(typ, obj, rv); err != nil {
+func (s *sink) Unready(err error) {
+	c := (*Cache)(s)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readiness.set(false, err) {
+		// As upstream's cacher before it relists: the watchers would get
+		// nothing until the list is in, and then only an error.
+		c.fanout.TerminateAll(metrics.ReasonRelist)
+	}
+}
+
+func (s *sink) Apply(rv uint64, evs []reflector.Event) error {
+	if err := s.apply(rv, evs); err != nil {
 		return err
 	}
 	s.driver.applied(rv)
 	return nil
 }
 
-func (s *sink) apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
+// apply makes the events of revision rv one change of the state: one
+// snapshot after all of them, history events that share it, one dispatch.
+// A reader never sees part of an etcd transaction (unless progress is
+// untrusted, when the reflector hands over events one at a time).
+func (s *sink) apply(rv uint64, evs []reflector.Event) error {
 	c := (*Cache)(s)
-	o, err := c.newObject(obj, rv)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var prev *store.Object
-	switch typ {
-	case watch.Deleted:
-		prev = c.mu.writer.Delete(o.Key, rv)
-	case watch.Added, watch.Modified:
-		prev, err = c.mu.writer.Put(o)
+	objs := make([]*store.Object, len(evs))
+	for i, e := range evs {
+		o, err := c.newObject(e.Object, rv)
 		if err != nil {
 			return err
 		}
-		typ = watch.Modified
-		if prev == nil {
-			typ = watch.Added
+		objs[i] = o
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rv < c.mu.writer.RV() {
+		return fmt.Errorf("watchcache: events at %d behind the state at %d", rv, c.mu.writer.RV())
+	}
+	hevs := make([]history.Event, len(evs))
+	for i, e := range evs {
+		o := objs[i]
+		var prev *store.Object
+		typ := e.Type
+		switch typ {
+		case watch.Deleted:
+			prev = c.mu.writer.Delete(o.Key, rv)
+		case watch.Added, watch.Modified:
+			var err error
+			prev, err = c.mu.writer.Put(o)
+			if err != nil {
+				// The state holds part of the revision; only a relist
+				// can repair it, and nothing of it was published.
+				return err
+			}
+			typ = watch.Modified
+			if prev == nil {
+				typ = watch.Added
+			}
+		default:
+			return fmt.Errorf("watchcache: unexpected event type %q", typ)
 		}
-	default:
-		return fmt.Errorf("watchcache: unexpected event type %q", typ)
+		hevs[i] = history.Event{Type: typ, Object: o, Prev: prev, RV: rv}
 	}
 	snap := c.mu.writer.Snapshot()
-	ev := history.Event{Type: typ, Object: o, Prev: prev, RV: rv, Snapshot: snap}
-	if err := c.history.Append(ev); err != nil {
+	ptrs := make([]*history.Event, len(hevs))
+	for i := range hevs {
+		hevs[i].Snapshot = snap
+		ptrs[i] = &hevs[i]
+	}
+	if err := c.history.Append(hevs...); err != nil {
 		return err
 	}
-	c.fanout.Dispatch(&ev)
+	c.fanout.Dispatch(ptrs...)
 	c.publishLocked(snap)
-	c.metrics.EventsReceived(1)
+	c.metrics.EventsReceived(len(evs))
 	return nil
 }
 

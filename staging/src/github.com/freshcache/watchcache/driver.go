@@ -84,6 +84,8 @@ type driver struct {
 	timeout  time.Duration
 	rec      metrics.Recorder
 	name     string
+	// noProgress: progress notifications are not trusted (driverConfig).
+	noProgress bool
 
 	stop <-chan struct{}
 	// ctx is cancelled when the cache stops; fetches and progress requests
@@ -109,9 +111,30 @@ type driver struct {
 	}
 }
 
-func newDriver(source RevisionSource, progress func(context.Context) error, clk clock.Clock, timeout time.Duration, rec metrics.Recorder, name string, stop <-chan struct{}) *driver {
-	m, _ := freshness.New(freshness.Options{}) // zero Options are valid
-	d := &driver{source: source, progress: progress, clock: clk, timeout: timeout, rec: rec, name: name, stop: stop, kick: make(chan struct{}, 1)}
+// driverConfig is what a driver is built from.
+type driverConfig struct {
+	// Source fetches revisions; nil means consistent reads never register.
+	Source RevisionSource
+	// Progress sends a progress request on the cache's watch stream.
+	Progress func(context.Context) error
+	Clock    clock.Clock
+	// Timeout is every read's deadline from its arrival; 0 means none.
+	Timeout time.Duration
+	Metrics metrics.Recorder
+	// Name is the resource, for logs.
+	Name string
+	// NoProgress: the cache's progress notifications cannot be trusted
+	// (etcd version guard), so no wait may rely on one: the Machine never
+	// asks for a progress request and waits end by events or deadlines.
+	NoProgress bool
+	// Stop is the cache's stop channel.
+	Stop <-chan struct{}
+}
+
+func newDriver(cfg driverConfig) *driver {
+	m, _ := freshness.New(freshness.Options{NoProgress: cfg.NoProgress}) // valid: no initial revision
+	d := &driver{source: cfg.Source, progress: cfg.Progress, clock: cfg.Clock, timeout: cfg.Timeout, rec: cfg.Metrics,
+		name: cfg.Name, noProgress: cfg.NoProgress, stop: cfg.Stop, kick: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.mu.m = m
 	d.mu.waiters = make(map[freshness.ReadID]chan verdict)
@@ -173,6 +196,16 @@ func (d *driver) applied(rv uint64) {
 	d.mu.Unlock()
 }
 
+// revisionPending reports events of rv that nothing proves complete yet
+// (freshness.Machine.RevisionPending): the Machine asks for a progress
+// request unless one is in flight. It never blocks on I/O.
+func (d *driver) revisionPending(rv uint64) {
+	d.mu.Lock()
+	d.mu.m.RevisionPending(int64(rv))
+	d.processLocked()
+	d.mu.Unlock()
+}
+
 // progressNotified reports a progress notification at rv (possibly at or
 // below the cache revision): it also ends the progress request in flight.
 func (d *driver) progressNotified(rv uint64) {
@@ -189,6 +222,10 @@ func (d *driver) progressNotified(rv uint64) {
 // the send's error. Either way the notification reaches the cache (and its
 // watchers, as a bookmark) through the reflector.
 func (d *driver) requestProgress(ctx context.Context) error {
+	if d.noProgress {
+		// Nothing here waits for notifications; pass the request on.
+		return d.progress(ctx)
+	}
 	d.mu.Lock()
 	if d.mu.stopped {
 		d.mu.Unlock()
@@ -293,13 +330,14 @@ func (d *driver) sendProgressLocked() {
 }
 
 // wakeLocked is when run must next call Tick: the earliest read deadline,
-// or the progress stall time while a request is in flight and reads wait.
+// or the progress stall time while a request is in flight and reads wait
+// or a revision is pending.
 func (d *driver) wakeLocked() time.Time {
 	next, ok := d.mu.m.NextDeadline()
 	if !ok {
 		next = time.Time{}
 	}
-	if !d.mu.progressSince.IsZero() && d.mu.m.Status().Waiting > 0 {
+	if !d.mu.progressSince.IsZero() && d.mu.m.ProgressWanted() {
 		stall := d.mu.progressSince.Add(progressRetry)
 		if next.IsZero() || stall.Before(next) {
 			next = stall

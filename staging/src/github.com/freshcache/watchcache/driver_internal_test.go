@@ -37,7 +37,7 @@ func TestStoppedDriverDoesNotSpin(t *testing.T) {
 		{"fetch answered above the cache", func(m *freshness.Machine) error { return m.FetchAnswered(100) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := newDriver(unusedSource{}, func(context.Context) error { return nil }, clock.RealClock{}, time.Minute, metrics.Discard{}, "pods", make(chan struct{}))
+			d := newDriver(driverConfig{Source: unusedSource{}, Progress: func(context.Context) error { return nil }, Clock: clock.RealClock{}, Timeout: time.Minute, Metrics: metrics.Discard{}, Name: "pods", Stop: make(chan struct{})})
 			d.mu.Lock()
 			m := d.mu.m
 			if err := m.ReadArrived(freshness.Read{ID: 1, Kind: freshness.Consistent}); err != nil {

@@ -141,12 +141,13 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 	if req.plan == planDelegate {
 		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 	}
-	if !c.Ready() {
-		// KEP-4568: delegate what etcd can answer cheaply, 429 the rest.
+	if err := c.readiness.check(); err != nil {
+		// KEP-4568: delegate what etcd can answer cheaply, 429 the rest,
+		// with a Retry-After that grows with the downtime.
 		if shouldDelegateWhileNotReady(opts) {
 			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
-		return apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
+		return err
 	}
 
 	var snap *store.Snapshot
@@ -178,6 +179,13 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 	case planExact:
 		if compacted := c.cfg.Storage.CompactRevision(); compacted > 0 && req.rv < uint64(compacted) {
 			// etcd has forgotten this revision; answer as etcd does.
+			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+		}
+		if c.disabledReason != "" && req.rv > c.RV() {
+			// Waiting would rest on events alone (progress notifications
+			// are not trusted): etcd answers at once, as upstream's
+			// cacher delegates a not-yet-fresh Exact read when etcd
+			// cannot serve progress requests.
 			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
 		if err := c.waitFresh(ctx, req.rv); err != nil {

@@ -36,8 +36,8 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	if !c.Ready() {
-		return nil, apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
+	if err := c.readiness.check(); err != nil {
+		return nil, err
 	}
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 

@@ -162,13 +162,22 @@ func (f *Fanout) Len() int {
 	return n
 }
 
-// Dispatch hands ev to every interested watcher. It never blocks.
-func (f *Fanout) Dispatch(ev *history.Event) {
+// Dispatch hands evs, in order, to every interested watcher. It never
+// blocks. The events of one etcd transaction (one revision) go in one
+// call: a bookmark, which needs the same lock, can then never fall between
+// them and tell a client it has seen a revision it has only part of.
+func (f *Fanout) Dispatch(evs ...*history.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ev.RV > f.mu.rv {
-		f.mu.rv = ev.RV
+	for _, ev := range evs {
+		f.dispatchLocked(ev)
+		if ev.RV > f.mu.rv {
+			f.mu.rv = ev.RV
+		}
 	}
+}
+
+func (f *Fanout) dispatchLocked(ev *history.Event) {
 	var (
 		slow   []*Watcher
 		shared *Shared // made for the first watcher, then handed to all

@@ -77,8 +77,10 @@
 //     breaks or the request fails; otherwise no further progress request is
 //     asked for.
 //
-//  3. Call EventApplied(rv) once the event at rv, and every earlier event of
-//     the resource, is in the state that snapshots are taken from. Call
+//  3. Call EventApplied(rv) once every event at rv (all keys of its etcd
+//     transaction), and every earlier event of the resource, is in the
+//     state that snapshots are taken from. Call RevisionPending(rv) when
+//     events of rv have arrived but nothing proves them all there yet. Call
 //     ProgressNotified(rv) for a progress notification at rv (the watch has
 //     delivered every event up to rv). Report the initial list's revision
 //     the same way, or pass it as Options.Revision. After a re-list, report

@@ -47,6 +47,12 @@ type Machine struct {
 	nCovered      int
 
 	progressInFlight bool
+	// noProgress: Options.NoProgress.
+	noProgress bool
+	// pendingRev is the highest revision the cache holds events of that
+	// nothing has proven complete yet (RevisionPending); it matters only
+	// while above rev.
+	pendingRev int64
 
 	waiting   targetHeap   // stageWaiting reads by target
 	deadlines deadlineHeap // unresolved reads that have a deadline
@@ -59,6 +65,12 @@ type Options struct {
 	// Revision is the initial cache revision c, e.g. the RV of the initial
 	// list if the Machine is created after it. Default 0.
 	Revision int64
+	// NoProgress says the cache's progress notifications cannot be
+	// trusted (an etcd with etcd#15220, rejected by the version guard).
+	// The Machine then never asks for a progress request: waits end by
+	// events and deadlines only, as upstream's cacher waits when etcd does
+	// not support progress requests.
+	NoProgress bool
 }
 
 // New returns a Machine with no reads, no fetch and no progress request in
@@ -68,8 +80,9 @@ func New(opts Options) (*Machine, error) {
 		return nil, fmt.Errorf("freshness: negative initial revision %d", opts.Revision)
 	}
 	return &Machine{
-		rev:   opts.Revision,
-		reads: make(map[ReadID]*read),
+		rev:        opts.Revision,
+		reads:      make(map[ReadID]*read),
+		noProgress: opts.NoProgress,
 	}, nil
 }
 
@@ -210,6 +223,19 @@ func (m *Machine) ProgressNotified(rv int64) {
 	m.advance(rv)
 }
 
+// RevisionPending reports that the cache has received events of revision
+// rv that it cannot apply yet, because nothing proves that rv is complete:
+// etcd gives every key of one transaction the same revision, and a later
+// event of it may still be on its way. While rv > c, Ready asks for a
+// progress request, whose notification (at >= rv) proves rv complete;
+// EventApplied(rv) then ends the need.
+func (m *Machine) RevisionPending(rv int64) {
+	if rv > m.pendingRev {
+		m.pendingRev = rv
+	}
+	m.checkInvariants()
+}
+
 // ProgressRequestSent records that the caller is sending a progress request.
 func (m *Machine) ProgressRequestSent() error {
 	if m.progressInFlight {
@@ -293,6 +319,7 @@ func (m *Machine) Status() Status {
 		FetchInFlight:    m.fetchInFlight,
 		Fetch:            m.lastFetch,
 		ProgressInFlight: m.progressInFlight,
+		PendingRevision:  m.pendingRev,
 		Pending:          m.nPending,
 		Covered:          m.nCovered,
 		Waiting:          len(m.waiting),
@@ -301,7 +328,16 @@ func (m *Machine) Status() Status {
 
 func (m *Machine) issueFetch() bool { return !m.fetchInFlight && m.nPending > 0 }
 
-func (m *Machine) sendProgress() bool { return !m.progressInFlight && len(m.waiting) > 0 }
+func (m *Machine) sendProgress() bool {
+	return !m.noProgress && !m.progressInFlight && (len(m.waiting) > 0 || m.pendingRev > m.rev)
+}
+
+// ProgressWanted reports whether something needs a progress notification:
+// reads wait for c, or a revision is pending. The caller's stall timer
+// (a progress request lost with a broken stream) runs only while it holds.
+func (m *Machine) ProgressWanted() bool {
+	return !m.noProgress && (len(m.waiting) > 0 || m.pendingRev > m.rev)
+}
 
 func (m *Machine) advance(rv int64) {
 	if rv > m.rev {

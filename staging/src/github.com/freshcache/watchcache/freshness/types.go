@@ -169,6 +169,9 @@ type Status struct {
 	Fetch         FetchID
 	// ProgressInFlight: whether a progress request is in flight.
 	ProgressInFlight bool
+	// PendingRevision is the highest revision passed to RevisionPending;
+	// it is still pending while above Revision.
+	PendingRevision int64
 	// Unresolved reads by where they are: waiting for the next fetch,
 	// covered by the fetch in flight, waiting for c.
 	Pending, Covered, Waiting int

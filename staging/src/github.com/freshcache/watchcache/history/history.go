@@ -25,11 +25,14 @@ var (
 	ErrExpired = errors.New("watchcache/history: revision is older than the history window")
 	// ErrFuture means the requested revision is newer than the last event.
 	ErrFuture = errors.New("watchcache/history: revision is newer than the history")
-	// ErrOutOfOrder means an appended event does not advance the revision.
-	ErrOutOfOrder = errors.New("watchcache/history: event revision does not increase")
+	// ErrOutOfOrder means an appended event's revision is below the last
+	// one.
+	ErrOutOfOrder = errors.New("watchcache/history: event revision goes back")
 )
 
-// Event is one change of one object.
+// Event is one change of one object. Several events share a revision
+// when one etcd transaction changed several keys (a lease expiring, a
+// delete by prefix); they are kept in the order etcd gave them.
 type Event struct {
 	Type watch.EventType // watch.Added, watch.Modified or watch.Deleted.
 	// Object is the new version. For Deleted it is the last version, with
@@ -39,7 +42,9 @@ type Event struct {
 	Prev *store.Object
 	// RV is the etcd revision of the event.
 	RV uint64
-	// Snapshot is the state right after the event.
+	// Snapshot is the state after every event of revision RV: the events
+	// of one revision share it, so no snapshot in the history shows part
+	// of a transaction.
 	Snapshot *store.Snapshot
 	// At is when the cache applied the event; eviction by age uses it.
 	At time.Time
@@ -99,18 +104,30 @@ func (h *History) Reset(base *store.Snapshot) {
 	h.mu.base = base
 }
 
-// Append adds e, then evicts what falls out of the window.
-func (h *History) Append(e Event) error {
-	if e.At.IsZero() {
-		e.At = h.now()
+// Append adds evs, in order, then evicts what falls out of the window.
+// Revisions must not decrease; an event may share the revision of the one
+// before it (same etcd transaction). Nothing is appended on error.
+func (h *History) Append(evs ...Event) error {
+	if len(evs) == 0 {
+		return nil
 	}
+	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if last := h.lastLocked(); e.RV <= last {
-		return fmt.Errorf("%w: %d after %d", ErrOutOfOrder, e.RV, last)
+	last := h.lastLocked()
+	for _, e := range evs {
+		if e.RV < last {
+			return fmt.Errorf("%w: %d after %d", ErrOutOfOrder, e.RV, last)
+		}
+		last = e.RV
 	}
-	h.mu.events = append(h.mu.events, e)
-	h.evictLocked(e.At)
+	for _, e := range evs {
+		if e.At.IsZero() {
+			e.At = now
+		}
+		h.mu.events = append(h.mu.events, e)
+	}
+	h.evictLocked(now)
 	return nil
 }
 
@@ -216,14 +233,15 @@ func search(evs []Event, rv uint64) int {
 	return lo
 }
 
-// CheckMonotonic verifies that revisions strictly increase from the base.
-// It is for tests and the invariants build.
+// CheckMonotonic verifies that revisions never decrease from the base and
+// that each event carries the snapshot of its revision. It is for tests
+// and the invariants build.
 func (h *History) CheckMonotonic() error {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	prev := h.mu.base.RV()
 	for _, e := range h.mu.events[h.mu.head:] {
-		if e.RV <= prev {
+		if e.RV < prev {
 			return fmt.Errorf("history: event at %d follows %d", e.RV, prev)
 		}
 		if e.Snapshot != nil && e.Snapshot.RV() != e.RV {

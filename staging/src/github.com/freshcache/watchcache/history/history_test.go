@@ -132,7 +132,74 @@ func TestEviction(t *testing.T) {
 
 func TestAppendRejectsOutOfOrder(t *testing.T) {
 	h := build(t, Options{}, []uint64{3}, nil)
-	if err := h.Append(Event{RV: 3}); !errors.Is(err, ErrOutOfOrder) {
+	if err := h.Append(Event{RV: 2}); !errors.Is(err, ErrOutOfOrder) {
 		t.Fatalf("err = %v, want ErrOutOfOrder", err)
+	}
+	// A batch that goes back in its middle is refused whole.
+	if err := h.Append(Event{RV: 4}, Event{RV: 3}); !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("err = %v, want ErrOutOfOrder", err)
+	}
+	if h.Len() != 1 {
+		t.Fatalf("%d events after refused appends, want 1", h.Len())
+	}
+}
+
+// TestEventsOfOneRevision: one etcd transaction changes several keys at one
+// revision. All its events are kept, served together from Since, and every
+// snapshot at that revision holds the whole transaction, even once the
+// window evicts part of the group.
+func TestEventsOfOneRevision(t *testing.T) {
+	now := time.Unix(1000, 0)
+	h := New(Options{Capacity: 4, Now: func() time.Time { return now }})
+	w := store.NewWriter(nil)
+	w.Advance(1)
+	h.Reset(w.Snapshot())
+	appendTxn := func(rv uint64, keys ...string) {
+		t.Helper()
+		var evs []Event
+		for _, k := range keys {
+			o := &store.Object{Key: k, RV: rv}
+			if _, err := w.Put(o); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, Event{Type: watch.Added, Object: o, RV: rv})
+		}
+		snap := w.Snapshot()
+		for i := range evs {
+			evs[i].Snapshot = snap
+		}
+		if err := h.Append(evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendTxn(2, "/a", "/b", "/c")
+	if err := h.CheckMonotonic(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.Since(1)
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("Since(1) = %d events, %v; want the 3 of revision 2", len(evs), err)
+	}
+	if evs, _ := h.Since(2); len(evs) != 0 {
+		t.Fatalf("Since(2) = %d events, want none", len(evs))
+	}
+	snap, err := h.SnapshotAt(2, 2)
+	if err != nil || snap.Len() != 3 {
+		t.Fatalf("SnapshotAt(2) holds %d objects (%v), want the whole transaction", snap.Len(), err)
+	}
+	// Capacity 4: a second transaction of three evicts two events of the
+	// first. The base becomes revision 2's whole state, never a part.
+	appendTxn(3, "/d", "/e", "/f")
+	if base := h.Base(); base != 2 {
+		t.Fatalf("base %d, want 2", base)
+	}
+	if snap, err := h.SnapshotAt(2, 3); err != nil || snap.Len() != 3 {
+		t.Fatalf("SnapshotAt(2) after eviction holds %d objects (%v), want 3", snap.Len(), err)
+	}
+	if _, err := h.Since(1); !errors.Is(err, ErrExpired) {
+		t.Fatalf("Since(1) after eviction: %v, want ErrExpired", err)
+	}
+	if err := h.CheckMonotonic(); err != nil {
+		t.Fatal(err)
 	}
 }

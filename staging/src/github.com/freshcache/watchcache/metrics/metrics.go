@@ -49,9 +49,9 @@ var (
 		Namespace:      namespace,
 		Subsystem:      subsystem,
 		Name:           "relists_total",
-		Help:           "Full lists from etcd done by the cache (the first one included).",
+		Help:           "Full lists from etcd done by the cache, by why: initial (the first), compacted (the watch's revision was compacted), error (a list, watch or apply failed for good), retry_budget (transient watch errors outlasted the retry budget), inconsistent (the inconsistency detector found the cache differs from etcd).",
 		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
+	}, append(append([]string(nil), labels...), "reason"))
 
 	registerOnce sync.Once
 )
@@ -69,6 +69,15 @@ const (
 	ReasonRelist = "relist"
 )
 
+// Relist reasons for Relisted.
+const (
+	RelistInitial      = "initial"
+	RelistCompacted    = "compacted"
+	RelistError        = "error"
+	RelistRetryBudget  = "retry_budget"
+	RelistInconsistent = "inconsistent"
+)
+
 // Recorder receives the cache's measurements for one resource. Every method
 // must be cheap and safe for concurrent use.
 type Recorder interface {
@@ -80,8 +89,8 @@ type Recorder interface {
 	WatchersDelta(delta int)
 	// WatcherTerminated counts one watcher closed by the cache.
 	WatcherTerminated(reason string)
-	// Relisted counts one full list from etcd.
-	Relisted()
+	// Relisted counts one full list from etcd, by reason (Relist*).
+	Relisted(reason string)
 
 	// ReadWait observes the freshness wait of one read (verb: VerbList,
 	// VerbGet, VerbWatch; requested: Requested*).
@@ -109,7 +118,6 @@ func For(gr schema.GroupResource) Recorder {
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
-		relists:  relists.WithLabelValues(gr.Group, gr.Resource),
 	}
 }
 
@@ -118,14 +126,15 @@ type legacy struct {
 	rv              compbasemetrics.GaugeMetric
 	events          compbasemetrics.CounterMetric
 	watchers        compbasemetrics.GaugeMetric
-	relists         compbasemetrics.CounterMetric
 	progress        compbasemetrics.CounterMetric
 }
 
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
 func (l *legacy) EventsReceived(n int)      { l.events.Add(float64(n)) }
 func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
-func (l *legacy) Relisted()                 { l.relists.Inc() }
+func (l *legacy) Relisted(reason string) {
+	relists.WithLabelValues(l.group, l.resource, reason).Inc()
+}
 func (l *legacy) WatcherTerminated(r string) {
 	terminatedWatchers.WithLabelValues(l.group, l.resource, r).Inc()
 }
@@ -137,4 +146,4 @@ func (Discard) ResourceVersion(uint64)   {}
 func (Discard) EventsReceived(int)       {}
 func (Discard) WatchersDelta(int)        {}
 func (Discard) WatcherTerminated(string) {}
-func (Discard) Relisted()                {}
+func (Discard) Relisted(string)          {}

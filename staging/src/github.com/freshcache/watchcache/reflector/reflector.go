@@ -18,28 +18,52 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // DefaultPageSize is the list page size, as upstream's cacher uses.
 const DefaultPageSize = 10000
 
+// DefaultTransientRetry is how long transient watch errors (etcd has no
+// leader, the server is overloaded) are retried on the same history before
+// the reflector gives up and relists: upstream's cacher allows its
+// reflector 30 s (MaxInternalErrorRetryDuration).
+const DefaultTransientRetry = 30 * time.Second
+
 // ErrBackInTime is returned (and retried) when etcd lists at a revision
 // older than the cache's.
 var ErrBackInTime = errors.New("watchcache/reflector: list revision is older than the cache")
 
+// Event is one change of one object, as the watch delivered it.
+type Event struct {
+	// Type is watch.Added, watch.Modified or watch.Deleted.
+	Type   watch.EventType
+	Object runtime.Object
+}
+
 // Sink receives the reflector's output. All calls come from the reflector
 // goroutine, one at a time.
 type Sink interface {
-	// Replace installs the state listed at rv.
-	Replace(objs []runtime.Object, rv uint64) error
-	// Apply applies one ADDED, MODIFIED or DELETED event at rv.
-	Apply(typ watch.EventType, obj runtime.Object, rv uint64) error
+	// Replace installs the state listed at rv. reason is why the reflector
+	// listed (metrics.Relist*).
+	Replace(objs []runtime.Object, rv uint64, reason string) error
+	// Apply applies events of revision rv, in order. rv is never below
+	// RV(). Unless Config.UntrustedProgress is set, evs is every event of
+	// revision rv (a whole etcd transaction) and rv > RV(); with it, events
+	// come one at a time and rv may equal RV().
+	Apply(rv uint64, evs []Event) error
 	// Progress records a progress notification: every event up to rv has
 	// been delivered. rv may be at or below RV(); such a notification moves
-	// nothing but still answers a progress request.
+	// nothing but still answers a progress request. Never called with
+	// Config.UntrustedProgress.
 	Progress(rv uint64)
 	// RV is the revision of the state the sink holds (0 before any list).
 	RV() uint64
+	// Unready reports that the state is no longer kept current: the
+	// reflector must list again (err says why) and will call Replace once
+	// it has.
+	Unready(err error)
 }
 
 // Config configures a Reflector.
@@ -60,6 +84,23 @@ type Config struct {
 	Clock clock.Clock
 	// Name is used in logs.
 	Name string
+
+	// UntrustedProgress says that etcd's progress notifications may run
+	// ahead of its events (etcd#15220: the version guard rejected the
+	// cluster). Bookmarks are then ignored, and since only a later event
+	// could prove a transaction complete, events are applied one at a
+	// time, as upstream's cacher does.
+	UntrustedProgress bool
+	// RevisionPending is called when the watch has delivered events of
+	// revision rv, has nothing more to hand over right now, and nothing
+	// proves yet that rv is complete (another event of the same etcd
+	// transaction may still be on its way). It must not block; it should
+	// see to a progress request, whose notification completes rv. Nil:
+	// rv completes with the next event or notification only.
+	RevisionPending func(rv uint64)
+	// TransientRetry bounds how long transient watch errors are retried
+	// without a relist. Zero: DefaultTransientRetry.
+	TransientRetry time.Duration
 }
 
 // Reflector is the list+watch loop. See the package documentation.
@@ -69,6 +110,15 @@ type Reflector struct {
 	// listed is closed once the first list has been applied.
 	listed     chan struct{}
 	listedOnce sync.Once
+	// relist carries a reason from Relist to the watch loop.
+	relist chan string
+	// untrusted is, under UntrustedProgress, the last revision the sink
+	// got events of and the keys those events changed. Only the Run
+	// goroutine uses it.
+	untrusted struct {
+		rv   uint64
+		keys map[string]struct{}
+	}
 
 	mu struct {
 		sync.Mutex
@@ -88,9 +138,10 @@ func New(cfg Config) *Reflector {
 	if cfg.Metadata == nil {
 		cfg.Metadata = metadata.New(map[string]string{"source": "freshcache"})
 	}
-	r := &Reflector{cfg: cfg}
-	r.listed = make(chan struct{})
-	return r
+	if cfg.TransientRetry <= 0 {
+		cfg.TransientRetry = DefaultTransientRetry
+	}
+	return &Reflector{cfg: cfg, listed: make(chan struct{}), relist: make(chan string, 1)}
 }
 
 // Listed is closed once the initial list is in the sink.
@@ -109,6 +160,16 @@ func (r *Reflector) setErr(err error) {
 	r.mu.Unlock()
 }
 
+// Relist makes the reflector drop its watch and list again, for reason
+// (metrics.Relist*). It does not block; a relist already asked for and not
+// yet started absorbs the call.
+func (r *Reflector) Relist(reason string) {
+	select {
+	case r.relist <- reason:
+	default:
+	}
+}
+
 // WithMetadata returns ctx carrying the reflector's gRPC metadata, so that a
 // request made with it (RequestWatchProgress) targets the cache's stream.
 func (r *Reflector) WithMetadata(ctx context.Context) context.Context {
@@ -119,6 +180,18 @@ func (r *Reflector) WithMetadata(ctx context.Context) context.Context {
 // watch stream.
 func (r *Reflector) RequestProgress(ctx context.Context) error {
 	return r.cfg.Storage.RequestWatchProgress(r.WithMetadata(ctx))
+}
+
+// watchEnd is how a watch ended.
+type watchEnd struct {
+	// relist, if set, is why the cache must list again.
+	relist string
+	// transient: the watch failed in a way that retrying the same watch
+	// can fix (etcd lost its leader, was overloaded or unreachable).
+	transient bool
+	// progressed: the watch delivered at least one event or notification.
+	progressed bool
+	err        error
 }
 
 // Run lists and watches until stop is closed.
@@ -134,28 +207,57 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 	}()
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second}
 	cur := backoff
+	reason := metrics.RelistInitial
 	needList := true
+	// transientSince is when the current run of transient watch errors
+	// began; zero while watches make progress.
+	var transientSince time.Time
 	for ctx.Err() == nil {
 		var err error
 		if needList {
-			err = r.list(ctx)
-			if err == nil {
+			if err = r.list(ctx, reason); err == nil {
 				needList = false
 				cur = backoff
+				transientSince = time.Time{}
 			}
 		}
 		if err == nil {
-			var relist bool
-			relist, err = r.watch(ctx)
-			needList = relist
-			if err == nil {
-				// The watch ended cleanly: resume at once.
-				cur = backoff
-				continue
+			end := r.watch(ctx)
+			if ctx.Err() != nil {
+				return
 			}
-		}
-		if ctx.Err() != nil {
-			return
+			if end.progressed {
+				transientSince = time.Time{}
+				cur = backoff
+			}
+			switch {
+			case end.err == nil && end.relist == "":
+				// The watch ended cleanly: resume at once.
+				continue
+			case end.relist != "":
+				needList, reason = true, end.relist
+			case end.transient:
+				now := r.cfg.Clock.Now()
+				if transientSince.IsZero() {
+					transientSince = now
+				}
+				if now.Sub(transientSince) >= r.cfg.TransientRetry {
+					needList, reason = true, metrics.RelistRetryBudget
+				}
+			default:
+				needList, reason = true, metrics.RelistError
+			}
+			err = end.err
+			if err == nil {
+				err = fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)
+			}
+			if needList {
+				// Like upstream's cacher going back to Pending when its
+				// ListAndWatch returns: the state stops being current now.
+				r.cfg.Sink.Unready(err)
+			}
+		} else {
+			r.cfg.Sink.Unready(err)
 		}
 		r.setErr(err)
 		// An error, not a V(2) line: while it lasts the cache does not move,
@@ -163,7 +265,7 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 		// the objects, a codec that cannot decode them) would otherwise go
 		// unseen behind the timeouts and fallbacks of consistent reads.
 		next := cur.Step()
-		klog.ErrorS(err, "freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "retryIn", next)
+		klog.ErrorS(err, "freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "relist", needList, "retryIn", next)
 		t := r.cfg.Clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
@@ -174,7 +276,12 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 	}
 }
 
-func (r *Reflector) list(ctx context.Context) error {
+func (r *Reflector) list(ctx context.Context, reason string) error {
+	// A relist asked for before this one is answered by it.
+	select {
+	case <-r.relist:
+	default:
+	}
 	var objs []runtime.Object
 	var rv uint64
 	cont := ""
@@ -214,57 +321,215 @@ func (r *Reflector) list(ctx context.Context) error {
 	if have := r.cfg.Sink.RV(); rv < have {
 		return fmt.Errorf("%w: listed at %d, cache at %d", ErrBackInTime, rv, have)
 	}
-	if err := r.cfg.Sink.Replace(objs, rv); err != nil {
+	if err := r.cfg.Sink.Replace(objs, rv, reason); err != nil {
 		return err
 	}
+	r.untrusted.rv, r.untrusted.keys = 0, nil
 	r.setErr(nil)
 	r.listedOnce.Do(func() { close(r.listed) })
 	return nil
 }
 
-// watch follows etcd from the sink's revision. It returns relist=true when
-// the cache must list again (compaction, error event, failed apply).
-func (r *Reflector) watch(ctx context.Context) (relist bool, err error) {
+// classify turns a watch ERROR event into how the watch ends.
+func classify(err error) watchEnd {
+	switch {
+	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
+		return watchEnd{relist: metrics.RelistCompacted, err: err}
+	case apierrors.IsInternalError(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+		// The etcd3 store reports a lost leader (or a member that cannot
+		// reach one) as an internal error: the history is intact, so the
+		// same watch is retried from the cache's revision.
+		return watchEnd{transient: true, err: err}
+	}
+	return watchEnd{relist: metrics.RelistError, err: err}
+}
+
+// watch follows etcd from the sink's revision until the watch ends, an
+// error needs handling or ctx is done.
+func (r *Reflector) watch(ctx context.Context) watchEnd {
+	if r.cfg.UntrustedProgress {
+		return r.watchUntrusted(ctx)
+	}
 	from := r.cfg.Sink.RV()
-	wctx, cancel := context.WithCancel(r.WithMetadata(ctx))
-	defer cancel()
-	w, err := r.cfg.Storage.Watch(wctx, r.cfg.Prefix, storage.ListOptions{
-		ResourceVersion: strconv.FormatUint(from, 10),
-		Recursive:       true,
-		ProgressNotify:  true,
-		Predicate:       storage.Everything,
-	})
+	w, err := r.open(ctx, from)
 	if err != nil {
-		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err), fmt.Errorf("watch %s from %d: %w", r.cfg.Prefix, from, err)
+		return r.openFailed(from, err)
 	}
 	defer w.Stop()
+
+	// batch holds the events of revision batchRV, which nothing has proven
+	// complete yet: etcd gives every key of one transaction the same
+	// revision and the store hands them over one by one. The batch is
+	// applied when a later revision or a progress notification at or
+	// beyond it arrives; if the watch ends first, it is dropped and the
+	// next watch (from the sink's revision) delivers it again.
+	var (
+		batch   []Event
+		batchRV uint64
+	)
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := r.cfg.Sink.Apply(batchRV, batch)
+		batch = batch[:0]
+		return err
+	}
+	progressed := false
 	for {
-		select {
-		case <-ctx.Done():
-			return false, nil
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return false, nil
+		var (
+			ev  watch.Event
+			ok  bool
+			why watchEnd
+		)
+		if len(batch) > 0 {
+			select {
+			case ev, ok = <-w.ResultChan():
+			default:
+				// Nothing more for now: ask etcd to prove batchRV complete.
+				if r.cfg.RevisionPending != nil {
+					r.cfg.RevisionPending(batchRV)
+				}
+				ev, ok, why = r.next(ctx, w)
 			}
-			if ev.Type == watch.Error {
-				return true, fmt.Errorf("watch %s: %w", r.cfg.Prefix, apierrors.FromObject(ev.Object))
+		} else {
+			ev, ok, why = r.next(ctx, w)
+		}
+		if !ok {
+			why.progressed = progressed
+			return why
+		}
+		if ev.Type == watch.Error {
+			e := classify(apierrors.FromObject(ev.Object))
+			e.progressed = progressed
+			e.err = fmt.Errorf("watch %s: %w", r.cfg.Prefix, e.err)
+			return e
+		}
+		rv, err := r.cfg.Versioner.ObjectResourceVersion(ev.Object)
+		if err != nil {
+			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
+		}
+		progressed = true
+		if ev.Type == watch.Bookmark {
+			if len(batch) > 0 && rv >= batchRV {
+				if err := flush(); err != nil {
+					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+				}
 			}
-			rv, err := r.cfg.Versioner.ObjectResourceVersion(ev.Object)
-			if err != nil {
-				return true, err
-			}
-			if ev.Type == watch.Bookmark {
-				// Even a notification at or below the cache's revision
-				// answers a progress request; the sink ignores its revision.
-				r.cfg.Sink.Progress(rv)
-				continue
-			}
-			if rv <= r.cfg.Sink.RV() {
-				continue
-			}
-			if err := r.cfg.Sink.Apply(ev.Type, ev.Object, rv); err != nil {
-				return true, err
+			// Even a notification at or below the cache's revision
+			// answers a progress request; the sink ignores its revision.
+			r.cfg.Sink.Progress(rv)
+			continue
+		}
+		if rv <= r.cfg.Sink.RV() {
+			// Applied already: the sink only holds whole revisions.
+			continue
+		}
+		if len(batch) > 0 && rv != batchRV {
+			if err := flush(); err != nil {
+				return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 			}
 		}
+		batchRV = rv
+		batch = append(batch, Event{Type: ev.Type, Object: ev.Object})
 	}
+}
+
+// watchUntrusted is watch for an etcd whose progress notifications cannot
+// be trusted: events go to the sink one at a time, as upstream's cacher
+// applies them, and bookmarks are ignored. Since the sink may then hold
+// part of a transaction, a watch that ends is resumed from the revision
+// before it, skipping the keys of that revision it applied already (etcd
+// changes a key at most once per revision).
+func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
+	from := r.cfg.Sink.RV()
+	if r.untrusted.rv == from && len(r.untrusted.keys) > 0 && from > 1 {
+		from--
+	}
+	w, err := r.open(ctx, from)
+	if err != nil {
+		return r.openFailed(from, err)
+	}
+	defer w.Stop()
+	progressed := false
+	for {
+		ev, ok, why := r.next(ctx, w)
+		if !ok {
+			why.progressed = progressed
+			return why
+		}
+		if ev.Type == watch.Error {
+			e := classify(apierrors.FromObject(ev.Object))
+			e.progressed = progressed
+			e.err = fmt.Errorf("watch %s: %w", r.cfg.Prefix, e.err)
+			return e
+		}
+		if ev.Type == watch.Bookmark {
+			continue
+		}
+		rv, err := r.cfg.Versioner.ObjectResourceVersion(ev.Object)
+		if err != nil {
+			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
+		}
+		progressed = true
+		key := objectKey(ev.Object)
+		have := r.cfg.Sink.RV()
+		switch {
+		case rv < have:
+			continue
+		case rv == have:
+			// Part of the revision the sink is in: apply what it lacks.
+			if _, done := r.untrusted.keys[key]; done || r.untrusted.rv != rv {
+				continue
+			}
+		default:
+			r.untrusted.rv = rv
+			r.untrusted.keys = map[string]struct{}{}
+		}
+		if err := r.cfg.Sink.Apply(rv, []Event{{Type: ev.Type, Object: ev.Object}}); err != nil {
+			return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+		}
+		r.untrusted.keys[key] = struct{}{}
+	}
+}
+
+func objectKey(obj runtime.Object) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// next waits for the watch's next event. It reports ok=false when the
+// watch channel closed, ctx is done, or Relist was called (end.relist set).
+func (r *Reflector) next(ctx context.Context, w watch.Interface) (watch.Event, bool, watchEnd) {
+	select {
+	case <-ctx.Done():
+		return watch.Event{}, false, watchEnd{}
+	case reason := <-r.relist:
+		return watch.Event{}, false, watchEnd{relist: reason, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
+	case ev, ok := <-w.ResultChan():
+		return ev, ok, watchEnd{}
+	}
+}
+
+func (r *Reflector) open(ctx context.Context, from uint64) (watch.Interface, error) {
+	return r.cfg.Storage.Watch(r.WithMetadata(ctx), r.cfg.Prefix, storage.ListOptions{
+		ResourceVersion: strconv.FormatUint(from, 10),
+		Recursive:       true,
+		ProgressNotify:  !r.cfg.UntrustedProgress,
+		Predicate:       storage.Everything,
+	})
+}
+
+func (r *Reflector) openFailed(from uint64, err error) watchEnd {
+	err = fmt.Errorf("watch %s from %d: %w", r.cfg.Prefix, from, err)
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return watchEnd{relist: metrics.RelistCompacted, err: err}
+	}
+	// The etcd3 store opens watches lazily; an error here is a transport
+	// or overload problem, worth retrying on the same history.
+	return watchEnd{transient: true, err: err}
 }

@@ -2,6 +2,7 @@ package reflector_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +26,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/reflector"
 )
 
@@ -36,7 +39,11 @@ type recordingSink struct {
 	rv       uint64
 	rvs      []uint64
 	replaces int
-	changed  chan struct{}
+	reasons  []string
+	// batches is the size of every Apply, in order; unready counts Unready.
+	batches []int
+	unready int
+	changed chan struct{}
 }
 
 func newSink() *recordingSink {
@@ -52,7 +59,7 @@ func (s *recordingSink) moved(rv uint64) {
 	}
 }
 
-func (s *recordingSink) Replace(objs []runtime.Object, rv uint64) error {
+func (s *recordingSink) Replace(objs []runtime.Object, rv uint64, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs = map[string]string{}
@@ -61,21 +68,31 @@ func (s *recordingSink) Replace(objs []runtime.Object, rv uint64) error {
 		s.objs[m.GetName()] = m.GetResourceVersion()
 	}
 	s.replaces++
+	s.reasons = append(s.reasons, reason)
 	s.moved(rv)
 	return nil
 }
 
-func (s *recordingSink) Apply(typ watch.EventType, obj runtime.Object, rv uint64) error {
+func (s *recordingSink) Apply(rv uint64, evs []reflector.Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m, _ := meta.Accessor(obj)
-	if typ == watch.Deleted {
-		delete(s.objs, m.GetName())
-	} else {
-		s.objs[m.GetName()] = m.GetResourceVersion()
+	for _, e := range evs {
+		m, _ := meta.Accessor(e.Object)
+		if e.Type == watch.Deleted {
+			delete(s.objs, m.GetName())
+		} else {
+			s.objs[m.GetName()] = m.GetResourceVersion()
+		}
 	}
+	s.batches = append(s.batches, len(evs))
 	s.moved(rv)
 	return nil
+}
+
+func (s *recordingSink) Unready(error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unready++
 }
 
 func (s *recordingSink) Progress(rv uint64) {
@@ -115,7 +132,7 @@ func (c *controlledStorage) Watch(ctx context.Context, key string, opts storage.
 	if err != nil {
 		return nil, err
 	}
-	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{})}
+	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{}), inject: make(chan watch.Event), budget: -1}
 	go w.pump()
 	c.watches <- w
 	return w, nil
@@ -135,25 +152,64 @@ type endableWatch struct {
 	inner    watch.Interface
 	out      chan watch.Event
 	end      chan struct{}
+	inject   chan watch.Event
 	stopOnce sync.Once
+
+	mu sync.Mutex
+	// budget is how many more data events pass before the watch ends by
+	// itself; negative means no limit.
+	budget int
+}
+
+// endAfter makes the watch end by itself after n more data events, as a
+// stream that breaks in the middle of a transaction.
+func (w *endableWatch) endAfter(n int) {
+	w.mu.Lock()
+	w.budget = n
+	w.mu.Unlock()
+}
+
+// send delivers ev (e.g. an ERROR event) to the reflector, before anything
+// etcd sends next.
+func (w *endableWatch) send(t *testing.T, ev watch.Event) {
+	t.Helper()
+	select {
+	case w.inject <- ev:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reflector did not take the injected event")
+	}
 }
 
 func (w *endableWatch) pump() {
 	defer close(w.out)
 	defer w.inner.Stop()
 	for {
+		var ev watch.Event
 		select {
 		case <-w.end:
 			return
-		case ev, ok := <-w.inner.ResultChan():
+		case ev = <-w.inject:
+		case e, ok := <-w.inner.ResultChan():
 			if !ok {
 				return
 			}
-			select {
-			case w.out <- ev:
-			case <-w.end:
-				return
+			ev = e
+			if ev.Type != watch.Bookmark {
+				w.mu.Lock()
+				if w.budget == 0 {
+					w.mu.Unlock()
+					return
+				}
+				if w.budget > 0 {
+					w.budget--
+				}
+				w.mu.Unlock()
 			}
+		}
+		select {
+		case w.out <- ev:
+		case <-w.end:
+			return
 		}
 	}
 }
@@ -190,16 +246,26 @@ func start(t *testing.T) *env {
 	}
 }
 
-func (e *env) run(t *testing.T) {
-	r := reflector.New(reflector.Config{
-		Storage:     e.control,
-		Versioner:   storage.APIObjectVersioner{},
-		Prefix:      "/pods/",
-		NewListFunc: cachetest.NewPodList,
-		Sink:        e.sink,
-		PageSize:    2, // several pages, to exercise continue
-		Name:        "pods",
-	})
+func (e *env) run(t *testing.T) { e.runWith(t, reflector.Config{}) }
+
+// runWith starts a reflector over e with cfg's UntrustedProgress and
+// TransientRetry. A pending revision is answered with a progress request,
+// as the cache's driver does.
+func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
+	var r *reflector.Reflector
+	cfg.Storage = e.control
+	cfg.Versioner = storage.APIObjectVersioner{}
+	cfg.Prefix = "/pods/"
+	cfg.NewListFunc = cachetest.NewPodList
+	cfg.Sink = e.sink
+	cfg.PageSize = 2 // several pages, to exercise continue
+	cfg.Name = "pods"
+	progressCtx, cancelProgress := context.WithCancel(context.Background())
+	t.Cleanup(cancelProgress)
+	cfg.RevisionPending = func(uint64) {
+		go func() { _ = r.RequestProgress(progressCtx) }()
+	}
+	r = reflector.New(cfg)
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(stop) }()
@@ -209,12 +275,25 @@ func (e *env) run(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("reflector did not list: %v", r.LastError())
 	}
+	return r
 }
 
 func (e *env) create(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	p := &example.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
 	if err := e.store.Create(ctx, "/pods/ns/"+name, p, &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteTxn deletes the pods in one etcd transaction: one revision.
+func (e *env) deleteTxn(ctx context.Context, t *testing.T, names ...string) {
+	t.Helper()
+	var ops []clientv3.Op
+	for _, n := range names {
+		ops = append(ops, clientv3.OpDelete(etcd3testing.PathPrefix()+"/pods/ns/"+n))
+	}
+	if _, err := e.client.Txn(ctx).Then(ops...).Commit(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -354,8 +433,125 @@ func TestRelistAfterCompaction(t *testing.T) {
 	if replaces < 2 {
 		t.Fatalf("%d lists, want a relist after the compaction", replaces)
 	}
+	if _, unready, reasons, _ := e.counts(); unready < 1 || reasons[1] != metrics.RelistCompacted {
+		t.Fatalf("unready %d, relist reasons %v; want the relist marked compacted", unready, reasons)
+	}
 
 	// And the relisted reflector keeps following etcd.
 	e.create(ctx, t, "after-relist")
 	e.converge(ctx, t)
+}
+
+func (e *env) counts() (replaces, unready int, reasons []string, batches []int) {
+	e.sink.mu.Lock()
+	defer e.sink.mu.Unlock()
+	return e.sink.replaces, e.sink.unready, append([]string(nil), e.sink.reasons...), append([]int(nil), e.sink.batches...)
+}
+
+func internalError() watch.Event {
+	st := apierrors.NewInternalError(errors.New("etcdserver: no leader")).ErrStatus
+	return watch.Event{Type: watch.Error, Object: &st}
+}
+
+// TestTransientErrorRewatchesWithoutRelist: an etcd leader loss reaches the
+// reflector as an internal-error watch event. Like upstream's cacher, it
+// watches again from its revision: no relist, the sink stays ready, and
+// nothing is lost.
+func TestTransientErrorRewatchesWithoutRelist(t *testing.T) {
+	ctx := context.Background()
+	e, first := following(ctx, t)
+	first.send(t, internalError())
+	second := nextWatch(t, e)
+	e.create(ctx, t, "after-error")
+	e.converge(ctx, t)
+	second.send(t, internalError())
+	nextWatch(t, e)
+	e.delete(ctx, t, "pod-0")
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	if replaces, unready, _, _ := e.counts(); replaces != 1 || unready != 0 {
+		t.Fatalf("%d lists and %d unready after transient errors, want 1 and 0", replaces, unready)
+	}
+}
+
+// TestTransientErrorsPastBudgetRelist: transient errors with no progress
+// in between, for longer than the retry budget, end in a relist whose
+// reason says so.
+func TestTransientErrorsPastBudgetRelist(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	e.create(ctx, t, "pod-0")
+	e.runWith(t, reflector.Config{TransientRetry: time.Millisecond})
+	first := nextWatch(t, e)
+	e.converge(ctx, t)
+	first.send(t, internalError())
+	// The backoff (~100 ms) alone outlasts the 1 ms budget.
+	nextWatch(t, e).send(t, internalError())
+	e.waitSink(t, "a relist", func() bool { r, _, _, _ := e.counts(); return r == 2 })
+	_, unready, reasons, _ := e.counts()
+	if unready != 1 || reasons[1] != metrics.RelistRetryBudget {
+		t.Fatalf("unready %d, reasons %v; want 1 and [initial retry_budget]", unready, reasons)
+	}
+	e.create(ctx, t, "after-relist")
+	e.converge(ctx, t)
+}
+
+// TestTransactionSplitByBrokenWatch: the watch breaks after the first
+// event of a three-key transaction. The sink never gets that part alone;
+// the next watch delivers the whole transaction, in one Apply.
+func TestTransactionSplitByBrokenWatch(t *testing.T) {
+	ctx := context.Background()
+	e, first := following(ctx, t)
+	first.endAfter(1)
+	e.deleteTxn(ctx, t, "pod-1", "pod-2", "pod-3")
+	nextWatch(t, e)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	replaces, _, _, batches := e.counts()
+	if replaces != 1 || len(batches) != 1 || batches[0] != 3 {
+		t.Fatalf("%d lists, applies of %v events; want 1 list and one apply of the 3", replaces, batches)
+	}
+}
+
+// TestUntrustedProgressSplitTransaction: with progress notifications
+// untrusted, events go to the sink one at a time, as upstream's cacher
+// applies them. A watch that breaks inside a transaction resumes from the
+// revision before it and applies exactly the events the sink lacks.
+func TestUntrustedProgressSplitTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	for i := 0; i < 5; i++ {
+		e.create(ctx, t, "pod-"+strconv.Itoa(i))
+	}
+	e.runWith(t, reflector.Config{UntrustedProgress: true})
+	first := nextWatch(t, e)
+	e.converge(ctx, t)
+	first.endAfter(1)
+	e.deleteTxn(ctx, t, "pod-1", "pod-2", "pod-3")
+	nextWatch(t, e)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	replaces, _, _, batches := e.counts()
+	if replaces != 1 || len(batches) != 3 {
+		t.Fatalf("%d lists, applies %v; want 1 list and three single applies", replaces, batches)
+	}
+	for _, n := range batches {
+		if n != 1 {
+			t.Fatalf("applies %v: untrusted progress must hand events over one at a time", batches)
+		}
+	}
+}
+
+// waitSink waits until cond holds, re-checking whenever the sink changes.
+func (e *env) waitSink(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-e.sink.changed:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }

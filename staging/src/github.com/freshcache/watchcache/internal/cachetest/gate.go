@@ -18,6 +18,8 @@ type Gate struct {
 	storage.Interface
 
 	progress atomic.Int64
+	// let is how many held events may still pass while paused (Let).
+	let atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -55,6 +57,10 @@ func (g *Gate) Resume() {
 	}
 }
 
+// Let lets the next n events (or notifications) through while paused,
+// e.g. the first event of a transaction without the rest.
+func (g *Gate) Let(n int) { g.let.Add(int64(n)) }
+
 // ProgressRequests is the number of RequestWatchProgress calls so far.
 func (g *Gate) ProgressRequests() int64 { return g.progress.Load() }
 
@@ -62,6 +68,19 @@ func (g *Gate) ProgressRequests() int64 { return g.progress.Load() }
 func (g *Gate) RequestWatchProgress(ctx context.Context) error {
 	g.progress.Add(1)
 	return g.Interface.RequestWatchProgress(ctx)
+}
+
+// takeLet uses one of Let's passes, if any is left.
+func (g *Gate) takeLet() bool {
+	for {
+		n := g.let.Load()
+		if n <= 0 {
+			return false
+		}
+		if g.let.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 func (g *Gate) openCh() <-chan struct{} {
@@ -84,8 +103,14 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 			// after Pause returned is always held.
 			select {
 			case <-g.openCh():
-			case <-gw.done:
-				return
+			default:
+				if !g.takeLet() {
+					select {
+					case <-g.openCh():
+					case <-gw.done:
+						return
+					}
+				}
 			}
 			select {
 			case gw.out <- ev:
