@@ -186,6 +186,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Name:              cfg.GroupResource.String(),
 		UntrustedProgress: untrusted,
 		RevisionPending:   func(rv uint64) { c.driver.revisionPending(rv) },
+		Metrics:           c.metrics,
 	})
 	source := cfg.Oracle
 	if source == nil && (r.consistentReads || r.freshRVZero) {

@@ -53,13 +53,21 @@ var (
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, append(append([]string(nil), labels...), "reason"))
 
+	watchRetries = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "watch_retries_total",
+		Help:           "Times the cache watched etcd again from its own revision after a transient watch error (etcd lost its leader, was overloaded or unreachable), keeping its history and watchers instead of relisting.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+
 	registerOnce sync.Once
 )
 
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries)
 	})
 }
 
@@ -91,6 +99,9 @@ type Recorder interface {
 	WatcherTerminated(reason string)
 	// Relisted counts one full list from etcd, by reason (Relist*).
 	Relisted(reason string)
+	// WatchRetried counts one re-watch from the cache's revision after a
+	// transient watch error.
+	WatchRetried()
 
 	// ReadWait observes the freshness wait of one read (verb: VerbList,
 	// VerbGet, VerbWatch; requested: Requested*).
@@ -132,6 +143,7 @@ type legacy struct {
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
 func (l *legacy) EventsReceived(n int)      { l.events.Add(float64(n)) }
 func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
+func (l *legacy) WatchRetried()             { watchRetries.WithLabelValues(l.group, l.resource).Inc() }
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
@@ -147,3 +159,4 @@ func (Discard) EventsReceived(int)       {}
 func (Discard) WatchersDelta(int)        {}
 func (Discard) WatcherTerminated(string) {}
 func (Discard) Relisted(string)          {}
+func (Discard) WatchRetried()            {}

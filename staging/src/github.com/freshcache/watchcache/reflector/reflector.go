@@ -101,6 +101,8 @@ type Config struct {
 	// TransientRetry bounds how long transient watch errors are retried
 	// without a relist. Zero: DefaultTransientRetry.
 	TransientRetry time.Duration
+	// Metrics counts re-watches after transient errors. Nil: discarded.
+	Metrics metrics.Recorder
 }
 
 // Reflector is the list+watch loop. See the package documentation.
@@ -140,6 +142,9 @@ func New(cfg Config) *Reflector {
 	}
 	if cfg.TransientRetry <= 0 {
 		cfg.TransientRetry = DefaultTransientRetry
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Discard{}
 	}
 	return &Reflector{cfg: cfg, listed: make(chan struct{}), relist: make(chan string, 1)}
 }
@@ -243,6 +248,8 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 				}
 				if now.Sub(transientSince) >= r.cfg.TransientRetry {
 					needList, reason = true, metrics.RelistRetryBudget
+				} else {
+					r.cfg.Metrics.WatchRetried()
 				}
 			default:
 				needList, reason = true, metrics.RelistError

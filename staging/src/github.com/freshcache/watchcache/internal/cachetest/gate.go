@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 )
@@ -23,7 +24,13 @@ type Gate struct {
 
 	mu struct {
 		sync.Mutex
-		paused bool
+		// failLimit and failErr: GetList calls with this page limit fail
+		// (FailLists).
+		failLimit int64
+		failErr   error
+		// watches are the open gated watches, for Inject.
+		watches map[*gatedWatch]struct{}
+		paused  bool
 		// open is closed by Resume; a fresh one is made by Pause.
 		open chan struct{}
 	}
@@ -54,6 +61,43 @@ func (g *Gate) Resume() {
 	if g.mu.paused {
 		g.mu.paused = false
 		close(g.mu.open)
+	}
+}
+
+// FailLists makes every GetList whose page limit is limit (the cache's
+// ListPageSize: its reflector's lists) fail with err; a nil err ends it.
+func (g *Gate) FailLists(limit int64, err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.mu.failLimit, g.mu.failErr = limit, err
+}
+
+// GetList forwards, unless FailLists says otherwise.
+func (g *Gate) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
+	g.mu.Lock()
+	limit, err := g.mu.failLimit, g.mu.failErr
+	g.mu.Unlock()
+	if err != nil && opts.Predicate.Limit == limit {
+		return err
+	}
+	return g.Interface.GetList(ctx, key, opts, listObj)
+}
+
+// Inject delivers ev to every open watch through the gate, ahead of what
+// etcd sends next, even while paused: e.g. the ERROR event etcd3 sends
+// for a compaction or a lost leader.
+func (g *Gate) Inject(ev watch.Event) {
+	g.mu.Lock()
+	ws := make([]*gatedWatch, 0, len(g.mu.watches))
+	for w := range g.mu.watches {
+		ws = append(ws, w)
+	}
+	g.mu.Unlock()
+	for _, w := range ws {
+		select {
+		case w.inject <- ev:
+		case <-w.done:
+		}
 	}
 }
 
@@ -95,10 +139,38 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 	if err != nil {
 		return nil, err
 	}
-	gw := &gatedWatch{inner: w, out: make(chan watch.Event), done: make(chan struct{})}
+	gw := &gatedWatch{inner: w, out: make(chan watch.Event), done: make(chan struct{}), inject: make(chan watch.Event)}
+	g.mu.Lock()
+	if g.mu.watches == nil {
+		g.mu.watches = map[*gatedWatch]struct{}{}
+	}
+	g.mu.watches[gw] = struct{}{}
+	g.mu.Unlock()
 	go func() {
+		defer func() {
+			g.mu.Lock()
+			delete(g.mu.watches, gw)
+			g.mu.Unlock()
+		}()
 		defer close(gw.out)
-		for ev := range w.ResultChan() {
+		for {
+			var ev watch.Event
+			select {
+			case ev = <-gw.inject:
+				select {
+				case gw.out <- ev:
+					continue
+				case <-gw.done:
+					return
+				}
+			case e, ok := <-w.ResultChan():
+				if !ok {
+					return
+				}
+				ev = e
+			case <-gw.done:
+				return
+			}
 			// Checked after the event arrived: an event of a write made
 			// after Pause returned is always held.
 			select {
@@ -123,10 +195,11 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 }
 
 type gatedWatch struct {
-	inner watch.Interface
-	out   chan watch.Event
-	done  chan struct{}
-	once  sync.Once
+	inner  watch.Interface
+	out    chan watch.Event
+	done   chan struct{}
+	inject chan watch.Event
+	once   sync.Once
 }
 
 func (w *gatedWatch) Stop() {
