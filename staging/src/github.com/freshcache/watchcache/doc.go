@@ -21,7 +21,8 @@
 // Writes go straight to etcd, with the cached object as the suggestion. The
 // reflector/ goroutine is the single writer of the in-memory state: it lists,
 // then watches etcd on the cache's own gRPC stream, and publishes a new
-// snapshot after every event. fanout/ delivers events to watchers.
+// snapshot after every etcd revision it has whole (all keys of a
+// transaction). fanout/ delivers events to watchers.
 //
 // # Consistent reads (design.md, "The protocol")
 //
@@ -52,9 +53,12 @@
 //	                            the window, etcd compacted it, or upstream's
 //	                            ListFromCacheSnapshot gate is off
 //	consistent continue (RV<0)  as rv="", continuing from the token's key
-//	before the first list       GET and limited unfiltered LIST go to etcd,
-//	                            the rest gets 429 (KEP-4568)
-//	etcd too old (versionguard) consistent reads go to etcd
+//	while not ready             GET and limited unfiltered LIST go to etcd,
+//	(first list, relist)        the rest gets 429 with a Retry-After that
+//	                            grows with the downtime (KEP-4568, ready.go)
+//	etcd too old (versionguard) consistent reads go to etcd; no wait rests
+//	                            on a progress notification (waits end by
+//	                            events; not-yet-fresh Exact reads go to etcd)
 //
 // # Caller duties
 //

@@ -25,11 +25,29 @@
 //
 // # Guarantees
 //
+//   - Whole transactions: etcd gives every key of one transaction the same
+//     revision (a lease expiring, a delete by prefix). The reflector hands
+//     the sink all events of a revision in one Apply, once a later event or
+//     a progress notification at or beyond it proves the revision complete;
+//     while it waits it calls Config.RevisionPending, so that a progress
+//     request is sent at once. A watch that ends inside a revision drops
+//     the part it holds; the next watch, from the sink's revision, delivers
+//     the revision again.
+//   - Untrusted progress (Config.UntrustedProgress, an etcd the version
+//     guard rejected): bookmarks are ignored, and events go over one at a
+//     time, as upstream's cacher applies them; a watch that ends inside a
+//     revision resumes from the revision before it and skips the keys it
+//     applied already.
 //   - Never back in time: a relist whose revision is below what the cache
 //     already holds is discarded and retried; events and progress
 //     notifications at or below the current revision are ignored.
-//   - After a watch error, a compaction (410) or a failed apply, it relists.
-//     A watch that just ends is resumed from the current revision.
+//   - Transient watch errors (etcd without a leader, overloaded or
+//     unreachable: internal error, 429, 503, timeouts) are retried on the
+//     same history, from the sink's revision, for up to TransientRetry
+//     (30 s, as upstream's cacher) without progress; only then, after a
+//     compaction (410), or after a failed apply does it relist. Before a
+//     relist it calls Sink.Unready, and every Replace names its reason.
+//   - A watch that just ends is resumed from the current revision.
 //   - Run returns when stop is closed, after the in-flight call to etcd
 //     returns (its context is cancelled).
 package reflector
