@@ -36,6 +36,10 @@ type harness struct {
 
 	progressInFlight bool
 	progressBase     int64 // E when the progress request in flight was sent
+	// pending is the highest revision reported with RevisionPending.
+	pending int64
+	// noProgress: the Machine runs with Options.NoProgress.
+	noProgress bool
 
 	lastReady Ready // flags from the last drain, to decide whether to act
 	lastOp    byte
@@ -63,22 +67,26 @@ type mfetch struct {
 	answer      int64
 }
 
-const numOps = 12
+const numOps = 13
 
 var opNames = [numOps]string{
 	"consistent", "notOlderThan", "write", "fetchIssue", "fetchAnswer", "fetchFail",
 	"event", "progressSend", "progressAnswer", "unsolicitedProgress", "tick", "cancel",
+	"revisionPending",
 }
 
 var epoch = time.Unix(1_000_000_000, 0)
 
-func newHarness() *harness {
-	m, err := New(Options{})
+func newHarness() *harness { return newHarnessWith(Options{}) }
+
+func newHarnessWith(opts Options) *harness {
+	m, err := New(opts)
 	if err != nil {
 		panic(err)
 	}
 	return &harness{
-		m:       m,
+		m:          m,
+		noProgress: opts.NoProgress,
 		etcd:    1,
 		now:     epoch,
 		nextID:  1,
@@ -209,7 +217,9 @@ func (h *harness) do(op, arg byte) error {
 		h.fetchInFlight = 0
 	case 6: // the cache applies events
 		var rv int64
-		if h.c < h.etcd {
+		if h.cooperative {
+			rv = h.etcd
+		} else if h.c < h.etcd {
 			rv = h.c + 1 + int64(arg)%(h.etcd-h.c)
 		} else {
 			rv = h.c - int64(arg%2) // stale or repeated: must be a no-op
@@ -262,6 +272,15 @@ func (h *harness) do(op, arg byte) error {
 		h.m.Tick(h.now)
 		expectTimeouts = true
 		h.note("tick now=%v", h.rel(h.now))
+	case 12: // events of a revision arrived, not yet proven complete
+		if h.c >= h.etcd {
+			h.note("revisionPending skipped")
+			break
+		}
+		rv := h.c + 1 + int64(arg)%(h.etcd-h.c)
+		h.m.RevisionPending(rv)
+		h.pending = max(h.pending, rv)
+		h.note("revisionPending rv=%d", rv)
 	case 11: // a client goes away
 		ids := h.liveIDs()
 		var id ReadID
@@ -403,7 +422,7 @@ func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch 
 	if want := h.fetchInFlight == 0 && needFetch; rd.IssueFetch != want {
 		return h.errorf("IssueFetch=%v, want %v", rd.IssueFetch, want)
 	}
-	if want := !h.progressInFlight && waiter; rd.SendProgress != want {
+	if want := !h.noProgress && !h.progressInFlight && (waiter || h.pending > h.c); rd.SendProgress != want {
 		return h.errorf("SendProgress=%v, want %v", rd.SendProgress, want)
 	}
 	h.lastReady = rd
@@ -451,6 +470,12 @@ func (h *harness) drain() error {
 		}
 		if h.lastReady.SendProgress {
 			if err := h.do(7, 1); err != nil {
+				return err
+			}
+		}
+		if h.noProgress {
+			// Nothing asks for progress: events alone end the waits.
+			if err := h.do(6, 0); err != nil {
 				return err
 			}
 		}
