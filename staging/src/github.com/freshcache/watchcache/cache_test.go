@@ -57,7 +57,99 @@ func TestBadInputGetsKubernetesErrors(t *testing.T) {
 	}
 }
 
-func TestLimitHonouredAtRVZeroAndIndexUsed(t *testing.T) {
+// TestListAtRVZeroIgnoresLimit: a LIST at rv=0 answers in one piece
+// whatever its limit, as upstream's cacher does (kubernetes#108003), with
+// and without FreshResourceVersionZero, for resourceVersionMatch "" and
+// NotOlderThan, and also when a fresh rv=0 read falls back to etcd.
+// client-go's reflector takes a paginated rv=0 answer to mean "no watch
+// cache" and pages every later relist, which then reaches etcd. A LIST at
+// rv="" or rv=N keeps its pages.
+func TestListAtRVZeroIgnoresLimit(t *testing.T) {
+	limited := func(rv string, match metav1.ResourceVersionMatch, limit int64) storage.ListOptions {
+		pred := storage.Everything
+		pred.Limit = limit
+		return storage.ListOptions{ResourceVersion: rv, ResourceVersionMatch: match, Recursive: true, Predicate: pred}
+	}
+	for _, zero := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FreshResourceVersionZero=%v", zero), func(t *testing.T) {
+			z := zero
+			e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{FreshResourceVersionZero: &z}))
+			ctx := context.Background()
+			var last string
+			for i := 0; i < 5; i++ {
+				last = create(t, e.Cache, "ns", fmt.Sprintf("p%d", i), "").ResourceVersion
+			}
+			// The cache has every pod before rv=0 (gate off) reads it.
+			if err := e.Cache.GetList(ctx, "/pods/", limited(last, metav1.ResourceVersionMatchNotOlderThan, 0), &example.PodList{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchNotOlderThan} {
+				list := &example.PodList{}
+				if err := e.Cache.GetList(ctx, "/pods/", limited("0", match, 2), list); err != nil {
+					t.Fatalf("rv=0 match=%q limit=2: %v", match, err)
+				}
+				if len(list.Items) != 5 || list.Continue != "" || list.RemainingItemCount != nil {
+					t.Errorf("rv=0 match=%q limit=2: %d items, continue %q, remaining %v; want all 5 in one piece",
+						match, len(list.Items), list.Continue, list.RemainingItemCount)
+				}
+			}
+			// The limit still pages the other reads.
+			for _, rv := range []string{"", last} {
+				list := &example.PodList{}
+				if err := e.Cache.GetList(ctx, "/pods/", limited(rv, "", 2), list); err != nil {
+					t.Fatalf("rv=%q limit=2: %v", rv, err)
+				}
+				if len(list.Items) != 2 || list.Continue == "" {
+					t.Errorf("rv=%q limit=2: %d items, continue %q; want a page of 2", rv, len(list.Items), list.Continue)
+				}
+			}
+		})
+	}
+	// A fresh rv=0 read that times out goes to etcd: the answer is etcd's,
+	// and still in one piece.
+	t.Run("fallback to etcd", func(t *testing.T) {
+		e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{
+			FreshResourceVersionZero: on(), ConsistentReadTimeout: 50 * time.Millisecond, TimeoutAction: watchcache.TimeoutFallback,
+		}))
+		for i := 0; i < 4; i++ {
+			create(t, e.Cache, "ns", fmt.Sprintf("p%d", i), "")
+		}
+		e.Gate.Pause()
+		create(t, e.Etcd, "ns", "p4", "") // only etcd can answer with it
+		list := &example.PodList{}
+		if err := e.Cache.GetList(context.Background(), "/pods/", limited("0", "", 2), list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 5 || list.Continue != "" || !names(list)["p4"] {
+			t.Errorf("rv=0 limit=2 served by etcd: %v, continue %q; want all 5 in one piece", names(list), list.Continue)
+		}
+	})
+	// Upstream's cacher, for the record: the same answer.
+	t.Run("upstream", func(t *testing.T) {
+		e := cachetest.Start(t)
+		up := startUpstream(t, e.Server.V3Client)
+		var last string
+		for i := 0; i < 5; i++ {
+			last = create(t, e.Etcd, "ns", fmt.Sprintf("p%d", i), "").ResourceVersion
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), upstreamReadTimeout)
+		defer cancel()
+		if err := up.GetList(ctx, "/pods/", limited(last, metav1.ResourceVersionMatchNotOlderThan, 0), &example.PodList{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchNotOlderThan} {
+			list := &example.PodList{}
+			if err := up.GetList(ctx, "/pods/", limited("0", match, 2), list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 5 || list.Continue != "" {
+				t.Errorf("upstream rv=0 match=%q limit=2: %d items, continue %q", match, len(list.Items), list.Continue)
+			}
+		}
+	})
+}
+
+func TestIndexUsedForFieldSelector(t *testing.T) {
 	e := cachetest.Start(t, cachetest.NodeNameAndNamespaceIndex)
 	ctx := context.Background()
 	var last string
@@ -69,18 +161,10 @@ func TestLimitHonouredAtRVZeroAndIndexUsed(t *testing.T) {
 		}
 		last = out.ResourceVersion
 	}
-	// Make sure the cache has everything, then list at rv=0 with a limit.
+	// Make sure the cache has everything, then list at rv=0 by node.
 	list := &example.PodList{}
 	if err := e.Cache.GetList(ctx, "/pods/", storage.ListOptions{ResourceVersion: last, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Recursive: true, Predicate: storage.Everything}, list); err != nil {
 		t.Fatal(err)
-	}
-	pred := storage.Everything
-	pred.Limit = 2
-	if err := e.Cache.GetList(ctx, "/pods/", storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: pred}, list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 2 || list.Continue == "" || list.RemainingItemCount == nil || *list.RemainingItemCount != 3 {
-		t.Fatalf("rv=0 limit=2: %d items, continue %q, remaining %v", len(list.Items), list.Continue, list.RemainingItemCount)
 	}
 	byNode := storage.SelectionPredicate{
 		Label:       storage.Everything.Label,

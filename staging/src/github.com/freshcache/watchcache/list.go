@@ -196,13 +196,32 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 
 // quorum turns a LIST into the consistent read etcd serves for rv="":
 // rv=0 (under FreshResourceVersionZero) means "any", and etcd's newest
-// state is one of "any". A continuation keeps its token.
+// state is one of "any". A continuation keeps its token. An rv=0 LIST
+// keeps its unpaginated answer (see listLimit): etcd would honour the
+// limit, and a paginated answer to rv=0 makes client-go's reflector page
+// every later relist.
 func quorum(opts storage.ListOptions) storage.ListOptions {
 	if opts.ResourceVersion == "0" {
 		opts.ResourceVersion = ""
 		opts.ResourceVersionMatch = ""
+		opts.Predicate.Limit = 0
 	}
 	return opts
+}
+
+// listLimit is the page size a LIST served from the cache honours. As
+// upstream's cacher (kubernetes#108003), a LIST at rv=0, whatever its
+// resourceVersionMatch, ignores the limit and answers in one piece.
+// client-go's reflector depends on it: when its initial rv=0 list comes
+// back paginated it concludes that the watch cache is off and pages every
+// later relist, at rv=<last seen>&limit=500, which are Exact reads that go
+// to etcd once that revision has left the history window. A non-recursive
+// LIST (one key) has no pages.
+func listLimit(opts storage.ListOptions) int64 {
+	if !opts.Recursive || opts.ResourceVersion == "0" || opts.Predicate.Limit < 0 {
+		return 0
+	}
+	return opts.Predicate.Limit
 }
 
 func shouldDelegateWhileNotReady(opts storage.ListOptions) bool {
@@ -228,10 +247,7 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 		return fmt.Errorf("watchcache: need a pointer to slice, got %v", listVal.Kind())
 	}
 	pred := opts.Predicate
-	limit := pred.Limit
-	if !opts.Recursive {
-		limit = 0
-	}
+	limit := listLimit(opts)
 
 	var (
 		selected []*store.Object
