@@ -34,8 +34,11 @@
 // while reads wait, never on a tick); and arms one timer for deadlines.
 // The reader selects on its own channel and ctx.Done(). Once released
 // (c >= R) it serves from a snapshot taken after the release, whose RV is
-// >= R. On timeout: TimeoutFallback delegates with rv="" (a quorum read),
-// TimeoutReject answers 429 with Retry-After; a failed fetch delegates.
+// >= R. On timeout: TimeoutFallback delegates a LIST or GET with rv="" (a
+// quorum read), TimeoutReject answers 429 with Retry-After; a failed fetch
+// does the same. A WATCH is never opened on etcd: with TimeoutFallback it
+// gets upstream's error (TooLargeResourceVersion with Retry-After after a
+// timeout, the fetch's error after a failed fetch), with TimeoutReject 429.
 // Stale data is never served.
 //
 // # What is served from where
@@ -54,7 +57,8 @@
 //	consistent continue (RV<0)  as rv="", continuing from the token's key
 //	before the first list       GET and limited unfiltered LIST go to etcd,
 //	                            the rest gets 429 (KEP-4568)
-//	etcd too old (versionguard) consistent reads go to etcd
+//	etcd too old (versionguard) consistent LIST/GET go to etcd; WATCH
+//	                            starts from the current state (upstream)
 //
 // # Caller duties
 //
