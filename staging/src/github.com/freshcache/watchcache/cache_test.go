@@ -23,6 +23,7 @@ import (
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/metrics"
 )
 
 func mkPod(ns, name, node string) *example.Pod {
@@ -383,5 +384,54 @@ func TestOptionsValidation(t *testing.T) {
 		if _, err := watchcache.New(o, watchcache.Config{}); !errors.Is(err, watchcache.ErrInvalidOptions) {
 			t.Errorf("%+v: err = %v, want ErrInvalidOptions", o, err)
 		}
+	}
+}
+
+// TestMisplacedKeysAreReadFromEtcd writes objects through the cache at
+// keys that are not their KeyFunc keys, as upstream's RunTestKeySchema
+// does: the cache holds them elsewhere (or nowhere), so reads of either
+// key, single or in a range, are answered by etcd. Other keys are still
+// served by the cache.
+func TestMisplacedKeysAreReadFromEtcd(t *testing.T) {
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec))
+	ctx := context.Background()
+	create(t, e.Cache, "ns", "a", "")
+	// An object named other/y at ns/x: the cache would hold it at other/y.
+	if err := e.Cache.Create(ctx, "/pods/ns/x", mkPod("other", "y", ""), &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	// An object without a name at /pods/ns: the cache would hold it at
+	// "/pods//", next to nothing etcd has.
+	if err := e.Cache.Create(ctx, "/pods/ns", &example.Pod{}, &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, rv := range []string{"", "0"} {
+		got := &example.Pod{}
+		if err := e.Cache.Get(ctx, "/pods/ns/x", storage.GetOptions{ResourceVersion: rv}, got); err != nil || got.Name != "y" {
+			t.Errorf("GET rv=%q /pods/ns/x: %v %q, want the object etcd stores there", rv, err, got.Name)
+		}
+		if err := e.Cache.Get(ctx, "/pods/ns", storage.GetOptions{ResourceVersion: rv}, got); err != nil {
+			t.Errorf("GET rv=%q /pods/ns: %v, want the object etcd stores there", rv, err)
+		}
+		if err := e.Cache.Get(ctx, "/pods/other/y", storage.GetOptions{ResourceVersion: rv}, got); !storage.IsNotFound(err) {
+			t.Errorf("GET rv=%q /pods/other/y: %v %q, want NotFound: etcd has nothing there", rv, err, got.Name)
+		}
+		list := &example.PodList{}
+		if err := e.Cache.GetList(ctx, "/pods/ns/", listOpts(rv), list); err != nil || !names(list)["a"] || !names(list)["y"] || len(list.Items) != 2 {
+			t.Errorf("LIST rv=%q /pods/ns/: %v %v, want a and y (at ns/x)", rv, err, names(list))
+		}
+		list = &example.PodList{}
+		if err := e.Cache.GetList(ctx, "/pods/other/", listOpts(rv), list); err != nil || len(list.Items) != 0 {
+			t.Errorf("LIST rv=%q /pods/other/: %v %v, want nothing", rv, err, names(list))
+		}
+	}
+	// A key nobody misplaced is still the cache's.
+	before := rec.count("get/consistent/" + metrics.OutcomeCache)
+	if err := e.Cache.Get(ctx, "/pods/ns/a", storage.GetOptions{}, &example.Pod{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count("get/consistent/"+metrics.OutcomeCache) - before; n != 1 {
+		t.Errorf("GET rv=\"\" of a well-placed key: %d reads served by the cache, want 1", n)
 	}
 }

@@ -104,6 +104,14 @@ type listRequest struct {
 	rv uint64
 }
 
+// end is the exclusive end of the request's key range.
+func (r listRequest) end(recursive bool) string {
+	if !recursive {
+		return r.key + "\x00"
+	}
+	return store.PrefixEnd(r.key)
+}
+
 // parseListRequest validates a LIST as upstream does and decides how to
 // serve it. Client mistakes come back as BadRequest; it never panics.
 func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions, g readGates) (listRequest, error) {
@@ -139,6 +147,14 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 		return err
 	}
 	if req.plan == planDelegate {
+		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+	}
+	if c.misplaced.touches(req.key, req.end(opts.Recursive)) {
+		// The cache cannot hold what etcd has in this range. etcd answers
+		// as asked, except that rv=0 keeps its one-piece answer.
+		if opts.ResourceVersion == "0" {
+			opts.Predicate.Limit = 0
+		}
 		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 	}
 	if !c.Ready() {
