@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/storage"
@@ -126,13 +127,17 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 }
 
 // waitFresh blocks until the cache revision is at least rv, without
-// metrics: for internal callers (size estimation). It returns
-// TooLargeResourceVersion after ConsistentReadTimeout, as upstream does.
-func (c *Cache) waitFresh(ctx context.Context, rv uint64) error {
+// metrics: for Exact LISTs and internal callers (size estimation). It
+// returns TooLargeResourceVersion after timeout (on the cache's clock), as
+// upstream does after its 3s; zero means ConsistentReadTimeout.
+func (c *Cache) waitFresh(ctx context.Context, rv uint64, timeout time.Duration) error {
 	if c.RV() >= rv {
 		return nil
 	}
-	v, err := c.driver.wait(ctx, freshness.NotOlderThan, rv)
+	if timeout == 0 {
+		timeout = c.opts.ConsistentReadTimeout
+	}
+	v, err := c.driver.waitWithin(ctx, freshness.NotOlderThan, rv, timeout)
 	if err != nil {
 		return err
 	}

@@ -573,3 +573,34 @@ func TestVersionGuardDelegates(t *testing.T) {
 		t.Fatalf("reads_total = %v", rec.reads)
 	}
 }
+
+// TestKeysWaitAsUpstream: the size estimator's key listing waits for the
+// cache to reach etcd's revision for 3s, on the cache's clock, as
+// upstream's cacher does, whatever ConsistentReadTimeout says, and then
+// answers TooLargeResourceVersion.
+func TestKeysWaitAsUpstream(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{Clock: clk, ConsistentReadTimeout: time.Hour}))
+	a := create(t, e.Cache, "ns", "a", "")
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+	if keys, err := e.Cache.Keys(context.Background()); err != nil || len(keys) != 1 {
+		t.Fatalf("keys of a fresh cache: %v %v", keys, err)
+	}
+	e.Gate.Pause()
+	create(t, e.Etcd, "ns", "b", "") // the cache cannot reach etcd's revision
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Cache.Keys(context.Background())
+		done <- err
+	}()
+	waitFor(t, "keys to wait", waiting(e.Cache, 1))
+	clk.Step(3 * time.Second)
+	select {
+	case err := <-done:
+		if !storage.IsTooLargeResourceVersion(err) {
+			t.Fatalf("keys after 3s: %v, want TooLargeResourceVersion", err)
+		}
+	case <-time.After(longWait):
+		t.Fatal("keys still waiting 3s after the cache fell behind")
+	}
+}

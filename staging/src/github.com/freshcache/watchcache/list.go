@@ -196,7 +196,7 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 			// etcd has forgotten this revision; answer as etcd does.
 			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
-		if err := c.waitFresh(ctx, req.rv); err != nil {
+		if err := c.waitFresh(ctx, req.rv, 0); err != nil {
 			return err
 		}
 		snap, err = c.history.SnapshotAt(req.rv, c.RV())
