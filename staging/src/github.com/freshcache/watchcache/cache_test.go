@@ -17,9 +17,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/cachetest"
@@ -434,4 +438,61 @@ func TestMisplacedKeysAreReadFromEtcd(t *testing.T) {
 	if n := rec.count("get/consistent/"+metrics.OutcomeCache) - before; n != 1 {
 		t.Errorf("GET rv=\"\" of a well-placed key: %d reads served by the cache, want 1", n)
 	}
+}
+
+// TestShardedListCarriesShardInfo enables upstream's alpha
+// ShardedListAndWatch gate: a LIST filtered by a shard selector says so in
+// its ListMeta.ShardInfo, as upstream's cacher and the etcd3 store set it,
+// whatever resource version it is served at. Without a selector there is
+// none.
+func TestShardedListCarriesShardInfo(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, apiserverfeatures.ShardedListAndWatch, true)
+	everyShard := sharding.NewSelector(sharding.ShardRangeRequirement{
+		Key: "object.metadata.namespace", Start: "0x0000000000000000", End: "0x10000000000000000",
+	})
+	noShard := sharding.NewSelector(sharding.ShardRangeRequirement{
+		Key: "object.metadata.namespace", Start: "0x0000000000000000", End: "0x0000000000000000",
+	})
+	check := func(t *testing.T, s storage.Interface, last string) {
+		ctx, cancel := context.WithTimeout(context.Background(), upstreamReadTimeout)
+		defer cancel()
+		for _, rv := range []string{"", "0", last} {
+			for _, sel := range []sharding.Selector{everyShard, noShard, nil} {
+				opts := listOpts(rv)
+				opts.Predicate.ShardSelector = sel
+				list := &example.PodList{}
+				if err := s.GetList(ctx, "/pods/", opts, list); err != nil {
+					t.Fatalf("rv=%q shard %v: %v", rv, sel, err)
+				}
+				want := 2
+				switch {
+				case sel == nil:
+					if list.ShardInfo != nil {
+						t.Errorf("rv=%q without a shard selector: ShardInfo %+v", rv, list.ShardInfo)
+					}
+				case list.ShardInfo == nil || list.ShardInfo.Selector != sel.String():
+					t.Errorf("rv=%q shard %q: ShardInfo %+v, want the selector", rv, sel.String(), list.ShardInfo)
+				}
+				if sel == noShard {
+					want = 0
+				}
+				if len(list.Items) != want {
+					t.Errorf("rv=%q shard %v: %d items, want %d", rv, sel, len(list.Items), want)
+				}
+			}
+		}
+	}
+	t.Run("freshcache", func(t *testing.T) {
+		e := cachetest.Start(t)
+		create(t, e.Cache, "a", "p", "")
+		last := create(t, e.Cache, "b", "p", "").ResourceVersion
+		check(t, e.Cache, last)
+	})
+	t.Run("upstream", func(t *testing.T) {
+		e := cachetest.Start(t)
+		up := startUpstream(t, e.Server.V3Client)
+		create(t, e.Etcd, "a", "p", "")
+		last := create(t, e.Etcd, "b", "p", "").ResourceVersion
+		check(t, up, last)
+	})
 }

@@ -318,7 +318,15 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 			return err
 		}
 	}
-	return c.cfg.Versioner.UpdateList(listObj, snap.RV(), cont, remaining)
+	if err := c.cfg.Versioner.UpdateList(listObj, snap.RV(), cont, remaining); err != nil {
+		return err
+	}
+	if c.opts.shardedLists {
+		// Where upstream's cacher does it: after the list metadata, for
+		// every LIST it answers. The etcd3 store does it for delegated ones.
+		pred.SetShardInfoOnList(listObj)
+	}
+	return nil
 }
 
 // selects reports whether o passes the predicate's label, field and shard
