@@ -96,6 +96,9 @@ type Cache struct {
 	gates readGates
 	// disabledReason is Config.ConsistentReadsDisabled.
 	disabledReason string
+	// misplaced are keys written through the cache at which the cache and
+	// etcd disagree (misplaced.go); reads touching them go to etcd.
+	misplaced misplacedKeys
 
 	// mu is the state lock. It serializes the reflector's writes (store,
 	// history, snapshot publication, dispatch) with watch registration, so

@@ -17,12 +17,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/metrics"
 )
 
 func mkPod(ns, name, node string) *example.Pod {
@@ -57,7 +62,99 @@ func TestBadInputGetsKubernetesErrors(t *testing.T) {
 	}
 }
 
-func TestLimitHonouredAtRVZeroAndIndexUsed(t *testing.T) {
+// TestListAtRVZeroIgnoresLimit: a LIST at rv=0 answers in one piece
+// whatever its limit, as upstream's cacher does (kubernetes#108003), with
+// and without FreshResourceVersionZero, for resourceVersionMatch "" and
+// NotOlderThan, and also when a fresh rv=0 read falls back to etcd.
+// client-go's reflector takes a paginated rv=0 answer to mean "no watch
+// cache" and pages every later relist, which then reaches etcd. A LIST at
+// rv="" or rv=N keeps its pages.
+func TestListAtRVZeroIgnoresLimit(t *testing.T) {
+	limited := func(rv string, match metav1.ResourceVersionMatch, limit int64) storage.ListOptions {
+		pred := storage.Everything
+		pred.Limit = limit
+		return storage.ListOptions{ResourceVersion: rv, ResourceVersionMatch: match, Recursive: true, Predicate: pred}
+	}
+	for _, zero := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FreshResourceVersionZero=%v", zero), func(t *testing.T) {
+			z := zero
+			e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{FreshResourceVersionZero: &z}))
+			ctx := context.Background()
+			var last string
+			for i := 0; i < 5; i++ {
+				last = create(t, e.Cache, "ns", fmt.Sprintf("p%d", i), "").ResourceVersion
+			}
+			// The cache has every pod before rv=0 (gate off) reads it.
+			if err := e.Cache.GetList(ctx, "/pods/", limited(last, metav1.ResourceVersionMatchNotOlderThan, 0), &example.PodList{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchNotOlderThan} {
+				list := &example.PodList{}
+				if err := e.Cache.GetList(ctx, "/pods/", limited("0", match, 2), list); err != nil {
+					t.Fatalf("rv=0 match=%q limit=2: %v", match, err)
+				}
+				if len(list.Items) != 5 || list.Continue != "" || list.RemainingItemCount != nil {
+					t.Errorf("rv=0 match=%q limit=2: %d items, continue %q, remaining %v; want all 5 in one piece",
+						match, len(list.Items), list.Continue, list.RemainingItemCount)
+				}
+			}
+			// The limit still pages the other reads.
+			for _, rv := range []string{"", last} {
+				list := &example.PodList{}
+				if err := e.Cache.GetList(ctx, "/pods/", limited(rv, "", 2), list); err != nil {
+					t.Fatalf("rv=%q limit=2: %v", rv, err)
+				}
+				if len(list.Items) != 2 || list.Continue == "" {
+					t.Errorf("rv=%q limit=2: %d items, continue %q; want a page of 2", rv, len(list.Items), list.Continue)
+				}
+			}
+		})
+	}
+	// A fresh rv=0 read that times out goes to etcd: the answer is etcd's,
+	// and still in one piece.
+	t.Run("fallback to etcd", func(t *testing.T) {
+		e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{
+			FreshResourceVersionZero: on(), ConsistentReadTimeout: 50 * time.Millisecond, TimeoutAction: watchcache.TimeoutFallback,
+		}))
+		for i := 0; i < 4; i++ {
+			create(t, e.Cache, "ns", fmt.Sprintf("p%d", i), "")
+		}
+		e.Gate.Pause()
+		create(t, e.Etcd, "ns", "p4", "") // only etcd can answer with it
+		list := &example.PodList{}
+		if err := e.Cache.GetList(context.Background(), "/pods/", limited("0", "", 2), list); err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 5 || list.Continue != "" || !names(list)["p4"] {
+			t.Errorf("rv=0 limit=2 served by etcd: %v, continue %q; want all 5 in one piece", names(list), list.Continue)
+		}
+	})
+	// Upstream's cacher, for the record: the same answer.
+	t.Run("upstream", func(t *testing.T) {
+		e := cachetest.Start(t)
+		up := startUpstream(t, e.Server.V3Client)
+		var last string
+		for i := 0; i < 5; i++ {
+			last = create(t, e.Etcd, "ns", fmt.Sprintf("p%d", i), "").ResourceVersion
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), upstreamReadTimeout)
+		defer cancel()
+		if err := up.GetList(ctx, "/pods/", limited(last, metav1.ResourceVersionMatchNotOlderThan, 0), &example.PodList{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, match := range []metav1.ResourceVersionMatch{"", metav1.ResourceVersionMatchNotOlderThan} {
+			list := &example.PodList{}
+			if err := up.GetList(ctx, "/pods/", limited("0", match, 2), list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 5 || list.Continue != "" {
+				t.Errorf("upstream rv=0 match=%q limit=2: %d items, continue %q", match, len(list.Items), list.Continue)
+			}
+		}
+	})
+}
+
+func TestIndexUsedForFieldSelector(t *testing.T) {
 	e := cachetest.Start(t, cachetest.NodeNameAndNamespaceIndex)
 	ctx := context.Background()
 	var last string
@@ -69,18 +166,10 @@ func TestLimitHonouredAtRVZeroAndIndexUsed(t *testing.T) {
 		}
 		last = out.ResourceVersion
 	}
-	// Make sure the cache has everything, then list at rv=0 with a limit.
+	// Make sure the cache has everything, then list at rv=0 by node.
 	list := &example.PodList{}
 	if err := e.Cache.GetList(ctx, "/pods/", storage.ListOptions{ResourceVersion: last, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Recursive: true, Predicate: storage.Everything}, list); err != nil {
 		t.Fatal(err)
-	}
-	pred := storage.Everything
-	pred.Limit = 2
-	if err := e.Cache.GetList(ctx, "/pods/", storage.ListOptions{ResourceVersion: "0", Recursive: true, Predicate: pred}, list); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 2 || list.Continue == "" || list.RemainingItemCount == nil || *list.RemainingItemCount != 3 {
-		t.Fatalf("rv=0 limit=2: %d items, continue %q, remaining %v", len(list.Items), list.Continue, list.RemainingItemCount)
 	}
 	byNode := storage.SelectionPredicate{
 		Label:       storage.Everything.Label,
@@ -300,4 +389,110 @@ func TestOptionsValidation(t *testing.T) {
 			t.Errorf("%+v: err = %v, want ErrInvalidOptions", o, err)
 		}
 	}
+}
+
+// TestMisplacedKeysAreReadFromEtcd writes objects through the cache at
+// keys that are not their KeyFunc keys, as upstream's RunTestKeySchema
+// does: the cache holds them elsewhere (or nowhere), so reads of either
+// key, single or in a range, are answered by etcd. Other keys are still
+// served by the cache.
+func TestMisplacedKeysAreReadFromEtcd(t *testing.T) {
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec))
+	ctx := context.Background()
+	create(t, e.Cache, "ns", "a", "")
+	// An object named other/y at ns/x: the cache would hold it at other/y.
+	if err := e.Cache.Create(ctx, "/pods/ns/x", mkPod("other", "y", ""), &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	// An object without a name at /pods/ns: the cache would hold it at
+	// "/pods//", next to nothing etcd has.
+	if err := e.Cache.Create(ctx, "/pods/ns", &example.Pod{}, &example.Pod{}, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, rv := range []string{"", "0"} {
+		got := &example.Pod{}
+		if err := e.Cache.Get(ctx, "/pods/ns/x", storage.GetOptions{ResourceVersion: rv}, got); err != nil || got.Name != "y" {
+			t.Errorf("GET rv=%q /pods/ns/x: %v %q, want the object etcd stores there", rv, err, got.Name)
+		}
+		if err := e.Cache.Get(ctx, "/pods/ns", storage.GetOptions{ResourceVersion: rv}, got); err != nil {
+			t.Errorf("GET rv=%q /pods/ns: %v, want the object etcd stores there", rv, err)
+		}
+		if err := e.Cache.Get(ctx, "/pods/other/y", storage.GetOptions{ResourceVersion: rv}, got); !storage.IsNotFound(err) {
+			t.Errorf("GET rv=%q /pods/other/y: %v %q, want NotFound: etcd has nothing there", rv, err, got.Name)
+		}
+		list := &example.PodList{}
+		if err := e.Cache.GetList(ctx, "/pods/ns/", listOpts(rv), list); err != nil || !names(list)["a"] || !names(list)["y"] || len(list.Items) != 2 {
+			t.Errorf("LIST rv=%q /pods/ns/: %v %v, want a and y (at ns/x)", rv, err, names(list))
+		}
+		list = &example.PodList{}
+		if err := e.Cache.GetList(ctx, "/pods/other/", listOpts(rv), list); err != nil || len(list.Items) != 0 {
+			t.Errorf("LIST rv=%q /pods/other/: %v %v, want nothing", rv, err, names(list))
+		}
+	}
+	// A key nobody misplaced is still the cache's.
+	before := rec.count("get/consistent/" + metrics.OutcomeCache)
+	if err := e.Cache.Get(ctx, "/pods/ns/a", storage.GetOptions{}, &example.Pod{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rec.count("get/consistent/"+metrics.OutcomeCache) - before; n != 1 {
+		t.Errorf("GET rv=\"\" of a well-placed key: %d reads served by the cache, want 1", n)
+	}
+}
+
+// TestShardedListCarriesShardInfo enables upstream's alpha
+// ShardedListAndWatch gate: a LIST filtered by a shard selector says so in
+// its ListMeta.ShardInfo, as upstream's cacher and the etcd3 store set it,
+// whatever resource version it is served at. Without a selector there is
+// none.
+func TestShardedListCarriesShardInfo(t *testing.T) {
+	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, apiserverfeatures.ShardedListAndWatch, true)
+	everyShard := sharding.NewSelector(sharding.ShardRangeRequirement{
+		Key: "object.metadata.namespace", Start: "0x0000000000000000", End: "0x10000000000000000",
+	})
+	noShard := sharding.NewSelector(sharding.ShardRangeRequirement{
+		Key: "object.metadata.namespace", Start: "0x0000000000000000", End: "0x0000000000000000",
+	})
+	check := func(t *testing.T, s storage.Interface, last string) {
+		ctx, cancel := context.WithTimeout(context.Background(), upstreamReadTimeout)
+		defer cancel()
+		for _, rv := range []string{"", "0", last} {
+			for _, sel := range []sharding.Selector{everyShard, noShard, nil} {
+				opts := listOpts(rv)
+				opts.Predicate.ShardSelector = sel
+				list := &example.PodList{}
+				if err := s.GetList(ctx, "/pods/", opts, list); err != nil {
+					t.Fatalf("rv=%q shard %v: %v", rv, sel, err)
+				}
+				want := 2
+				switch {
+				case sel == nil:
+					if list.ShardInfo != nil {
+						t.Errorf("rv=%q without a shard selector: ShardInfo %+v", rv, list.ShardInfo)
+					}
+				case list.ShardInfo == nil || list.ShardInfo.Selector != sel.String():
+					t.Errorf("rv=%q shard %q: ShardInfo %+v, want the selector", rv, sel.String(), list.ShardInfo)
+				}
+				if sel == noShard {
+					want = 0
+				}
+				if len(list.Items) != want {
+					t.Errorf("rv=%q shard %v: %d items, want %d", rv, sel, len(list.Items), want)
+				}
+			}
+		}
+	}
+	t.Run("freshcache", func(t *testing.T) {
+		e := cachetest.Start(t)
+		create(t, e.Cache, "a", "p", "")
+		last := create(t, e.Cache, "b", "p", "").ResourceVersion
+		check(t, e.Cache, last)
+	})
+	t.Run("upstream", func(t *testing.T) {
+		e := cachetest.Start(t)
+		up := startUpstream(t, e.Server.V3Client)
+		create(t, e.Etcd, "a", "p", "")
+		last := create(t, e.Etcd, "b", "p", "").ResourceVersion
+		check(t, up, last)
+	})
 }

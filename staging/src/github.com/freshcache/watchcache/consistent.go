@@ -3,6 +3,7 @@ package watchcache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/storage"
@@ -33,9 +34,21 @@ const (
 //   - fromEtcd: delegate with rv="" to the underlying storage. That happens
 //     when consistent reads are disabled (etcd version guard), and with
 //     TimeoutFallback when the revision fetch failed or the wait timed out.
+//     Never for a WATCH (see below).
 //   - an error: TooManyRequests with Retry-After (TimeoutReject, after a
 //     timeout or a failed fetch), TooLargeResourceVersion (a NotOlderThan
 //     read that timed out, as upstream), or ctx.Err()/ErrStopped.
+//
+// A WATCH is never served by opening a watch on etcd: upstream's cacher
+// never does for a cached resource, and a watch on etcd would hold an etcd
+// watcher (and its memory) per client for as long as the client stays.
+// So TimeoutFallback does not apply to it: a consistent WATCH that timed
+// out gets TooLargeResourceVersion with Retry-After, as upstream's wait
+// for a watch's initial events answers, and one whose revision fetch
+// failed gets that error, as upstream's watch does when it cannot read
+// etcd's revision; client-go then falls back to LIST and WATCH. With
+// TimeoutReject both get 429. The caller must not ask for a consistent
+// WATCH while consistent reads are disabled.
 //
 // A failed revision fetch follows TimeoutAction like a timeout does. The
 // fetch is a one-key linearizable read; if it failed, etcd (or the member
@@ -72,6 +85,11 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
 	case verdictFailed:
+		if verb == metrics.VerbWatch && c.opts.TimeoutAction != TimeoutReject {
+			klog.V(2).InfoS("freshcache: revision fetch failed, failing the watch", "resource", c.cfg.GroupResource.String(), "err", v.err)
+			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+			return 0, v.err
+		}
 		if c.opts.TimeoutAction == TimeoutReject {
 			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", v.err)
 			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
@@ -94,18 +112,32 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 			fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
 			retryAfterSeconds)
 	}
+	if verb == metrics.VerbWatch {
+		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+		target := uint64(v.target)
+		if target == 0 {
+			// The fetch had not answered yet: etcd is ahead of the cache
+			// by an unknown amount.
+			target = c.RV() + 1
+		}
+		return 0, storage.NewTooLargeResourceVersionError(target, c.RV(), retryAfterSeconds)
+	}
 	c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 	return fromEtcd, nil
 }
 
 // waitFresh blocks until the cache revision is at least rv, without
-// metrics: for internal callers (size estimation). It returns
-// TooLargeResourceVersion after ConsistentReadTimeout, as upstream does.
-func (c *Cache) waitFresh(ctx context.Context, rv uint64) error {
+// metrics: for Exact LISTs and internal callers (size estimation). It
+// returns TooLargeResourceVersion after timeout (on the cache's clock), as
+// upstream does after its 3s; zero means ConsistentReadTimeout.
+func (c *Cache) waitFresh(ctx context.Context, rv uint64, timeout time.Duration) error {
 	if c.RV() >= rv {
 		return nil
 	}
-	v, err := c.driver.wait(ctx, freshness.NotOlderThan, rv)
+	if timeout == 0 {
+		timeout = c.opts.ConsistentReadTimeout
+	}
+	v, err := c.driver.waitWithin(ctx, freshness.NotOlderThan, rv, timeout)
 	if err != nil {
 		return err
 	}

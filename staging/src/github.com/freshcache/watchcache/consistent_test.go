@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -468,7 +469,9 @@ func TestProgressRequestSentAtOnce(t *testing.T) {
 }
 
 // TestCancelEndsWait: a cancelled client ends its wait at once and leaves
-// no goroutine behind.
+// no goroutine behind. LIST and GET return the context's error; a WATCH
+// gets it as an ERROR event with 500 InternalError, as upstream's watch
+// does when its context ends while it reads etcd's revision.
 func TestCancelEndsWait(t *testing.T) {
 	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
 	create(t, e.Cache, "ns", "a", "")
@@ -480,9 +483,13 @@ func TestCancelEndsWait(t *testing.T) {
 	create(t, e.Etcd, "ns", "b", "")
 	ignore := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 3)
-	go func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), &example.PodList{}) }()
-	go func() { done <- e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{}, &example.Pod{}) }()
+	type result struct {
+		verb string
+		err  error
+	}
+	done := make(chan result, 3)
+	go func() { done <- result{"LIST", e.Cache.GetList(ctx, "/pods/", listOpts(""), &example.PodList{})} }()
+	go func() { done <- result{"GET", e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{}, &example.Pod{})} }()
 	go func() {
 		w, err := e.Cache.Watch(ctx, "/pods/", listOpts(""))
 		if err == nil {
@@ -492,15 +499,21 @@ func TestCancelEndsWait(t *testing.T) {
 				err = apierrors.FromObject(ev.Object)
 			}
 		}
-		done <- err
+		done <- result{"WATCH", err}
 	}()
 	waitFor(t, "three waiting reads", waiting(e.Cache, 3))
 	cancel()
 	for range 3 {
-		if err := <-done; err == nil {
-			t.Fatal("a cancelled read succeeded from a held-back cache")
-		} else if !errors.Is(err, context.Canceled) && !apierrors.IsTimeout(err) {
-			t.Fatalf("cancelled read: %v", err)
+		r := <-done
+		switch {
+		case r.err == nil:
+			t.Fatalf("a cancelled %s succeeded from a held-back cache", r.verb)
+		case r.verb == "WATCH":
+			if !apierrors.IsInternalError(r.err) || !strings.Contains(r.err.Error(), context.Canceled.Error()) {
+				t.Errorf("cancelled WATCH: %v (%s), want 500 InternalError with the context's error", r.err, apierrors.ReasonForError(r.err))
+			}
+		case !errors.Is(r.err, context.Canceled):
+			t.Errorf("cancelled %s: %v, want context.Canceled", r.verb, r.err)
 		}
 	}
 	waitFor(t, "no waiting reads", func() bool {
@@ -515,17 +528,41 @@ func TestCancelEndsWait(t *testing.T) {
 }
 
 // TestVersionGuardDelegates: a cache told that etcd's progress
-// notifications cannot be trusted delegates consistent reads to etcd and
-// says so in a metric.
+// notifications cannot be trusted delegates consistent LISTs to etcd and
+// says so in a metric. A consistent WATCH is not opened on etcd: it starts
+// from the cache's current state, as upstream's watch rv="" does.
 func TestVersionGuardDelegates(t *testing.T) {
 	rec := newRecorder()
 	e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithConsistentReadsDisabled(metrics.ReasonEtcdVersion),
-		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
+		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(), ConsistentReadTimeout: longWait}))
+	a := create(t, e.Cache, "ns", "a", "")
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
 	e.Gate.Pause()
 	create(t, e.Etcd, "ns", "b", "")
 	list := &example.PodList{}
 	if err := e.Cache.GetList(context.Background(), "/pods/", listOpts(""), list); err != nil || !names(list)["b"] {
 		t.Fatalf("delegated consistent LIST: %v %v", err, names(list))
+	}
+	etcdWatches := e.Gate.Watches()
+	for _, rv := range []string{"", "0"} {
+		w, err := e.Cache.Watch(context.Background(), "/pods/", listOpts(rv))
+		if err != nil {
+			t.Fatalf("WATCH rv=%q: %v", rv, err)
+		}
+		select {
+		case ev := <-w.ResultChan():
+			// The cache's state: a, without b, which only etcd has.
+			m, err := meta.Accessor(ev.Object)
+			if ev.Type != watch.Added || err != nil || m.GetName() != "a" {
+				t.Errorf("WATCH rv=%q: first event %s %v (%v), want ADDED a from the cache", rv, ev.Type, ev.Object, err)
+			}
+		case <-time.After(longWait):
+			t.Errorf("WATCH rv=%q: no initial event", rv)
+		}
+		w.Stop()
+	}
+	if n := e.Gate.Watches() - etcdWatches; n != 0 {
+		t.Fatalf("%d watches opened on etcd for clients, want none", n)
 	}
 	if s := e.Cache.FreshnessStatus(); s.Fetch != 0 {
 		t.Fatalf("a disabled cache fetched revisions: %+v", s)
@@ -537,5 +574,36 @@ func TestVersionGuardDelegates(t *testing.T) {
 	}
 	if rec.reads["list/consistent/fallback"] != 1 {
 		t.Fatalf("reads_total = %v", rec.reads)
+	}
+}
+
+// TestKeysWaitAsUpstream: the size estimator's key listing waits for the
+// cache to reach etcd's revision for 3s, on the cache's clock, as
+// upstream's cacher does, whatever ConsistentReadTimeout says, and then
+// answers TooLargeResourceVersion.
+func TestKeysWaitAsUpstream(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{Clock: clk, ConsistentReadTimeout: time.Hour}))
+	a := create(t, e.Cache, "ns", "a", "")
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+	if keys, err := e.Cache.Keys(context.Background()); err != nil || len(keys) != 1 {
+		t.Fatalf("keys of a fresh cache: %v %v", keys, err)
+	}
+	e.Gate.Pause()
+	create(t, e.Etcd, "ns", "b", "") // the cache cannot reach etcd's revision
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Cache.Keys(context.Background())
+		done <- err
+	}()
+	waitFor(t, "keys to wait", waiting(e.Cache, 1))
+	clk.Step(3 * time.Second)
+	select {
+	case err := <-done:
+		if !storage.IsTooLargeResourceVersion(err) {
+			t.Fatalf("keys after 3s: %v, want TooLargeResourceVersion", err)
+		}
+	case <-time.After(longWait):
+		t.Fatal("keys still waiting 3s after the cache fell behind")
 	}
 }

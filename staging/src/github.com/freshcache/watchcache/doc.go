@@ -35,8 +35,11 @@
 // while reads wait, never on a tick); and arms one timer for deadlines.
 // The reader selects on its own channel and ctx.Done(). Once released
 // (c >= R) it serves from a snapshot taken after the release, whose RV is
-// >= R. On timeout: TimeoutFallback delegates with rv="" (a quorum read),
-// TimeoutReject answers 429 with Retry-After; a failed fetch delegates.
+// >= R. On timeout: TimeoutFallback delegates a LIST or GET with rv="" (a
+// quorum read), TimeoutReject answers 429 with Retry-After; a failed fetch
+// does the same. A WATCH is never opened on etcd: with TimeoutFallback it
+// gets upstream's error (TooLargeResourceVersion with Retry-After after a
+// timeout, the fetch's error after a failed fetch), with TimeoutReject 429.
 // Stale data is never served.
 //
 // # What is served from where
@@ -56,9 +59,11 @@
 //	while not ready             GET and limited unfiltered LIST go to etcd,
 //	(first list, relist)        the rest gets 429 with a Retry-After that
 //	                            grows with the downtime (KEP-4568, ready.go)
-//	etcd too old (versionguard) consistent reads go to etcd; no wait rests
-//	                            on a progress notification (waits end by
-//	                            events; not-yet-fresh Exact reads go to etcd)
+//	etcd too old (versionguard) consistent LIST/GET go to etcd; WATCH
+//	                            starts from the current state (upstream);
+//	                            no wait rests on a progress notification
+//	                            (waits end by events; not-yet-fresh Exact
+//	                            reads go to etcd)
 //
 // # Caller duties
 //

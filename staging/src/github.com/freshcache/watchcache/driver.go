@@ -143,8 +143,15 @@ func newDriver(cfg driverConfig) *driver {
 
 // wait registers a read and blocks until the Machine resolves it, ctx is
 // done (ctx.Err()) or the cache stops (ErrStopped). kind is
-// freshness.Consistent or freshness.NotOlderThan (with minRV).
+// freshness.Consistent or freshness.NotOlderThan (with minRV). The read
+// times out after the driver's timeout (ConsistentReadTimeout).
 func (d *driver) wait(ctx context.Context, kind freshness.Kind, minRV uint64) (verdict, error) {
+	return d.waitWithin(ctx, kind, minRV, d.timeout)
+}
+
+// waitWithin is wait with its own timeout, on the driver's clock; zero
+// means none.
+func (d *driver) waitWithin(ctx context.Context, kind freshness.Kind, minRV uint64, timeout time.Duration) (verdict, error) {
 	if kind == freshness.Consistent && d.source == nil {
 		return verdict{}, errors.New("watchcache: consistent read without a revision source")
 	}
@@ -158,8 +165,8 @@ func (d *driver) wait(ctx context.Context, kind freshness.Kind, minRV uint64) (v
 	d.mu.nextID++
 	id := d.mu.nextID
 	rd := freshness.Read{ID: id, Kind: kind, MinRV: int64(minRV)}
-	if d.timeout > 0 {
-		rd.Deadline = d.clock.Now().Add(d.timeout)
+	if timeout > 0 {
+		rd.Deadline = d.clock.Now().Add(timeout)
 	}
 	if err := d.mu.m.ReadArrived(rd); err != nil {
 		d.mu.Unlock()

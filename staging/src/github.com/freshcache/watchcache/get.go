@@ -19,6 +19,8 @@ import (
 //   - rv=0: with FreshResourceVersionZero, as rv=""; without it, the
 //     newest snapshot as it is.
 //   - rv=N: the newest snapshot once the cache has reached N.
+//
+// A key at which the cache and etcd disagree (misplacedKeys) goes to etcd.
 func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
 	requested := c.consistentClass(opts.ResourceVersion)
 	if !c.Ready() || (opts.ResourceVersion == "" && requested == "") {
@@ -27,6 +29,10 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 	preparedKey, err := storage.PrepareKey(c.prefix, key, false)
 	if err != nil {
 		return err
+	}
+	if c.misplaced.touchesKey(preparedKey) {
+		// The cache cannot hold what etcd has at this key.
+		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
 	}
 	rv, err := c.cfg.Versioner.ParseResourceVersion(opts.ResourceVersion)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 
@@ -58,5 +60,32 @@ func TestGuardTrippedNoWaitTrustsProgress(t *testing.T) {
 	}
 	if n := e.Gate.ProgressRequests() - before; n != 0 {
 		t.Fatalf("%d progress requests with the guard tripped, want 0", n)
+	}
+}
+
+// TestGuardTrippedRefusesWatchList: a watch-list (sendInitialEvents) needs
+// a revision the cache can prove; with the guard tripped it is refused at
+// once with an internal error, as upstream's cacher refuses it when etcd
+// cannot serve progress requests, so client-go falls back to LIST at once
+// instead of after the read timeout.
+func TestGuardTrippedRefusesWatchList(t *testing.T) {
+	e := cachetest.Start(t, cachetest.WithConsistentReadsDisabled(metrics.ReasonEtcdVersion),
+		cachetest.WithOptions(watchcache.Options{ConsistentReadTimeout: longWait}))
+	yes := true
+	opts := storage.ListOptions{Recursive: true, SendInitialEvents: &yes, Predicate: storage.Everything}
+	opts.Predicate.AllowWatchBookmarks = true
+	w, err := e.Cache.Watch(context.Background(), "/pods/", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		st, ok := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || !ok || st.Code != 500 {
+			t.Fatalf("got %s %v, want an internal-error ERROR event", ev.Type, ev.Object)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch-list was not refused at once")
 	}
 }

@@ -104,6 +104,14 @@ type listRequest struct {
 	rv uint64
 }
 
+// end is the exclusive end of the request's key range.
+func (r listRequest) end(recursive bool) string {
+	if !recursive {
+		return r.key + "\x00"
+	}
+	return store.PrefixEnd(r.key)
+}
+
 // parseListRequest validates a LIST as upstream does and decides how to
 // serve it. Client mistakes come back as BadRequest; it never panics.
 func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions, g readGates) (listRequest, error) {
@@ -139,6 +147,14 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 		return err
 	}
 	if req.plan == planDelegate {
+		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+	}
+	if c.misplaced.touches(req.key, req.end(opts.Recursive)) {
+		// The cache cannot hold what etcd has in this range. etcd answers
+		// as asked, except that rv=0 keeps its one-piece answer.
+		if opts.ResourceVersion == "0" {
+			opts.Predicate.Limit = 0
+		}
 		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 	}
 	if err := c.readiness.check(); err != nil {
@@ -188,7 +204,7 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 			// cannot serve progress requests.
 			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
-		if err := c.waitFresh(ctx, req.rv); err != nil {
+		if err := c.waitFresh(ctx, req.rv, 0); err != nil {
 			return err
 		}
 		snap, err = c.history.SnapshotAt(req.rv, c.RV())
@@ -204,13 +220,32 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 
 // quorum turns a LIST into the consistent read etcd serves for rv="":
 // rv=0 (under FreshResourceVersionZero) means "any", and etcd's newest
-// state is one of "any". A continuation keeps its token.
+// state is one of "any". A continuation keeps its token. An rv=0 LIST
+// keeps its unpaginated answer (see listLimit): etcd would honour the
+// limit, and a paginated answer to rv=0 makes client-go's reflector page
+// every later relist.
 func quorum(opts storage.ListOptions) storage.ListOptions {
 	if opts.ResourceVersion == "0" {
 		opts.ResourceVersion = ""
 		opts.ResourceVersionMatch = ""
+		opts.Predicate.Limit = 0
 	}
 	return opts
+}
+
+// listLimit is the page size a LIST served from the cache honours. As
+// upstream's cacher (kubernetes#108003), a LIST at rv=0, whatever its
+// resourceVersionMatch, ignores the limit and answers in one piece.
+// client-go's reflector depends on it: when its initial rv=0 list comes
+// back paginated it concludes that the watch cache is off and pages every
+// later relist, at rv=<last seen>&limit=500, which are Exact reads that go
+// to etcd once that revision has left the history window. A non-recursive
+// LIST (one key) has no pages.
+func listLimit(opts storage.ListOptions) int64 {
+	if !opts.Recursive || opts.ResourceVersion == "0" || opts.Predicate.Limit < 0 {
+		return 0
+	}
+	return opts.Predicate.Limit
 }
 
 func shouldDelegateWhileNotReady(opts storage.ListOptions) bool {
@@ -236,10 +271,7 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 		return fmt.Errorf("watchcache: need a pointer to slice, got %v", listVal.Kind())
 	}
 	pred := opts.Predicate
-	limit := pred.Limit
-	if !opts.Recursive {
-		limit = 0
-	}
+	limit := listLimit(opts)
 
 	var (
 		selected []*store.Object
@@ -294,7 +326,15 @@ func (c *Cache) listFromSnapshot(ctx context.Context, snap *store.Snapshot, prep
 			return err
 		}
 	}
-	return c.cfg.Versioner.UpdateList(listObj, snap.RV(), cont, remaining)
+	if err := c.cfg.Versioner.UpdateList(listObj, snap.RV(), cont, remaining); err != nil {
+		return err
+	}
+	if c.opts.shardedLists {
+		// Where upstream's cacher does it: after the list metadata, for
+		// every LIST it answers. The etcd3 store does it for delegated ones.
+		pred.SetShardInfoOnList(listObj)
+	}
+	return nil
 }
 
 // selects reports whether o passes the predicate's label, field and shard

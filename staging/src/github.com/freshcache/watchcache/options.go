@@ -126,6 +126,11 @@ type resolved struct {
 	// off, Exact LISTs and continuations go to etcd, as with upstream's
 	// cacher. Read once, in New.
 	listFromSnapshots bool
+	// shardedLists is upstream's alpha ShardedListAndWatch gate: LISTs
+	// served from the cache carry the shard selector they were filtered by
+	// (ListMeta.ShardInfo), as upstream's cacher sets it. Read once, in
+	// New.
+	shardedLists bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -175,6 +180,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
+	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
 }
 

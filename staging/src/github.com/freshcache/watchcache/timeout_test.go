@@ -3,10 +3,12 @@ package watchcache_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 
@@ -32,15 +34,13 @@ func TestTimeoutActions(t *testing.T) {
 			ctx := context.Background()
 			e.Gate.Pause()
 			create(t, e.Etcd, "ns", "b", "")
+			etcdWatches := e.Gate.Watches()
 			for _, rv := range []string{"", "0"} {
 				list := &example.PodList{}
 				err := e.Cache.GetList(ctx, "/pods/", listOpts(rv), list)
 				get := &example.Pod{}
 				gerr := e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{ResourceVersion: rv}, get)
 				w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(rv))
-				if w != nil {
-					w.Stop()
-				}
 				switch action {
 				case watchcache.TimeoutFallback:
 					if err != nil || !names(list)["b"] {
@@ -49,8 +49,18 @@ func TestTimeoutActions(t *testing.T) {
 					if gerr != nil || get.Name != "b" {
 						t.Errorf("rv=%q fallback GET: %v %q", rv, gerr, get.Name)
 					}
+					// A watch is not delegated: it gets upstream's answer
+					// to a watch that cannot be made fresh in time.
 					if werr != nil {
-						t.Errorf("rv=%q fallback WATCH: %v", rv, werr)
+						t.Errorf("rv=%q fallback WATCH: %v, want an error event", rv, werr)
+						break
+					}
+					werr = watchError(t, w)
+					if !storage.IsTooLargeResourceVersion(werr) {
+						t.Errorf("rv=%q fallback WATCH: %v, want TooLargeResourceVersion", rv, werr)
+					}
+					if s, ok := apierrors.SuggestsClientDelay(werr); !ok || s <= 0 {
+						t.Errorf("rv=%q fallback WATCH: no Retry-After in %v", rv, werr)
 					}
 				case watchcache.TimeoutReject:
 					for what, err := range map[string]error{"LIST": err, "GET": gerr, "WATCH": werr} {
@@ -64,9 +74,15 @@ func TestTimeoutActions(t *testing.T) {
 					}
 				}
 			}
+			if n := e.Gate.Watches() - etcdWatches; n != 0 {
+				t.Errorf("%d watches opened on etcd for clients, want none", n)
+			}
 			outcome := metrics.OutcomeFallback
 			if action == watchcache.TimeoutReject {
 				outcome = metrics.OutcomeRejected
+			}
+			if n := rec.count("watch/consistent/" + metrics.OutcomeRejected); n != 1 {
+				t.Errorf("reads_total{watch,consistent,rejected} = %d, want 1", n)
 			}
 			if n := rec.count("list/consistent/" + outcome); n != 1 {
 				t.Errorf("reads_total{list,consistent,%s} = %d", outcome, n)
@@ -108,10 +124,29 @@ func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 			// The cache never sees this write: only etcd can answer with it.
 			e.Gate.Pause()
 			create(t, e.Etcd, "ns", "fresh", "")
+			etcdWatches := e.Gate.Watches()
 			list := &example.PodList{}
 			err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list)
 			get := &example.Pod{}
 			gerr := e.Cache.Get(ctx, "/pods/ns/fresh", storage.GetOptions{ResourceVersion: "0"}, get)
+			w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(""))
+			if action == watchcache.TimeoutFallback {
+				// A watch is not delegated: it fails with the fetch's
+				// error, as upstream's watch does when it cannot read
+				// etcd's revision (500).
+				if werr != nil {
+					t.Fatalf("fallback WATCH after a failed fetch: %v, want an error event", werr)
+				}
+				werr = watchError(t, w)
+				if !apierrors.IsInternalError(werr) || !strings.Contains(werr.Error(), "request timed out") {
+					t.Errorf("fallback WATCH after a failed fetch: %v, want 500 with the fetch's error", werr)
+				}
+			} else if w != nil {
+				w.Stop()
+			}
+			if n := e.Gate.Watches() - etcdWatches; n != 0 {
+				t.Errorf("%d watches opened on etcd for clients, want none", n)
+			}
 			switch action {
 			case watchcache.TimeoutFallback:
 				if err != nil || !names(list)["fresh"] {
@@ -124,7 +159,7 @@ func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 					t.Errorf("reads_total{list,consistent,fallback} = %d", n)
 				}
 			case watchcache.TimeoutReject:
-				for what, err := range map[string]error{"LIST": err, "GET": gerr} {
+				for what, err := range map[string]error{"LIST": err, "GET": gerr, "WATCH": werr} {
 					if !apierrors.IsTooManyRequests(err) {
 						t.Fatalf("reject %s after a failed fetch: %v, want 429", what, err)
 					}
@@ -138,4 +173,24 @@ func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// watchError reads the first event of w, which must be an ERROR, and
+// returns its error; w must close after it.
+func watchError(t *testing.T, w watch.Interface) error {
+	t.Helper()
+	defer w.Stop()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch closed without an event")
+		}
+		if ev.Type != watch.Error {
+			t.Fatalf("first watch event is %s, want ERROR", ev.Type)
+		}
+		return apierrors.FromObject(ev.Object)
+	case <-time.After(longWait):
+		t.Fatal("no watch event")
+	}
+	return nil
 }

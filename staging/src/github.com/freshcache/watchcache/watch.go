@@ -27,6 +27,11 @@ import (
 //     events, then changes (legacy behaviour).
 //   - rv="" or "0" with sendInitialEvents=false: changes from now on.
 //   - rv=N: every change after N (410 Expired if N left the window).
+//
+// A watch is never opened on etcd. A consistent watch that cannot be made
+// fresh gets an error (see freshRead) and client-go falls back to LIST and
+// WATCH; while consistent reads are disabled (etcd version guard) rv=""
+// and rv=0 start from the cache's current state, as with the gates off.
 func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	preparedKey, err := storage.PrepareKey(c.prefix, key, opts.Recursive)
 	if err != nil {
@@ -40,24 +45,34 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		return nil, err
 	}
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if sendInitial && c.disabledReason != "" {
+		// A watch-list needs a revision the cache can prove it reached;
+		// without trusted progress notifications it could only wait for
+		// events. Refuse at once, as upstream's cacher does when etcd
+		// cannot serve progress requests; client-go falls back to LIST.
+		return fanout.ErrorWatcher(fmt.Errorf("a watch stream was requested, but the watch cache of %s cannot serve it: %s", c.cfg.GroupResource, c.disabledReason)), nil
+	}
 
 	// Resolve the revision the cache must reach first. From here on errors
 	// are reported as a watch ERROR event, as upstream does; a rejected
-	// consistent read is a plain 429.
+	// consistent read is a plain 429. A watch is never opened on etcd
+	// (freshRead's contract).
 	requested := c.consistentClass(opts.ResourceVersion)
+	if c.disabledReason != "" {
+		// Consistent reads are off for this cache (etcd version guard):
+		// serve the watch as upstream's cacher does, from the cache's
+		// current state, as with the gates off.
+		requested = ""
+	}
 	switch {
 	case requested != "":
 		// Start from a snapshot at least as fresh as the request: its
 		// initial events, if any, come from it, and so does StartRV.
-		where, err := c.freshRead(ctx, metrics.VerbWatch, requested, 0)
-		if apierrors.IsTooManyRequests(err) {
-			return nil, err
-		}
-		if err != nil {
+		if _, err := c.freshRead(ctx, metrics.VerbWatch, requested, 0); err != nil {
+			if apierrors.IsTooManyRequests(err) {
+				return nil, err
+			}
 			return fanout.ErrorWatcher(toAPIError(err)), nil
-		}
-		if where == fromEtcd {
-			return c.cfg.Storage.Watch(ctx, key, opts)
 		}
 	case sendInitial:
 		required := rv
@@ -135,12 +150,14 @@ func (c *Cache) trigger(p *storage.SelectionPredicate) *string {
 	return nil
 }
 
-// toAPIError turns internal wait errors into client-facing ones.
+// toAPIError turns internal wait errors into client-facing ones. The end
+// of the request's context stays as it is, so that the error watcher
+// reports it as 500 InternalError: that is what upstream's watch answers
+// when the context ends while it reads etcd's revision (its wait for the
+// cache ignores the context, ours does not), and what client-go's
+// reflector retries as an internal error.
 func toAPIError(err error) error {
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return apierrors.NewTimeoutError(err.Error(), retryAfterSeconds)
-	case errors.Is(err, ErrStopped):
+	if errors.Is(err, ErrStopped) {
 		return apierrors.NewServiceUnavailable(err.Error())
 	}
 	return err

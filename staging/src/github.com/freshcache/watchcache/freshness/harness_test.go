@@ -87,12 +87,12 @@ func newHarnessWith(opts Options) *harness {
 	return &harness{
 		m:          m,
 		noProgress: opts.NoProgress,
-		etcd:    1,
-		now:     epoch,
-		nextID:  1,
-		live:    make(map[ReadID]*mread),
-		done:    make(map[ReadID]string),
-		fetches: make(map[FetchID]*mfetch),
+		etcd:       1,
+		now:        epoch,
+		nextID:     1,
+		live:       make(map[ReadID]*mread),
+		done:       make(map[ReadID]string),
+		fetches:    make(map[FetchID]*mfetch),
 	}
 }
 

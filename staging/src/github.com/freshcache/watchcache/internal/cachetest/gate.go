@@ -13,14 +13,15 @@ import (
 // Gate wraps the etcd3 store under a cache. While paused, events and
 // progress notifications of the watches opened through it (the cache's
 // reflector) are held back, in order, so that a test can keep the cache
-// behind etcd deterministically. It counts RequestWatchProgress calls.
-// Everything else passes through.
+// behind etcd deterministically. It counts RequestWatchProgress and Watch
+// calls. Everything else passes through.
 type Gate struct {
 	storage.Interface
 
 	progress atomic.Int64
 	// let is how many held events may still pass while paused (Let).
-	let atomic.Int64
+	let     atomic.Int64
+	watches atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -108,6 +109,10 @@ func (g *Gate) Let(n int) { g.let.Add(int64(n)) }
 // ProgressRequests is the number of RequestWatchProgress calls so far.
 func (g *Gate) ProgressRequests() int64 { return g.progress.Load() }
 
+// Watches is the number of watches opened on etcd through the gate so far:
+// the cache's reflector's, and any the cache opened for a client.
+func (g *Gate) Watches() int64 { return g.watches.Load() }
+
 // RequestWatchProgress counts and forwards.
 func (g *Gate) RequestWatchProgress(ctx context.Context) error {
 	g.progress.Add(1)
@@ -135,6 +140,7 @@ func (g *Gate) openCh() <-chan struct{} {
 
 // Watch forwards the store's watch through the gate.
 func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	g.watches.Add(1)
 	w, err := g.Interface.Watch(ctx, key, opts)
 	if err != nil {
 		return nil, err
