@@ -53,13 +53,28 @@ var (
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, append(append([]string(nil), labels...), "reason"))
 
+	consistencyChecks = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "consistency_checks_total",
+		Help:           "Rounds of the inconsistency detector, which compares the cache with etcd at the cache's revision, by result: match, mismatch (the cache was purged and relisted), skipped (the cache was not ready, or etcd had compacted the revision) or error (etcd could not be listed).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, append(append([]string(nil), labels...), "result"))
+	inconsistencies = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "inconsistencies_total",
+		Help:           "Times the inconsistency detector found the cache's objects differ from etcd's at the same revision. Any increase is a bug: the cache was purged and relisted.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+
 	registerOnce sync.Once
 )
 
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, consistencyChecks, inconsistencies)
 	})
 }
 
@@ -78,6 +93,14 @@ const (
 	RelistInconsistent = "inconsistent"
 )
 
+// Results for ConsistencyChecked.
+const (
+	CheckMatch    = "match"
+	CheckMismatch = "mismatch"
+	CheckSkipped  = "skipped"
+	CheckError    = "error"
+)
+
 // Recorder receives the cache's measurements for one resource. Every method
 // must be cheap and safe for concurrent use.
 type Recorder interface {
@@ -91,6 +114,9 @@ type Recorder interface {
 	WatcherTerminated(reason string)
 	// Relisted counts one full list from etcd, by reason (Relist*).
 	Relisted(reason string)
+	// ConsistencyChecked counts one round of the inconsistency detector,
+	// by result (Check*). A CheckMismatch is also an inconsistency.
+	ConsistencyChecked(result string)
 
 	// ReadWait observes the freshness wait of one read (verb: VerbList,
 	// VerbGet, VerbWatch; requested: Requested*).
@@ -118,6 +144,9 @@ func For(gr schema.GroupResource) Recorder {
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
+		// Created now, so that the series exists at 0 and an alert on its
+		// increase fires on the first inconsistency.
+		inconsistent: inconsistencies.WithLabelValues(gr.Group, gr.Resource),
 	}
 }
 
@@ -127,6 +156,7 @@ type legacy struct {
 	events          compbasemetrics.CounterMetric
 	watchers        compbasemetrics.GaugeMetric
 	progress        compbasemetrics.CounterMetric
+	inconsistent    compbasemetrics.CounterMetric
 }
 
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
@@ -135,6 +165,12 @@ func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
+func (l *legacy) ConsistencyChecked(result string) {
+	consistencyChecks.WithLabelValues(l.group, l.resource, result).Inc()
+	if result == CheckMismatch {
+		l.inconsistent.Inc()
+	}
+}
 func (l *legacy) WatcherTerminated(r string) {
 	terminatedWatchers.WithLabelValues(l.group, l.resource, r).Inc()
 }
@@ -142,8 +178,9 @@ func (l *legacy) WatcherTerminated(r string) {
 // Discard is a Recorder that records nothing.
 type Discard struct{}
 
-func (Discard) ResourceVersion(uint64)   {}
-func (Discard) EventsReceived(int)       {}
-func (Discard) WatchersDelta(int)        {}
-func (Discard) WatcherTerminated(string) {}
-func (Discard) Relisted(string)          {}
+func (Discard) ResourceVersion(uint64)    {}
+func (Discard) EventsReceived(int)        {}
+func (Discard) WatchersDelta(int)         {}
+func (Discard) WatcherTerminated(string)  {}
+func (Discard) Relisted(string)           {}
+func (Discard) ConsistencyChecked(string) {}
