@@ -1,6 +1,7 @@
 package watchcache
 
 import (
+	"errors"
 	"fmt"
 
 	"k8s.io/klog/v2"
@@ -8,6 +9,10 @@ import (
 	"github.com/freshcache/watchcache/internal/consistency"
 	"github.com/freshcache/watchcache/metrics"
 )
+
+// ErrInconsistent is why a cache whose state differed from etcd's is
+// pending until its relist is in.
+var ErrInconsistent = errors.New("watchcache: cache differs from etcd")
 
 // newChecker builds the inconsistency detector of c (gate
 // CacheInconsistencyDetection); Run starts it with the cache's goroutines.
@@ -54,8 +59,9 @@ func (c *Cache) consistencyTarget() (consistency.Target, error) {
 }
 
 // consistencyReport records a round and, on a mismatch, purges the state:
-// the reflector drops its watch, the cache goes pending (reads get 429 or
-// go to etcd, watchers are closed) and a fresh list replaces the state.
+// the cache goes pending (reads get 429 or go to etcd, watchers are
+// closed), the reflector drops its watch and a fresh list replaces the
+// state.
 func (c *Cache) consistencyReport(rep consistency.Report) {
 	name := c.cfg.GroupResource.String()
 	switch rep.Result {
@@ -72,21 +78,27 @@ func (c *Cache) consistencyReport(rep consistency.Report) {
 			"cacheDigest", rep.Cache.String(), "etcdDigest", rep.Etcd.String(),
 			"cacheCount", rep.Cache.Count, "etcdCount", rep.Etcd.Count,
 			"firstDifference", rep.First.String())
-		c.relistUnlessReplaced(rep.Generation)
+		c.purge(rep.Generation, fmt.Errorf("%w at revision %d: %s", ErrInconsistent, rep.RV, rep.First))
 	default:
 		c.metrics.ConsistencyChecked(metrics.CheckError)
 		klog.ErrorS(rep.Err, "freshcache: consistency check failed", "resource", name, "resourceVersion", rep.RV, "pages", rep.Pages)
 	}
 }
 
-// relistUnlessReplaced asks the reflector to relist, unless the state the
-// round compared has been replaced by a list since: that list purged it
-// already.
-func (c *Cache) relistUnlessReplaced(generation uint64) {
+// purge condemns the state a mismatching round compared, unless a list has
+// replaced it since (that list purged it already): the cache goes pending
+// at once, as the reflector would make it (reads get 429 or go to etcd,
+// watchers are closed), so that nothing more is served from it, and the
+// reflector is asked to relist.
+func (c *Cache) purge(generation uint64, why error) {
 	c.mu.Lock()
-	replaced := uint64(c.mu.listed) != generation
-	c.mu.Unlock()
-	if !replaced {
-		c.reflector.Relist(metrics.RelistInconsistent)
+	if uint64(c.mu.listed) != generation {
+		c.mu.Unlock()
+		return
 	}
+	if c.readiness.set(false, why) {
+		c.fanout.TerminateAll(metrics.ReasonRelist)
+	}
+	c.mu.Unlock()
+	c.reflector.Relist(metrics.RelistInconsistent)
 }
