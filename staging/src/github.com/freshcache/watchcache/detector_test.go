@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -385,5 +387,39 @@ func TestInconsistencyDetectionOff(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConsistencyChecksCompleteRevisionsUnderUntrustedProgress: with the
+// version guard tripped, events reach the cache one at a time, so the
+// cache can hold part of a transaction. The detector must then compare
+// the state before that revision, and match, instead of taking the half
+// transaction for a divergence.
+func TestConsistencyChecksCompleteRevisionsUnderUntrustedProgress(t *testing.T) {
+	rec := newDetectorRecorder()
+	e := cachetest.Start(t, cachetest.WithConsistentReadsDisabled(metrics.ReasonEtcdVersion),
+		cachetest.WithRecorder(rec), cachetest.WithOptions(detecting()))
+	a := createIn(t, e.Etcd, "a")
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+
+	e.Gate.Pause()
+	e.Gate.Let(1) // the first event of the transaction, not the second
+	rev := txn(t, e.Client,
+		clientv3.OpPut(etcdKey("ns", "x"), encodePod(t, mkPod("ns", "x", ""))),
+		clientv3.OpPut(etcdKey("ns", "y"), encodePod(t, mkPod("ns", "y", ""))))
+	waitFor(t, "the cache to apply half the transaction", func() bool { return e.Cache.RV() == rev })
+	if n := cachedCount(t, e.Cache); n != 2 {
+		t.Fatalf("the cache holds %d pods, want a and x", n)
+	}
+	seen := len(rec.rounds())
+	waitFor(t, "3 rounds on the half-applied transaction", func() bool { return len(rec.rounds()) >= seen+3 })
+	e.Gate.Resume()
+	for i, res := range rec.rounds() {
+		if res != metrics.CheckMatch {
+			t.Fatalf("round %d: %s (rounds %v), want only matches", i, res, rec.rounds())
+		}
+	}
+	if n := rec.relisted(metrics.RelistInconsistent); n != 0 {
+		t.Fatalf("%d relists for inconsistencies, want none", n)
 	}
 }
