@@ -28,8 +28,8 @@ func mustDigest(t *testing.T, its []Item) Digest {
 	return d
 }
 
-// TestConsistencyDigestTellsStatesApart: states that differ in any (key, rv) get
-// different digests; equal states get equal ones.
+// TestConsistencyDigestTellsStatesApart: states that differ in any (key, rv)
+// get different digests; equal states get equal ones.
 func TestConsistencyDigestTellsStatesApart(t *testing.T) {
 	base := items("/pods/a/x", 5, "/pods/a/y", 7, "/pods/b/x", 9)
 	cases := []struct {
@@ -61,9 +61,9 @@ func TestConsistencyDigestTellsStatesApart(t *testing.T) {
 	}
 }
 
-// TestConsistencyDigestEncodingIsUnambiguous: the length prefix keeps a key's end
-// and a revision's start apart, so that shifting bytes between them
-// changes the digest.
+// TestConsistencyDigestEncodingIsUnambiguous: the length prefix keeps a
+// key's end and a revision's start apart, so that shifting bytes between
+// them changes the digest.
 func TestConsistencyDigestEncodingIsUnambiguous(t *testing.T) {
 	cases := []struct{ a, b []Item }{
 		{items("a", 0x31), items("a1", 0)},
@@ -77,8 +77,9 @@ func TestConsistencyDigestEncodingIsUnambiguous(t *testing.T) {
 	}
 }
 
-// TestConsistencyDigestRefusesUnorderedItems: a digest is only comparable over key
-// order, so another order is an error rather than a different digest.
+// TestConsistencyDigestRefusesUnorderedItems: a digest is only comparable
+// over key order, so another order is an error rather than a different
+// digest.
 func TestConsistencyDigestRefusesUnorderedItems(t *testing.T) {
 	for _, its := range [][]Item{
 		items("b", 1, "a", 2),
@@ -90,7 +91,8 @@ func TestConsistencyDigestRefusesUnorderedItems(t *testing.T) {
 	}
 }
 
-// TestConsistencyDigestOfSnapshot: a snapshot's items are its objects in key order.
+// TestConsistencyDigestOfSnapshot: a snapshot's items are its objects in key
+// order.
 func TestConsistencyDigestOfSnapshot(t *testing.T) {
 	w := store.NewWriter(nil)
 	for _, it := range items("/pods/b", 4, "/pods/a", 3, "/pods/c", 9) {
@@ -111,8 +113,8 @@ func diff(key string, cacheRV, etcdRV int) *Diff {
 	return &Diff{Key: key, CacheRV: uint64(cacheRV), EtcdRV: uint64(etcdRV)}
 }
 
-// TestConsistencyComparisonFindsFirstDifference: the lock-step walk reports the
-// smallest key where the sides differ, and the digests of both sides in
+// TestConsistencyComparisonFindsFirstDifference: the lock-step walk reports
+// the smallest key where the sides differ, and the digests of both sides in
 // full whatever it found.
 func TestConsistencyComparisonFindsFirstDifference(t *testing.T) {
 	cases := []struct {
@@ -157,8 +159,8 @@ func TestConsistencyComparisonFindsFirstDifference(t *testing.T) {
 	}
 }
 
-// TestConsistencyComparisonRefusesUnorderedSides: either side out of key order voids
-// the comparison instead of producing a false difference.
+// TestConsistencyComparisonRefusesUnorderedSides: either side out of key
+// order voids the comparison instead of producing a false difference.
 func TestConsistencyComparisonRefusesUnorderedSides(t *testing.T) {
 	t.Run("etcd", func(t *testing.T) {
 		c := Compare(slices.Values(items("a", 1, "b", 2)))
@@ -180,9 +182,9 @@ func TestConsistencyComparisonRefusesUnorderedSides(t *testing.T) {
 	})
 }
 
-// TestConsistencyComparisonRandom is model-based: random states, one side changed at
-// random, and the walk must report exactly the smallest key that differs
-// (computed from maps). A failure prints the seed.
+// TestConsistencyComparisonRandom is model-based: random states, one side
+// changed at random, and the walk must report exactly the smallest key that
+// differs (computed from maps). A failure prints the seed.
 func TestConsistencyComparisonRandom(t *testing.T) {
 	seed := rand.Uint64()
 	r := rand.New(rand.NewPCG(seed, 0))
