@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshcache/watchcache/fanout"
 	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/consistency"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 	"github.com/freshcache/watchcache/reflector"
@@ -90,6 +91,9 @@ type Cache struct {
 	wg       sync.WaitGroup
 	// driver runs the freshness protocol (driver.go); its lock is a leaf.
 	driver *driver
+	// checker is the inconsistency detector (detector.go), nil when the
+	// CacheInconsistencyDetection gate is off.
+	checker *consistency.Checker
 	// closeOracle releases an Oracle the cache built itself, or is nil.
 	closeOracle func()
 	// gates shape LIST planning; resolved once in New.
@@ -223,6 +227,9 @@ func New(opts Options, cfg Config) (*Cache, error) {
 			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
 		}
 	}
+	if r.detectInconsistency {
+		c.checker = c.newChecker()
+	}
 	c.start()
 	return c, nil
 }
@@ -232,6 +239,10 @@ func (c *Cache) start() {
 	go func() { defer c.wg.Done(); c.reflector.Run(c.stop) }()
 	go func() { defer c.wg.Done(); c.fanout.Run(c.stop) }()
 	go func() { defer c.wg.Done(); c.driver.run() }()
+	if c.checker != nil {
+		c.wg.Add(1)
+		go func() { defer c.wg.Done(); c.checker.Run(c.stop) }()
+	}
 }
 
 // Stop ends the cache's goroutines and closes every watcher. It is

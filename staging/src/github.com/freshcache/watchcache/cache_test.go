@@ -383,6 +383,7 @@ func TestOptionsValidation(t *testing.T) {
 		{HistoryCapacity: -1},
 		{ConsistentReadTimeout: -time.Second},
 		{TimeoutAction: "maybe"},
+		{InconsistencyCheckPeriod: -time.Minute},
 	}
 	for _, o := range bad {
 		if _, err := watchcache.New(o, watchcache.Config{}); !errors.Is(err, watchcache.ErrInvalidOptions) {

@@ -65,6 +65,15 @@
 //	                            (waits end by events; not-yet-fresh Exact
 //	                            reads go to etcd)
 //
+// # Inconsistency detection
+//
+// Under the gate CacheInconsistencyDetection (Beta, on), every few minutes
+// (Options.InconsistencyCheckPeriod) a goroutine of the cache compares a
+// snapshot at revision R with one paginated list of etcd at exactly R
+// (internal/consistency). On a mismatch it logs the resource, R and both
+// digests, counts apiserver_freshcache_inconsistencies_total, and has the
+// reflector relist (reason "inconsistent"), which purges the state.
+//
 // # Caller duties
 //
 //  1. Call Stop (or the decorator's DestroyFunc) exactly when the resource's
@@ -84,6 +93,10 @@
 //     watch registration;
 //  2. the fan-out's lock;
 //  3. a watcher's queue lock.
+//
+// The inconsistency detector takes Cache.mu once per round, to read the
+// snapshot, the readiness and the list count together; it lists etcd and
+// compares without any lock.
 //
 // driver.mu (the freshness Machine) is a leaf: it is never held while
 // another lock is taken, and the reflector reports to it after releasing

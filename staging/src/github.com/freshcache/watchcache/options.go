@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/consistency"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 )
@@ -36,6 +37,9 @@ const (
 	DefaultEventsHistoryWindow   = history.DefaultWindow
 	DefaultHistoryCapacity       = history.DefaultCapacity
 	DefaultConsistentReadTimeout = 3 * time.Second
+	// DefaultInconsistencyCheckPeriod is upstream's consistency check
+	// period.
+	DefaultInconsistencyCheckPeriod = consistency.DefaultPeriod
 )
 
 // ErrInvalidOptions wraps every Options validation failure.
@@ -109,7 +113,22 @@ type Options struct {
 	// Zero: 10000.
 	ListPageSize int64
 
-	// Clock drives timeouts, bookmarks and history ages. Nil: real clock.
+	// InconsistencyDetection overrides the CacheInconsistencyDetection
+	// feature gate: a periodic comparison of the cache with etcd at the
+	// cache's revision, which purges and relists the cache when they
+	// differ. Nil: read the gate once, when NewStorageDecorator is called
+	// (or in New).
+	InconsistencyDetection *bool
+
+	// InconsistencyCheckPeriod is the pause between the end of one round
+	// of the inconsistency detector and the start of the next, stretched
+	// by up to half at random. Each round lists the resource from etcd
+	// once, paginated by ListPageSize. Zero:
+	// DefaultInconsistencyCheckPeriod (5 minutes). Must not be negative.
+	InconsistencyCheckPeriod time.Duration
+
+	// Clock drives timeouts, bookmarks, history ages and the inconsistency
+	// detector's pauses. Nil: real clock.
 	Clock clock.WithTicker
 
 	// Metrics returns the recorder of one resource. Nil: the component-base
@@ -131,6 +150,8 @@ type resolved struct {
 	// (ListMeta.ShardInfo), as upstream's cacher sets it. Read once, in
 	// New.
 	shardedLists bool
+	// detectInconsistency is the CacheInconsistencyDetection gate.
+	detectInconsistency bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -143,6 +164,9 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	}
 	if o.ConsistentReadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ConsistentReadTimeout %v is negative", o.ConsistentReadTimeout))
+	}
+	if o.InconsistencyCheckPeriod < 0 {
+		errs = append(errs, fmt.Errorf("InconsistencyCheckPeriod %v is negative", o.InconsistencyCheckPeriod))
 	}
 	if o.WatcherQueueCapacity < 0 || o.WatcherResultBuffer < 0 || o.ListPageSize < 0 || o.BookmarkFrequency < 0 {
 		errs = append(errs, errors.New("WatcherQueueCapacity, WatcherResultBuffer, ListPageSize and BookmarkFrequency must not be negative"))
@@ -170,6 +194,9 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	if o.TimeoutAction == "" {
 		o.TimeoutAction = TimeoutFallback
 	}
+	if o.InconsistencyCheckPeriod == 0 {
+		o.InconsistencyCheckPeriod = DefaultInconsistencyCheckPeriod
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -179,6 +206,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r := resolved{Options: o}
 	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
+	r.detectInconsistency = gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
@@ -191,12 +219,14 @@ func gate(override *bool, g featuregate.Feature) bool {
 	return features.Enabled(g)
 }
 
-// withGatesResolved pins both gate overrides to their current values, so
-// that later changes of the global gate do not affect caches built from o.
+// withGatesResolved pins every gate override to its current value, so that
+// later changes of the global gate do not affect caches built from o.
 func (o Options) withGatesResolved() Options {
 	cr := gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	fz := gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
+	id := gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	o.ConsistentReadsFromCache = &cr
 	o.FreshResourceVersionZero = &fz
+	o.InconsistencyDetection = &id
 	return o
 }

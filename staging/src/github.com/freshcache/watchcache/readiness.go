@@ -13,8 +13,9 @@ import (
 
 // readiness is whether the cache's state is current: ready from the end of
 // a list until the reflector has to list again (a compaction, a failed
-// apply, transient errors past their budget), then pending until the next
-// list is in. It is upstream's cacher readiness (ready.go) as clients see
+// apply, transient errors past their budget) or the inconsistency detector
+// finds the state differs from etcd's, then pending until the next list is
+// in. It is upstream's cacher readiness (ready.go) as clients see
 // it: while pending, LISTs get 429 with a Retry-After that grows with the
 // downtime (or go to etcd when etcd can answer them cheaply), GETs go to
 // etcd and watches get 429.

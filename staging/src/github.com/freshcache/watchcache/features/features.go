@@ -20,6 +20,14 @@ const (
 	// legal because rv=0 means "any state", and a fresh state is one of
 	// them. It closes kubernetes#59848 at component restart.
 	FreshResourceVersionZero featuregate.Feature = "FreshResourceVersionZero"
+
+	// CacheInconsistencyDetection runs, for every cached resource, a
+	// periodic check that the cache holds exactly what etcd held at the
+	// cache's revision (same keys, same resource versions), and purges and
+	// relists the cache when it does not. It is freshcache's counterpart of
+	// upstream's DetectCacheInconsistency, which upstream's cacher reads and
+	// freshcache does not.
+	CacheInconsistencyDetection featuregate.Feature = "CacheInconsistencyDetection"
 )
 
 // introducedIn is the Kubernetes minor version our gates are pinned to, so
@@ -36,6 +44,9 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		},
 		FreshResourceVersionZero: {
 			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
+		},
+		CacheInconsistencyDetection: {
+			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
 	}
 }

@@ -15,6 +15,7 @@ func TestGateDefaults(t *testing.T) {
 	}{
 		{string(ConsistentReadsFromCache), true},
 		{string(FreshResourceVersionZero), false},
+		{string(CacheInconsistencyDetection), true},
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for _, c := range cases {

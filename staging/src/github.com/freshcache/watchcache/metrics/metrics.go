@@ -60,6 +60,20 @@ var (
 		Help:           "Times the cache watched etcd again from its own revision after a transient watch error (etcd lost its leader, was overloaded or unreachable), keeping its history and watchers instead of relisting.",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, labels)
+	consistencyChecks = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "consistency_checks_total",
+		Help:           "Rounds of the inconsistency detector, which compares the cache with etcd at the cache's revision, by result: match, mismatch (the cache was purged and relisted), skipped (the cache was not ready, or etcd had compacted the revision) or error (etcd could not be listed).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, append(append([]string(nil), labels...), "result"))
+	inconsistencies = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "inconsistencies_total",
+		Help:           "Times the inconsistency detector found the cache's objects differ from etcd's at the same revision. Any increase is a bug: the cache was purged and relisted.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
 
 	registerOnce sync.Once
 )
@@ -67,7 +81,7 @@ var (
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, consistencyChecks, inconsistencies)
 	})
 }
 
@@ -86,6 +100,14 @@ const (
 	RelistInconsistent = "inconsistent"
 )
 
+// Results for ConsistencyChecked.
+const (
+	CheckMatch    = "match"
+	CheckMismatch = "mismatch"
+	CheckSkipped  = "skipped"
+	CheckError    = "error"
+)
+
 // Recorder receives the cache's measurements for one resource. Every method
 // must be cheap and safe for concurrent use.
 type Recorder interface {
@@ -102,6 +124,9 @@ type Recorder interface {
 	// WatchRetried counts one re-watch from the cache's revision after a
 	// transient watch error.
 	WatchRetried()
+	// ConsistencyChecked counts one round of the inconsistency detector,
+	// by result (Check*). A CheckMismatch is also an inconsistency.
+	ConsistencyChecked(result string)
 
 	// ReadWait observes the freshness wait of one read (verb: VerbList,
 	// VerbGet, VerbWatch; requested: Requested*).
@@ -129,6 +154,9 @@ func For(gr schema.GroupResource) Recorder {
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
+		// Created now, so that the series exists at 0 and an alert on its
+		// increase fires on the first inconsistency.
+		inconsistent: inconsistencies.WithLabelValues(gr.Group, gr.Resource),
 	}
 }
 
@@ -138,6 +166,7 @@ type legacy struct {
 	events          compbasemetrics.CounterMetric
 	watchers        compbasemetrics.GaugeMetric
 	progress        compbasemetrics.CounterMetric
+	inconsistent    compbasemetrics.CounterMetric
 }
 
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
@@ -147,6 +176,12 @@ func (l *legacy) WatchRetried()             { watchRetries.WithLabelValues(l.gro
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
+func (l *legacy) ConsistencyChecked(result string) {
+	consistencyChecks.WithLabelValues(l.group, l.resource, result).Inc()
+	if result == CheckMismatch {
+		l.inconsistent.Inc()
+	}
+}
 func (l *legacy) WatcherTerminated(r string) {
 	terminatedWatchers.WithLabelValues(l.group, l.resource, r).Inc()
 }
@@ -154,9 +189,10 @@ func (l *legacy) WatcherTerminated(r string) {
 // Discard is a Recorder that records nothing.
 type Discard struct{}
 
-func (Discard) ResourceVersion(uint64)   {}
-func (Discard) EventsReceived(int)       {}
-func (Discard) WatchersDelta(int)        {}
-func (Discard) WatcherTerminated(string) {}
-func (Discard) Relisted(string)          {}
-func (Discard) WatchRetried()            {}
+func (Discard) ResourceVersion(uint64)    {}
+func (Discard) EventsReceived(int)        {}
+func (Discard) WatchersDelta(int)         {}
+func (Discard) WatcherTerminated(string)  {}
+func (Discard) Relisted(string)           {}
+func (Discard) WatchRetried()             {}
+func (Discard) ConsistencyChecked(string) {}

@@ -196,7 +196,9 @@ type watchEnd struct {
 	transient bool
 	// progressed: the watch delivered at least one event or notification.
 	progressed bool
-	err        error
+	// requested: the relist was asked for (Relist), not forced by etcd.
+	requested bool
+	err       error
 }
 
 // Run lists and watches until stop is closed.
@@ -238,6 +240,13 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 			switch {
 			case end.err == nil && end.relist == "":
 				// The watch ended cleanly: resume at once.
+				continue
+			case end.requested:
+				// Asked for (the inconsistency detector): not an error,
+				// and no reason to wait before listing.
+				klog.InfoS("freshcache: relisting on request", "resource", r.cfg.Name, "reason", end.relist)
+				r.cfg.Sink.Unready(end.err)
+				needList, reason = true, end.relist
 				continue
 			case end.relist != "":
 				needList, reason = true, end.relist
@@ -516,7 +525,7 @@ func (r *Reflector) next(ctx context.Context, w watch.Interface) (watch.Event, b
 	case <-ctx.Done():
 		return watch.Event{}, false, watchEnd{}
 	case reason := <-r.relist:
-		return watch.Event{}, false, watchEnd{relist: reason, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
+		return watch.Event{}, false, watchEnd{relist: reason, requested: true, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
 	case ev, ok := <-w.ResultChan():
 		return ev, ok, watchEnd{}
 	}

@@ -94,6 +94,14 @@ type Setup struct {
 	// NoReadyWait makes StartOn return without waiting for the cache's
 	// first list, e.g. on an etcd member that cannot serve it yet.
 	NoReadyWait bool
+	// Wrap, if set, wraps the storage the cache is given (the Gate over
+	// the etcd3 store), e.g. to count or alter what the cache sees.
+	Wrap func(storage.Interface) storage.Interface
+}
+
+// WithStorageWrapper puts wrap(storage) between the Gate and the cache.
+func WithStorageWrapper(wrap func(storage.Interface) storage.Interface) Option {
+	return func(s *Setup) { s.Wrap = wrap }
 }
 
 // NoReadyWait makes StartOn return a cache that may not be ready yet.
@@ -216,8 +224,12 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 		indexers = &s.Indexers
 	}
 	gate := NewGate(etcdStore)
+	var under storage.Interface = gate
+	if s.Wrap != nil {
+		under = s.Wrap(gate)
+	}
 	c, err := watchcache.New(s.Options, watchcache.Config{
-		Storage:                 gate,
+		Storage:                 under,
 		Versioner:               versioner,
 		GroupResource:           s.GroupResource,
 		ResourcePrefix:          s.Prefix,
