@@ -65,9 +65,15 @@ type restOptions struct {
 	decorate generic.StorageDecorator
 }
 
+// storageCodec is how the in-process stores encode pods for etcd: JSON of
+// core/v1, decoded to the internal type (with defaulting). Their
+// transformer is the default one (identity.NewEncryptCheckTransformer:
+// bytes unchanged), so etcd holds exactly these bytes; clients that write
+// to etcd directly (txn.go) encode with it too.
+func storageCodec() runtime.Codec { return legacyscheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion) }
+
 func (o restOptions) GetRESTOptions(resource schema.GroupResource, _ runtime.Object) (generic.RESTOptions, error) {
-	codec := legacyscheme.Codecs.LegacyCodec(corev1.SchemeGroupVersion)
-	cfg := storagebackend.NewDefaultConfig("/registry", codec)
+	cfg := storagebackend.NewDefaultConfig("/registry", storageCodec())
 	cfg.Transport.ServerList = []string{o.endpoint}
 	cfg.CompactionInterval = 0 // the fault schedule compacts, nobody else
 	cfg.DBMetricPollInterval = 0

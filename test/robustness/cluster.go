@@ -37,6 +37,9 @@ type Cluster struct {
 	clientProxies []*proxy.Proxy
 	ids           []uint64
 	admin         *clientv3.Client
+	// pinned[i] reaches member i through its client proxy, as the cache
+	// pinned to member i does: client-link faults hit both alike.
+	pinned []*clientv3.Client
 
 	// mu guards members: nil while a member is killed.
 	mu      sync.Mutex
@@ -102,6 +105,15 @@ func StartCluster(ctx context.Context, dir string, seed uint64) (*Cluster, error
 		return nil, err
 	}
 	c.admin = admin
+	for i := range Members {
+		// clientv3.New does not dial before the first request.
+		p, err := clientv3.New(clientv3.Config{Endpoints: []string{c.ProxiedClientURL(i)}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.pinned = append(c.pinned, p)
+	}
 	return c, c.WaitHealthy(ctx)
 }
 
@@ -149,6 +161,10 @@ func (c *Cluster) PeerProxy(i int) *proxy.Proxy { return c.peerProxies[i] }
 
 // Admin is a client over every member, directly.
 func (c *Cluster) Admin() *clientv3.Client { return c.admin }
+
+// Pinned is a client of member i through its client proxy: what a client
+// that writes to etcd directly uses next to the API pinned to member i.
+func (c *Cluster) Pinned(i int) *clientv3.Client { return c.pinned[i] }
 
 // ID is member i's raft ID.
 func (c *Cluster) ID(i int) uint64 { return c.ids[i] }
@@ -313,6 +329,9 @@ func (c *Cluster) healthy(ctx context.Context) error {
 func (c *Cluster) Close() {
 	if c.admin != nil {
 		_ = c.admin.Close()
+	}
+	for _, p := range c.pinned {
+		_ = p.Close()
 	}
 	for i := range c.members {
 		c.Kill(i)

@@ -4,7 +4,10 @@
 // member, leader change, compaction while watching, cancelled watch
 // streams, a slow watcher, cache restarts, delay and drop on peer links),
 // and checks the recorded history with package checker against etcd's own
-// history of the key space.
+// history of the key space. Besides the writes through the caches, which
+// change one key per revision, clients write to etcd directly: 2-4 pods
+// in one transaction, and 2-4 pods on a short lease that etcd deletes at
+// one revision when it expires (txn.go, lease.go).
 //
 // It runs against any generic.StorageDecorator: upstream's cacher
 // (genericregistry.StorageWithCacher) is the negative control, freshcache
@@ -19,6 +22,8 @@
 //	apiserver.go API: a kube-apiserver child process, over HTTPS
 //	recorder.go  the history, recorded from many goroutines
 //	traffic.go   clients: writes, reads in every resourceVersion mode
+//	txn.go       clients writing to etcd directly: multi-key transactions
+//	lease.go     clients' leases, whose expiry deletes several keys at once
 //	watcher.go   watchers that resume from the last RV, relist on 410
 //	truth.go     a direct etcd watch: the ground truth
 //	faults.go    the fault schedule

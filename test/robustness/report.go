@@ -24,6 +24,7 @@ type Summary struct {
 	Ops           int                `json:"ops"`
 	OpsByKind     map[string]int     `json:"opsByKind"`
 	OpsByOutcome  map[string]int     `json:"opsByOutcome"`
+	Batches       map[string]int     `json:"batches"` // see batchLabel
 	Faults        map[string]int     `json:"faults"`
 	FaultErrors   map[string]int     `json:"faultErrors,omitempty"`
 	WatchSessions int                `json:"watchSessions"`
@@ -38,9 +39,14 @@ type Summary struct {
 func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics map[string]float64) Summary {
 	s := Summary{
 		Variant: run.Variant, Seed: run.Seed, Seconds: took.Seconds(), Ops: len(run.Ops),
-		OpsByKind: map[string]int{}, OpsByOutcome: map[string]int{}, Faults: map[string]int{}, FaultErrors: map[string]int{},
+		OpsByKind: map[string]int{}, OpsByOutcome: map[string]int{}, Batches: map[string]int{}, Faults: map[string]int{}, FaultErrors: map[string]int{},
 		WatchSessions: len(run.Sessions), EtcdEvents: len(run.Truth), Checked: r.Checked, Violations: r.Counts, Metrics: metrics,
 	}
+	type batch struct {
+		client, id int
+		kind       history.Batch
+	}
+	batches := map[batch]bool{}
 	for _, op := range run.Ops {
 		k := string(op.Kind)
 		if op.Mode != "" {
@@ -48,6 +54,13 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 		}
 		if op.Kind == history.List && op.Node != "" {
 			k += "/by-node"
+		}
+		if op.Batch != "" {
+			k += "/" + string(op.Batch)
+			if b := (batch{op.Client, op.BatchID, op.Batch}); !batches[b] {
+				batches[b] = true
+				s.Batches[batchLabel(op.Batch, op.Out)]++
+			}
 		}
 		s.OpsByKind[k]++
 		s.OpsByOutcome[string(op.Out)]++
@@ -68,11 +81,31 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 	return s
 }
 
+// batchLabel names a batch in Summary.Batches, which counts the writes
+// straight to etcd that changed several keys at one revision, one per
+// transaction or lease end however many keys (ops) it had: a transaction
+// by its outcome ("txn/ok", "lease/unknown"), a lease's end by how it
+// came ("lease-expiry", "lease-revoke").
+func batchLabel(b history.Batch, out history.Outcome) string {
+	if b == history.BatchTxn || b == history.BatchLease {
+		return string(b) + "/" + string(out)
+	}
+	return string(b)
+}
+
+// CommittedTxns is the number of multi-key transactions etcd applied.
+func (s Summary) CommittedTxns() int { return s.Batches[batchLabel(history.BatchTxn, history.OK)] }
+
+// LeaseExpiries is the number of leases whose keys etcd deleted when they
+// expired (not revoked by the client).
+func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(history.BatchLeaseExpiry, "")] }
+
 // String renders the summary for the test log.
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "variant %s, seed %d, %.0fs: %d ops, %d watch sessions with %d events, %d etcd events\n", s.Variant, s.Seed, s.Seconds, s.Ops, s.WatchSessions, s.WatchEvents, s.EtcdEvents)
 	fmt.Fprintf(&b, "  ops: %s\n  outcomes: %s\n  faults: %s\n", kv(s.OpsByKind), kv(s.OpsByOutcome), kv(s.Faults))
+	fmt.Fprintf(&b, "  multi-key writes: %s\n", kv(s.Batches))
 	if len(s.FaultErrors) > 0 {
 		fmt.Fprintf(&b, "  faults that failed to inject: %s\n", kv(s.FaultErrors))
 	}

@@ -68,6 +68,11 @@ func variant(t *testing.T, name string, dec generic.StorageDecorator, zeroReads,
 	return run(t, name, StorageAPIs(dec), zeroReads, rv0Consistent, true)
 }
 
+// run runs one configuration. contiguous: the in-process caches, whose
+// etcd only the clients write; those runs also have clients write to etcd
+// directly (multi-key transactions, leases). The kube-apiserver variants
+// do not: kube-apiserver stores pods as protobuf, and a pod written there
+// should be encoded as it encodes them.
 func run(t *testing.T, name string, apis func(context.Context, *Cluster) ([]API, error), zeroReads, rv0Consistent, contiguous bool) (*Result, string) {
 	t.Helper()
 	s := seed(t)
@@ -75,13 +80,21 @@ func run(t *testing.T, name string, apis func(context.Context, *Cluster) ([]API,
 	d := duration(t)
 	ctx, cancel := context.WithTimeout(context.Background(), d+10*time.Minute)
 	defer cancel()
+	tr := Traffic{
+		Keys: 24, Nodes: 4, Clients: 6, Pace: 30 * time.Millisecond,
+		ZeroReads: zeroReads, OpTimeout: 5 * time.Second,
+	}
+	if contiguous {
+		// Of the client's turns: each transaction records one op per key
+		// (2-4) and a client holds one lease at a time, so these come to
+		// about a tenth of the ops, and every short run commits dozens of
+		// transactions and sees dozens of leases expire.
+		tr.Txns, tr.Leases = 3, 2
+	}
 	res, err := Execute(ctx, Config{
-		Variant: name,
-		NewAPIs: apis,
-		Traffic: Traffic{
-			Keys: 24, Nodes: 4, Clients: 6, Pace: 30 * time.Millisecond,
-			ZeroReads: zeroReads, OpTimeout: 5 * time.Second,
-		},
+		Variant:         name,
+		NewAPIs:         apis,
+		Traffic:         tr,
 		Watchers:        4,
 		Seed:            s,
 		MinOps:          5000,
@@ -123,6 +136,19 @@ func requireEveryFault(t *testing.T, res *Result) {
 	}
 }
 
+// requireMultiKey fails unless etcd applied at least one multi-key
+// transaction and expired at least one lease with its keys: the traffic
+// whose revisions change several keys at once.
+func requireMultiKey(t *testing.T, res *Result) {
+	t.Helper()
+	if res.Summary.CommittedTxns() == 0 {
+		t.Errorf("no multi-key transaction was applied (multi-key writes: %v)", res.Summary.Batches)
+	}
+	if res.Summary.LeaseExpiries() == 0 {
+		t.Errorf("no lease expired with its keys (multi-key writes: %v)", res.Summary.Batches)
+	}
+}
+
 // TestUpstreamCacherTimeTravels is the negative control: upstream's cacher
 // serves rv=0 LIST and GET from whatever state it holds. With its etcd
 // member isolated, a client that read the other apiserver and then this
@@ -157,6 +183,7 @@ func TestFreshcache(t *testing.T) {
 	enabled(t)
 	res, dir := variant(t, "freshcache", freshcacheDecorator(false), false, false)
 	requireEveryFault(t, res)
+	requireMultiKey(t, res)
 	if res.Report.Total() > 0 {
 		dump(t, res, dir)
 		t.Fatalf("freshcache: %d violations (seed %d); report in %s", res.Report.Total(), res.Run.Seed, dir)
@@ -173,6 +200,7 @@ func TestFreshcacheFreshRVZero(t *testing.T) {
 	enabled(t)
 	res, dir := variant(t, "freshcache-rv0", freshcacheDecorator(true), true, true)
 	requireEveryFault(t, res)
+	requireMultiKey(t, res)
 	if res.Report.Total() > 0 {
 		dump(t, res, dir)
 		t.Fatalf("freshcache with FreshResourceVersionZero: %d violations (seed %d); report in %s", res.Report.Total(), res.Run.Seed, dir)

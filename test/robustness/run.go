@@ -131,9 +131,11 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	rec := NewRecorder()
 	trafficCtx, stopTraffic := context.WithCancel(ctx)
 	defer stopTraffic()
+	raw := &rawEtcd{cl: cl, truth: truth, ledger: &ledger{}}
 	var wg sync.WaitGroup
 	for i := range cfg.Traffic.Clients {
 		cli := newClient(i+1, cfg.Seed, caches, rec, wd, cfg.Traffic)
+		cli.etcd = raw
 		wg.Go(func() { cli.run(trafficCtx) })
 	}
 	listMode := history.Consistent
@@ -193,6 +195,11 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	stopTraffic()
 	wg.Wait()
 	logf("%s: traffic stopped after %d ops", cfg.Variant, rec.OpCount())
+	// Every lease is gone and its deletion recorded, or the history would
+	// miss changes etcd makes after this.
+	if err := raw.ledger.err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Variant, err)
+	}
 
 	// The final state: etcd's revision now, the truth complete up to it,
 	// and each cache read at that revision.
@@ -204,6 +211,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	if err := truth.WaitFor(hctx, finalRev); err != nil {
 		return nil, err
 	}
+	raw.ledger.settle(raw, rec)
 	for _, c := range caches {
 		if err := c.WaitReady(hctx); err != nil {
 			return nil, err

@@ -31,6 +31,11 @@ type Traffic struct {
 	ZeroReads bool
 	// OpTimeout bounds every operation.
 	OpTimeout time.Duration
+	// Txns and Leases are the percentages of client ops that write to etcd
+	// directly (txn.go, lease.go): a conditional transaction on 2-4 pods,
+	// and a lease with 2-4 new pods that etcd deletes together when it
+	// expires. Both need the client's rawEtcd.
+	Txns, Leases int
 }
 
 func podName(i int) string  { return fmt.Sprintf("pod-%02d", i) }
@@ -60,6 +65,13 @@ type client struct {
 	known map[string]int64
 	// frontier is the highest RV the client observed (for rv=N reads).
 	frontier int64
+	// etcd, when set, lets the client write to etcd directly (Txns,
+	// Leases); batch numbers those writes (history.Op.BatchID).
+	etcd  *rawEtcd
+	batch int
+	// lease is the client's lease whose keys etcd has not been seen to
+	// delete yet; the client holds one at a time.
+	lease *lease
 }
 
 func newClient(id int, seed uint64, caches []API, rec *Recorder, wd *watchdog, tr Traffic) *client {
@@ -70,17 +82,29 @@ func newClient(id int, seed uint64, caches []API, rec *Recorder, wd *watchdog, t
 func (c *client) run(ctx context.Context) {
 	pace := time.NewTicker(c.tr.Pace)
 	defer pace.Stop()
+	// A lease still held when the traffic stops is revoked, and its
+	// deletion recorded, before the run reads etcd's final revision.
+	defer c.endLease(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-pace.C:
 		}
-		op := c.next()
-		ok := c.do(ctx, &op)
-		// Record even an op cut short by the shutdown: a write may have
-		// been applied (it is Unknown, and etcd's history resolves it).
-		c.rec.AddOp(op)
+		c.pollLease(ctx)
+		var ok bool
+		switch c.nextBatch() {
+		case history.BatchTxn:
+			ok = c.txn(ctx)
+		case history.BatchLease:
+			ok = c.startLease(ctx)
+		default:
+			op := c.next()
+			ok = c.do(ctx, &op)
+			// Record even an op cut short by the shutdown: a write may have
+			// been applied (it is Unknown, and etcd's history resolves it).
+			c.rec.AddOp(op)
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -88,6 +112,28 @@ func (c *client) run(ctx context.Context) {
 			c.cur = (c.cur + 1) % len(c.caches)
 		}
 	}
+}
+
+// nextBatch picks, now and then, a write straight to etcd instead of an op
+// through an API.
+func (c *client) nextBatch() history.Batch {
+	if c.etcd == nil {
+		return ""
+	}
+	n := c.rng.IntN(100)
+	switch {
+	case n < c.tr.Txns:
+		return history.BatchTxn
+	case n < c.tr.Txns+c.tr.Leases && c.lease == nil:
+		return history.BatchLease
+	}
+	return ""
+}
+
+// value is a new unique value for a write.
+func (c *client) value() string {
+	c.seq++
+	return "c" + strconv.Itoa(c.id) + "-" + strconv.Itoa(c.seq)
 }
 
 // next picks an operation.
@@ -110,9 +156,8 @@ func (c *client) next() history.Op {
 	}
 	switch {
 	case n < 15:
-		c.seq++
 		op.Kind, op.Name, op.Node = history.Create, name, nodeName(c.rng.IntN(c.tr.Nodes))
-		op.Value = "c" + strconv.Itoa(c.id) + "-" + strconv.Itoa(c.seq)
+		op.Value = c.value()
 	case n < 35:
 		pre, ok := c.known[name]
 		if !ok {
@@ -120,9 +165,8 @@ func (c *client) next() history.Op {
 			op.Name = name
 			break
 		}
-		c.seq++
 		op.Kind, op.Name, op.PreRV = history.Update, name, pre
-		op.Value = "c" + strconv.Itoa(c.id) + "-" + strconv.Itoa(c.seq)
+		op.Value = c.value()
 	case n < 45:
 		pre, ok := c.known[name]
 		if !ok {
@@ -185,12 +229,8 @@ func (c *client) observe(rv int64) { c.frontier = max(c.frontier, rv) }
 func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history.Op) error {
 	switch op.Kind {
 	case history.Create:
-		pod := &api.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: op.Name, Namespace: Namespace, Annotations: map[string]string{ValueAnnotation: op.Value}},
-			Spec:       api.PodSpec{NodeName: op.Node, Containers: []api.Container{{Name: "c", Image: "busybox"}}},
-		}
 		out := &api.Pod{}
-		if err := s.Create(ctx, cache.Key(op.Name), pod, out, 0); err != nil {
+		if err := s.Create(ctx, cache.Key(op.Name), newPod(op.Name, op.Node, op.Value), out, 0); err != nil {
 			return err
 		}
 		op.RV = rvOf(out)
@@ -256,6 +296,14 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history
 		}
 	}
 	return nil
+}
+
+// newPod is the pod every create writes.
+func newPod(name, node, value string) *api.Pod {
+	return &api.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Annotations: map[string]string{ValueAnnotation: value}},
+		Spec:       api.PodSpec{NodeName: node, Containers: []api.Container{{Name: "c", Image: "busybox"}}},
+	}
 }
 
 func readRV(op *history.Op) string {

@@ -29,14 +29,26 @@ const podPrefix = "/registry/pods/" + Namespace + "/"
 type Truth struct {
 	cli *clientv3.Client
 
-	// mu guards events, last and err; changed is closed and replaced on
-	// every advance.
-	mu      sync.Mutex
-	events  []history.TruthEvent
+	// mu guards events, written, deleted, last and err; changed is closed
+	// and replaced on every advance.
+	mu     sync.Mutex
+	events []history.TruthEvent
+	// written maps a value (unique per write) to the revision that stored
+	// it; deleted maps a version (name, modRev) to the revision that
+	// deleted it. Clients that wrote to etcd directly learn their outcomes
+	// from them (txn.go, lease.go).
+	written map[string]int64
+	deleted map[version]int64
 	last    int64
 	err     error
 	changed chan struct{}
 	done    chan struct{}
+}
+
+// version is one version of a pod: its name and modRev.
+type version struct {
+	name   string
+	modRev int64
 }
 
 // podDoc is what the checkers need of a stored pod.
@@ -60,7 +72,7 @@ func decodePod(b []byte) (podDoc, error) {
 
 // StartTruth starts the watch. Stop it by cancelling ctx.
 func StartTruth(ctx context.Context, cli *clientv3.Client) *Truth {
-	t := &Truth{cli: cli, changed: make(chan struct{}), done: make(chan struct{})}
+	t := &Truth{cli: cli, written: map[string]int64{}, deleted: map[version]int64{}, changed: make(chan struct{}), done: make(chan struct{})}
 	go t.run(ctx)
 	return t
 }
@@ -131,6 +143,14 @@ func (t *Truth) apply(resp clientv3.WatchResponse) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.events = append(t.events, evs...)
+	for _, e := range evs {
+		switch {
+		case e.Deleted:
+			t.deleted[version{e.Name, e.PrevModRev}] = e.Rev
+		case e.Value != "":
+			t.written[e.Value] = e.Rev
+		}
+	}
 	if rev := resp.Header.Revision; rev > t.last {
 		t.last = rev
 	}
@@ -179,4 +199,22 @@ func (t *Truth) Events() ([]history.TruthEvent, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return append([]history.TruthEvent(nil), t.events...), t.err
+}
+
+// Written returns the revision at which value was written, if the truth
+// has it so far.
+func (t *Truth) Written(value string) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rev, ok := t.written[value]
+	return rev, ok
+}
+
+// DeletedAt returns the revision that deleted the version of name at
+// modRev, if the truth has it so far.
+func (t *Truth) DeletedAt(name string, modRev int64) (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rev, ok := t.deleted[version{name, modRev}]
+	return rev, ok
 }

@@ -83,7 +83,34 @@ type Op struct {
 	Got   string `json:"got,omitempty"`
 	// Items is a List's answer.
 	Items []Item `json:"items,omitempty"`
+
+	// Batch and BatchID group the ops that one etcd revision made on
+	// several keys: a client's multi-key transaction (one op per key, all
+	// with the transaction's Call, Return, outcome and RV), and the
+	// deletion of a lease's keys when it expired or was revoked. BatchID
+	// numbers a client's batches; a lease's puts and their deletion share
+	// it. Empty for an op on one key through an API. The checkers judge
+	// every op on its own key; these fields are for reports.
+	Batch   Batch `json:"batch,omitempty"`
+	BatchID int   `json:"batchID,omitempty"`
 }
+
+// Batch is how several per-key ops came from one etcd revision.
+type Batch string
+
+// Batches.
+const (
+	// BatchTxn: a client's conditional etcd transaction on 2-4 keys.
+	BatchTxn Batch = "txn"
+	// BatchLease: a client's transaction creating 2-4 keys attached to a
+	// lease it has just granted.
+	BatchLease Batch = "lease"
+	// BatchLeaseExpiry: etcd deleting a lease's keys when it expired.
+	BatchLeaseExpiry Batch = "lease-expiry"
+	// BatchLeaseRevoke: the client revoking the lease, when it had not
+	// expired in time or the run was ending.
+	BatchLeaseRevoke Batch = "lease-revoke"
+)
 
 // IsWrite reports whether the op changes state when it succeeds.
 func (o *Op) IsWrite() bool { return o.Kind == Create || o.Kind == Update || o.Kind == Delete }
