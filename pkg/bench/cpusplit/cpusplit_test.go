@@ -57,7 +57,7 @@ func TestClassify(t *testing.T) {
 		{"raft", []string{"go.etcd.io/raft/v3.(*node).run"}, EtcdServer},
 		{"the client reader", []string{"syscall.read", "google.golang.org/grpc/internal/transport.(*http2Client).reader"}, GRPCClient},
 		{"the client writer", []string{"google.golang.org/grpc/internal/transport.(*loopyWriter).run", "google.golang.org/grpc/internal/transport.NewHTTP2Client.func6"}, GRPCClient},
-		{"the reflector", []string{"github.com/freshcache/watchcache/reflector.(*Reflector).Run", "github.com/freshcache/watchcache.(*Cache).start.func1"}, Cache},
+		{"the reflector", []string{"github.com/freshcache/watchcache/internal/reflector.(*Reflector).Run", "github.com/freshcache/watchcache.(*Cache).start.func1"}, Cache},
 		{"a watch stream", []string{"go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"}, Cache},
 		{"the scheduler", []string{"runtime.findRunnable", "runtime.schedule", "runtime.mcall"}, Runtime},
 		{"nothing known", []string{"main.main"}, Other},

@@ -17,13 +17,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/freshcache/watchcache/fanout"
-	"github.com/freshcache/watchcache/history"
 	"github.com/freshcache/watchcache/internal/consistency"
+	"github.com/freshcache/watchcache/internal/fanout"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/plan"
+	"github.com/freshcache/watchcache/internal/reflector"
+	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
-	"github.com/freshcache/watchcache/reflector"
-	"github.com/freshcache/watchcache/store"
 )
 
 // Config is what the cache needs to know about one resource. The storage
@@ -97,7 +98,7 @@ type Cache struct {
 	// closeOracle releases an Oracle the cache built itself, or is nil.
 	closeOracle func()
 	// gates shape LIST planning; resolved once in New.
-	gates readGates
+	gates plan.Gates
 	// disabledReason is Config.ConsistentReadsDisabled.
 	disabledReason string
 	// misplaced are keys written through the cache at which the cache and
@@ -146,7 +147,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		metrics:        r.Metrics(cfg.GroupResource),
 		readiness:      newReadiness(r.Clock),
 		stop:           make(chan struct{}),
-		gates:          readGates{consistent: r.consistentReads, freshZero: r.freshRVZero, snapshots: r.listFromSnapshots},
+		gates:          plan.Gates{Consistent: r.consistentReads, FreshZero: r.freshRVZero, Snapshots: r.listFromSnapshots},
 		disabledReason: cfg.ConsistentReadsDisabled,
 	}
 	if cfg.Indexers != nil && len(*cfg.Indexers) > 0 {

@@ -26,7 +26,7 @@ import (
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 )
 

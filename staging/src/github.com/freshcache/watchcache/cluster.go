@@ -15,9 +15,9 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/klog/v2"
 
+	"github.com/freshcache/watchcache/internal/versionguard"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
-	"github.com/freshcache/watchcache/versionguard"
 )
 
 // What every cache of one etcd cluster shares: the revision oracle, the

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/freshcache/watchcache/freshness"
+	"github.com/freshcache/watchcache/internal/plan"
 	"github.com/freshcache/watchcache/metrics"
 )
 
@@ -28,13 +29,13 @@ const (
 // freshRead is the freshness wait of one read: the wait itself (through the
 // driver), the decision it leads to and its metrics.
 //
-//   - requested is metrics.RequestedConsistent or RequestedZero (a
-//     Consistent read in the Machine) or RequestedNotOlderThan (minRV).
+//   - p is a plan.Fresh plan (a Consistent read in the Machine) or a
+//     plan.NotOlder one (p.RV); its metrics labels come from the plan.
 //   - fromCache: serve from a snapshot taken after the return.
 //   - fromEtcd: delegate with rv="" to the underlying storage. That happens
-//     when consistent reads are disabled (etcd version guard), and with
-//     TimeoutFallback when the revision fetch failed or the wait timed out.
-//     Never for a WATCH (see below).
+//     with TimeoutFallback when the revision fetch failed or the wait timed
+//     out. Never for a WATCH (see below). (A read whose consistent reads
+//     the version guard disabled is planned plan.Etcd and never gets here.)
 //   - an error: TooManyRequests with Retry-After (TimeoutReject, after a
 //     timeout or a failed fetch), TooLargeResourceVersion (a NotOlderThan
 //     read that timed out, as upstream), or ctx.Err()/ErrStopped.
@@ -57,15 +58,17 @@ const (
 // reject the read gets 429 and Retry-After instead, so that a struggling
 // etcd is not handed every read at once (the overload of
 // kubernetes#138494). Neither answer is stale.
-func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uint64) (served, error) {
+func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served, error) {
+	verb, requested, minRV := v.String(), p.Requested(), p.RV
 	kind := freshness.NotOlderThan
-	if requested != metrics.RequestedNotOlderThan {
+	switch p.Source {
+	case plan.Fresh:
 		kind = freshness.Consistent
-		if c.disabledReason != "" {
-			c.metrics.Read(verb, requested, metrics.OutcomeFallback)
-			return fromEtcd, nil
-		}
-	} else if c.RV() >= minRV {
+	case plan.NotOlder:
+	default:
+		return 0, fmt.Errorf("watchcache: no freshness wait for a %v plan", p.Source)
+	}
+	if kind == freshness.NotOlderThan && c.RV() >= minRV {
 		// The cache reached minRV already: nothing to wait for.
 		c.metrics.ReadWait(verb, requested, 0)
 		c.metrics.ReadReleased(verb, requested, 0)
@@ -73,31 +76,31 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 		return fromCache, nil
 	}
 	start := c.opts.Clock.Now()
-	v, err := c.driver.wait(ctx, kind, minRV)
+	vd, err := c.driver.wait(ctx, kind, minRV)
 	c.metrics.ReadWait(verb, requested, c.opts.Clock.Since(start))
 	if err != nil {
 		c.metrics.Read(verb, requested, metrics.OutcomeError)
 		return 0, err
 	}
-	switch v.kind {
+	switch vd.kind {
 	case verdictReleased:
-		c.metrics.ReadReleased(verb, requested, v.at.Sub(start))
+		c.metrics.ReadReleased(verb, requested, vd.at.Sub(start))
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
 	case verdictFailed:
-		if verb == metrics.VerbWatch && c.opts.TimeoutAction != TimeoutReject {
-			klog.V(2).InfoS("freshcache: revision fetch failed, failing the watch", "resource", c.cfg.GroupResource.String(), "err", v.err)
+		if v == plan.Watch && c.opts.TimeoutAction != TimeoutReject {
+			klog.V(2).InfoS("freshcache: revision fetch failed, failing the watch", "resource", c.cfg.GroupResource.String(), "err", vd.err)
 			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-			return 0, v.err
+			return 0, vd.err
 		}
 		if c.opts.TimeoutAction == TimeoutReject {
-			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", v.err)
+			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", vd.err)
 			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 			return 0, apierrors.NewTooManyRequests(
-				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, v.err),
+				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, vd.err),
 				retryAfterSeconds)
 		}
-		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", v.err)
+		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", vd.err)
 		c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 		return fromEtcd, nil
 	}
@@ -112,9 +115,9 @@ func (c *Cache) freshRead(ctx context.Context, verb, requested string, minRV uin
 			fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
 			retryAfterSeconds)
 	}
-	if verb == metrics.VerbWatch {
+	if v == plan.Watch {
 		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-		target := uint64(v.target)
+		target := uint64(vd.target)
 		if target == 0 {
 			// The fetch had not answered yet: etcd is ahead of the cache
 			// by an unknown amount.
@@ -145,17 +148,4 @@ func (c *Cache) waitFresh(ctx context.Context, rv uint64, timeout time.Duration)
 		return storage.NewTooLargeResourceVersionError(rv, c.RV(), retryAfterSeconds)
 	}
 	return nil
-}
-
-// requested classifies a read's resourceVersion for the freshness wait:
-// "" is a consistent read under ConsistentReadsFromCache, "0" one under
-// FreshResourceVersionZero; anything else returns "" (no consistent read).
-func (c *Cache) consistentClass(rv string) string {
-	switch {
-	case rv == "" && c.opts.consistentReads:
-		return metrics.RequestedConsistent
-	case rv == "0" && c.opts.freshRVZero:
-		return metrics.RequestedZero
-	}
-	return ""
 }

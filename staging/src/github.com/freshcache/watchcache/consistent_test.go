@@ -21,7 +21,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 )

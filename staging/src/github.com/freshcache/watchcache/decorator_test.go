@@ -21,8 +21,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
-	"github.com/freshcache/watchcache/internal/etcdcluster"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/etcdcluster"
 	"github.com/freshcache/watchcache/oracle"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/features"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 )
 

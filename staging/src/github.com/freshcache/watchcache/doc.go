@@ -13,16 +13,18 @@
 // # How a read flows
 //
 //	apiserver handler
-//	  -> Cache (storage.Interface)             this package: plan the read
+//	  -> Cache (storage.Interface)             this package; internal/plan decides
+//	                                           where the read is served from
 //	  -> freshness wait (consistent.go)        driver.go runs a freshness.Machine;
 //	                                           oracle/ fetches revisions
-//	  -> immutable snapshot                    store/ (btree clone), history/ (Exact, continue)
+//	  -> immutable snapshot                    internal/store (btree clone),
+//	                                           internal/history (Exact, continue)
 //
 // Writes go straight to etcd, with the cached object as the suggestion. The
-// reflector/ goroutine is the single writer of the in-memory state: it lists,
+// internal/reflector goroutine is the single writer of the in-memory state: it lists,
 // then watches etcd on the cache's own gRPC stream, and publishes a new
 // snapshot after every etcd revision it has whole (all keys of a
-// transaction). fanout/ delivers events to watchers.
+// transaction). internal/fanout delivers events to watchers.
 //
 // # Consistent reads (design.md, "The protocol")
 //

@@ -31,14 +31,6 @@ type RevisionSource interface {
 // freshcache-bench trace-wait splits the wait at that point.
 const TraceRegionWait = "freshcache.wait"
 
-// progressRetry is how long a progress request may stay unanswered before
-// the driver considers it lost and lets the Machine ask for another. etcd
-// answers a request on a synced stream within a round trip; a request is
-// lost only when the cache's watch stream restarts or etcd is unreachable.
-// This is a stall timer, armed only while a request is in flight and reads
-// wait, not a tick: a healthy wait never sees it.
-const progressRetry = 250 * time.Millisecond
-
 // verdictKind is how the Machine resolved a read.
 type verdictKind uint8
 
@@ -102,9 +94,6 @@ type driver struct {
 		m       *freshness.Machine
 		waiters map[freshness.ReadID]chan verdict
 		nextID  freshness.ReadID
-		// progressSince is when the progress request in flight was sent;
-		// zero when none is.
-		progressSince time.Time
 		// armed is the wake-up time run's timer is set to; zero if none.
 		armed   time.Time
 		stopped bool
@@ -219,7 +208,6 @@ func (d *driver) progressNotified(rv uint64) {
 	d.mu.Lock()
 	d.mu.m.ProgressNotified(int64(rv))
 	d.mu.m.ProgressAnswered()
-	d.mu.progressSince = time.Time{}
 	d.processLocked()
 	d.mu.Unlock()
 }
@@ -238,11 +226,10 @@ func (d *driver) requestProgress(ctx context.Context) error {
 		d.mu.Unlock()
 		return ErrStopped
 	}
-	if err := d.mu.m.ProgressRequestSent(); err != nil {
+	if err := d.mu.m.ProgressRequestSent(d.clock.Now()); err != nil {
 		d.mu.Unlock()
 		return nil // in flight
 	}
-	d.mu.progressSince = d.clock.Now()
 	d.rec.ProgressRequest()
 	d.rearmLocked()
 	d.mu.Unlock()
@@ -287,14 +274,18 @@ func (d *driver) processLocked() {
 		if rd.IssueFetch {
 			// FetchIssued before the request leaves: every read it covers
 			// arrived before the fetch (freshness caller duty 2c).
-			if _, err := m.FetchIssued(); err == nil {
+			if _, err := m.FetchIssued(); err != nil {
+				d.bug(err)
+			} else {
 				reads := m.Status().Covered
 				d.wg.Add(1)
 				go d.fetch(reads)
 			}
 		}
 		if rd.SendProgress {
-			if err := m.ProgressRequestSent(); err == nil {
+			if err := m.ProgressRequestSent(d.clock.Now()); err != nil {
+				d.bug(err)
+			} else {
 				d.sendProgressLocked()
 			}
 		}
@@ -315,40 +306,47 @@ func (d *driver) fetch(reads int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err != nil {
-		_ = d.mu.m.FetchFailed(err)
+		err = d.mu.m.FetchFailed(err)
 	} else {
-		_ = d.mu.m.FetchAnswered(rev)
+		err = d.mu.m.FetchAnswered(rev)
+	}
+	if err != nil {
+		d.bug(err)
 	}
 	d.processLocked()
 }
 
+// bug reports a Machine input the Machine refused: the driver broke one of
+// its duties (freshness/doc.go). The invariants build panics; production
+// logs it and counts it, and carries on: the Machine's state did not
+// change.
+func (d *driver) bug(err error) {
+	if invariantsEnabled {
+		panic(fmt.Sprintf("watchcache: freshness driver bug (%s): %v", d.name, err))
+	}
+	klog.ErrorS(err, "freshcache: freshness driver bug", "resource", d.name)
+	d.rec.ProtocolError()
+}
+
 func (d *driver) sendProgressLocked() {
-	d.mu.progressSince = d.clock.Now()
 	d.rec.ProgressRequest()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		// A failed send is retried by the stall timer, not at once: an
-		// error here usually repeats (stream down), and the timer paces it.
+		// A failed send is retried once the Machine counts it stalled,
+		// not at once: an error here usually repeats (stream down).
 		if err := d.progress(d.ctx); err != nil && d.ctx.Err() == nil {
 			klog.V(4).InfoS("freshcache: progress request failed", "resource", d.name, "err", err)
 		}
 	}()
 }
 
-// wakeLocked is when run must next call Tick: the earliest read deadline,
-// or the progress stall time while a request is in flight and reads wait
-// or a revision is pending.
+// wakeLocked is when run must next call Tick (the Machine's NextDeadline:
+// a read's deadline or a stalled progress request), or zero.
 func (d *driver) wakeLocked() time.Time {
 	next, ok := d.mu.m.NextDeadline()
 	if !ok {
-		next = time.Time{}
-	}
-	if !d.mu.progressSince.IsZero() && d.mu.m.ProgressWanted() {
-		stall := d.mu.progressSince.Add(progressRetry)
-		if next.IsZero() || stall.Before(next) {
-			next = stall
-		}
+		return time.Time{}
 	}
 	return next
 }
@@ -385,11 +383,6 @@ func (d *driver) run() {
 			d.mu.Lock()
 			now := d.clock.Now()
 			d.mu.m.Tick(now)
-			if !d.mu.progressSince.IsZero() && !now.Before(d.mu.progressSince.Add(progressRetry)) {
-				// Lost or failed: let the Machine ask again if reads wait.
-				d.mu.m.ProgressAnswered()
-				d.mu.progressSince = time.Time{}
-			}
 			d.mu.armed = time.Time{}
 			d.processLocked()
 			d.mu.Unlock()

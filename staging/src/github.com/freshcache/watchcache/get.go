@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -9,42 +10,42 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/freshcache/watchcache/internal/plan"
 	"github.com/freshcache/watchcache/metrics"
 )
 
-// Get implements storage.Interface. Any Get before the cache is ready goes
-// to etcd (KEP-4568). Then:
-//   - rv="": with ConsistentReadsFromCache, the freshness wait and the
-//     newest snapshot; without it, etcd (upstream behaviour).
-//   - rv=0: with FreshResourceVersionZero, as rv=""; without it, the
-//     newest snapshot as it is.
-//   - rv=N: the newest snapshot once the cache has reached N.
-//
-// A key at which the cache and etcd disagree (misplacedKeys) goes to etcd.
+// Get implements storage.Interface. internal/plan decides where it is
+// served from: etcd while the cache is pending (KEP-4568), for a key the
+// cache cannot hold (misplacedKeys), and for rv="" with the gates off;
+// otherwise the newest snapshot, after the freshness wait for rv="" (and
+// rv=0 under FreshResourceVersionZero), once the cache reached N for rv=N,
+// and as it is for rv=0.
 func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, objPtr runtime.Object) error {
-	requested := c.consistentClass(opts.ResourceVersion)
-	if !c.Ready() || (opts.ResourceVersion == "" && requested == "") {
-		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
+	rv, err := c.cfg.Versioner.ParseResourceVersion(opts.ResourceVersion)
+	if err != nil {
+		return err
 	}
 	preparedKey, err := storage.PrepareKey(c.prefix, key, false)
 	if err != nil {
 		return err
 	}
-	if c.misplaced.touchesKey(preparedKey) {
-		// The cache cannot hold what etcd has at this key.
-		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
-	}
-	rv, err := c.cfg.Versioner.ParseResourceVersion(opts.ResourceVersion)
-	if err != nil {
-		return err
-	}
+	p := plan.For(plan.Request{
+		Verb: plan.Get, ResourceVersion: opts.ResourceVersion, RV: rv,
+		Misplaced: c.misplaced.touchesKey(preparedKey),
+	}, c.gates, c.planState())
 	objVal, err := conversion.EnforcePtr(objPtr)
 	if err != nil {
 		return err
 	}
-	switch {
-	case requested != "":
-		where, err := c.freshRead(ctx, metrics.VerbGet, requested, 0)
+	switch p.Source {
+	case plan.Etcd:
+		if p.Guarded {
+			c.metrics.Read(metrics.VerbGet, p.Requested(), metrics.OutcomeFallback)
+			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
+		}
+		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
+	case plan.Fresh, plan.NotOlder:
+		where, err := c.freshRead(ctx, plan.Get, p)
 		if err != nil {
 			return err
 		}
@@ -52,10 +53,9 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
 			return c.cfg.Storage.Get(ctx, key, opts, objPtr)
 		}
-	case rv > 0:
-		if _, err := c.freshRead(ctx, metrics.VerbGet, metrics.RequestedNotOlderThan, rv); err != nil {
-			return err
-		}
+	case plan.Snapshot:
+	default:
+		return fmt.Errorf("watchcache: GET planned as %v", p.Source)
 	}
 	snap := c.snapshot()
 	o, ok := snap.Get(preparedKey)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/freshcache/watchcache/internal/versionguard"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/versionguard"
 )
 
 func TestGuardVerdict(t *testing.T) {

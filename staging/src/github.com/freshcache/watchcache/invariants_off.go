@@ -2,7 +2,10 @@
 
 package watchcache
 
-import "github.com/freshcache/watchcache/store"
+import "github.com/freshcache/watchcache/internal/store"
 
 // checkInvariants is compiled in only with the invariants build tag.
 func checkInvariants(*Cache, *store.Snapshot) {}
+
+// invariantsEnabled: built with the invariants tag.
+const invariantsEnabled = false

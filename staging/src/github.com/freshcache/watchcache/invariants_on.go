@@ -5,7 +5,7 @@ package watchcache
 import (
 	"fmt"
 
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 // checkInvariants runs after every publication, under the state lock:
@@ -34,3 +34,6 @@ func checkInvariants(c *Cache, snap *store.Snapshot) {
 		panic(fmt.Sprintf("watchcache invariant: %v", err))
 	}
 }
+
+// invariantsEnabled: built with the invariants tag.
+const invariantsEnabled = true

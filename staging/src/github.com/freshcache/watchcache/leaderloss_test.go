@@ -10,7 +10,7 @@ import (
 	"k8s.io/apiserver/pkg/apis/example"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 )
 

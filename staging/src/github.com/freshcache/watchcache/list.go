@@ -8,90 +8,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/conversion"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/plan"
+	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/store"
 )
-
-// listPlan is how GetList will answer.
-type listPlan int
-
-const (
-	planDelegate   listPlan = iota // ask etcd
-	planLatest                     // newest snapshot (rv=0, gate off)
-	planNotOlder                   // newest snapshot once RV >= rv
-	planExact                      // the snapshot at exactly rv
-	planConsistent                 // newest snapshot after the freshness wait
-)
-
-// readGates are the gates that shape LIST planning, resolved once when the
-// cache is built.
-type readGates struct {
-	// consistent: ConsistentReadsFromCache. rv="" (and continuations of
-	// consistent lists) wait for freshness and are served from the cache.
-	consistent bool
-	// freshZero: FreshResourceVersionZero. rv=0 does the same.
-	freshZero bool
-	// snapshots: upstream's ListFromCacheSnapshot. When off, Exact reads
-	// and continuations go to etcd, as upstream's cacher does then.
-	snapshots bool
-}
-
-// planList decides how to serve a LIST. It mirrors upstream's delegator
-// decisions, with freshcache's gates for rv="" and rv=0.
-func planList(opts storage.ListOptions, rv uint64, continueRV int64, g readGates) listPlan {
-	if opts.Recursive && opts.Predicate.Continue != "" {
-		switch {
-		case !g.snapshots:
-			return planDelegate
-		case continueRV > 0:
-			return planExact
-		case g.consistent:
-			// A continuation of a consistent list (negative RV in the
-			// token) is itself a consistent read.
-			return planConsistent
-		}
-		return planDelegate
-	}
-	exact := planExact
-	if !g.snapshots {
-		exact = planDelegate
-	}
-	switch opts.ResourceVersionMatch {
-	case metav1.ResourceVersionMatchExact:
-		return exact
-	case metav1.ResourceVersionMatchNotOlderThan:
-		if opts.ResourceVersion == "0" {
-			if g.freshZero {
-				return planConsistent
-			}
-			return planLatest
-		}
-		return planNotOlder
-	}
-	switch {
-	case opts.ResourceVersion == "":
-		if g.consistent {
-			return planConsistent
-		}
-		return planDelegate
-	case opts.ResourceVersion == "0" || rv == 0:
-		if g.freshZero {
-			return planConsistent
-		}
-		return planLatest
-	case opts.Predicate.Limit > 0 && opts.Recursive:
-		// Legacy semantics: a limit with an RV lists at exactly that RV.
-		return exact
-	default:
-		return planNotOlder
-	}
-}
 
 // listRequest is a validated LIST.
 type listRequest struct {
@@ -99,9 +24,10 @@ type listRequest struct {
 	key string
 	// continueKey is where a continued list resumes, or "".
 	continueKey string
-	plan        listPlan
-	// rv is the revision for planNotOlder and planExact.
-	rv uint64
+	// rv is the request's resourceVersion, parsed; continueRV the
+	// revision in its continue token (negative: a consistent list's).
+	rv         uint64
+	continueRV int64
 }
 
 // end is the exclusive end of the request's key range.
@@ -112,9 +38,25 @@ func (r listRequest) end(recursive bool) string {
 	return store.PrefixEnd(r.key)
 }
 
-// parseListRequest validates a LIST as upstream does and decides how to
-// serve it. Client mistakes come back as BadRequest; it never panics.
-func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions, g readGates) (listRequest, error) {
+// planRequest is the request as the planner takes it.
+func (r listRequest) planRequest(opts storage.ListOptions) plan.Request {
+	p := opts.Predicate
+	return plan.Request{
+		Verb:            plan.List,
+		ResourceVersion: opts.ResourceVersion,
+		RV:              r.rv,
+		Match:           opts.ResourceVersionMatch,
+		Limit:           p.Limit,
+		Recursive:       opts.Recursive,
+		Continue:        p.Continue,
+		ContinueRV:      r.continueRV,
+		Selective:       (p.Label != nil && !p.Label.Empty()) || (p.Field != nil && !p.Field.Empty()),
+	}
+}
+
+// parseListRequest validates a LIST as upstream does. Client mistakes come
+// back as BadRequest; it never panics.
+func parseListRequest(prefix, key string, v storage.Versioner, opts storage.ListOptions) (listRequest, error) {
 	preparedKey, err := storage.PrepareKey(prefix, key, opts.Recursive)
 	if err != nil {
 		return listRequest{}, err
@@ -133,89 +75,87 @@ func parseListRequest(prefix, key string, v storage.Versioner, opts storage.List
 	if err != nil {
 		return listRequest{}, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", err))
 	}
-	r := listRequest{key: preparedKey, continueKey: continueKey, plan: planList(opts, rv, withRev, g), rv: rv}
-	if r.plan == planExact && withRev > 0 {
-		r.rv = uint64(withRev)
-	}
-	return r, nil
+	return listRequest{key: preparedKey, continueKey: continueKey, rv: rv, continueRV: withRev}, nil
 }
 
-// GetList implements storage.Interface.
+// planState is what the planner needs to know of the cache right now.
+func (c *Cache) planState() plan.State {
+	return plan.State{
+		Ready:     c.Ready(),
+		Untrusted: c.disabledReason != "",
+		RV:        c.RV(),
+		Compacted: c.cfg.Storage.CompactRevision(),
+	}
+}
+
+// fromEtcd delegates a read the plan sends to etcd: as asked, except that
+// a consistent rv=0 read becomes the quorum read rv="" ("any" allows it),
+// and an rv=0 LIST keeps its one-piece answer.
+func (c *Cache) listFromEtcd(ctx context.Context, key string, p plan.Plan, opts storage.ListOptions, listObj runtime.Object) error {
+	if p.Guarded {
+		c.metrics.Read(metrics.VerbList, p.Requested(), metrics.OutcomeFallback)
+	}
+	if p.Zero && (p.Guarded || p.Source == plan.Fresh) {
+		opts = quorum(opts)
+	}
+	return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+}
+
+// GetList implements storage.Interface. internal/plan decides where the
+// LIST is served from; this carries it out.
 func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOptions, listObj runtime.Object) error {
-	req, err := parseListRequest(c.prefix, key, c.cfg.Versioner, opts, c.gates)
+	req, err := parseListRequest(c.prefix, key, c.cfg.Versioner, opts)
 	if err != nil {
 		return err
 	}
-	if req.plan == planDelegate {
-		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-	}
-	if c.misplaced.touches(req.key, req.end(opts.Recursive)) {
-		// The cache cannot hold what etcd has in this range. etcd answers
-		// as asked, except that rv=0 keeps its one-piece answer.
-		if opts.ResourceVersion == "0" {
-			opts.Predicate.Limit = 0
-		}
-		return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-	}
-	if err := c.readiness.check(); err != nil {
-		// KEP-4568: delegate what etcd can answer cheaply, 429 the rest,
-		// with a Retry-After that grows with the downtime.
-		if shouldDelegateWhileNotReady(opts) {
-			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-		}
-		return err
+	pr := req.planRequest(opts)
+	pr.Misplaced = c.misplaced.touches(req.key, req.end(opts.Recursive))
+	p := plan.For(pr, c.gates, c.planState())
+	if p.IgnoreLimit {
+		opts.Predicate.Limit = 0
 	}
 
 	var snap *store.Snapshot
-	switch req.plan {
-	case planLatest:
+	switch p.Source {
+	case plan.Etcd:
+		return c.listFromEtcd(ctx, key, p, opts, listObj)
+	case plan.NotReady:
+		return c.notReady()
+	case plan.Snapshot:
 		snap = c.snapshot()
-	case planConsistent:
-		requested := metrics.RequestedConsistent
-		if opts.ResourceVersion == "0" {
-			requested = metrics.RequestedZero
-		}
-		where, err := c.freshRead(ctx, metrics.VerbList, requested, 0)
+	case plan.Fresh, plan.NotOlder:
+		where, err := c.freshRead(ctx, plan.List, p)
 		if err != nil {
 			return err
 		}
 		if where == fromEtcd {
-			return c.cfg.Storage.GetList(ctx, key, quorum(opts), listObj)
+			return c.listFromEtcd(ctx, key, p, opts, listObj)
 		}
 		snap = c.snapshot()
-	case planNotOlder:
-		where, err := c.freshRead(ctx, metrics.VerbList, metrics.RequestedNotOlderThan, req.rv)
-		if err != nil {
+	case plan.Exact:
+		if err := c.waitFresh(ctx, p.RV, 0); err != nil {
 			return err
 		}
-		if where == fromEtcd {
-			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-		}
-		snap = c.snapshot()
-	case planExact:
-		if compacted := c.cfg.Storage.CompactRevision(); compacted > 0 && req.rv < uint64(compacted) {
-			// etcd has forgotten this revision; answer as etcd does.
-			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-		}
-		if c.disabledReason != "" && req.rv > c.RV() {
-			// Waiting would rest on events alone (progress notifications
-			// are not trusted): etcd answers at once, as upstream's
-			// cacher delegates a not-yet-fresh Exact read when etcd
-			// cannot serve progress requests.
-			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
-		}
-		if err := c.waitFresh(ctx, req.rv, 0); err != nil {
-			return err
-		}
-		snap, err = c.history.SnapshotAt(req.rv, c.RV())
+		snap, err = c.history.SnapshotAt(p.RV, c.RV())
 		if errors.Is(err, history.ErrExpired) {
 			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 		}
 		if err != nil {
 			return err
 		}
+	default:
+		return fmt.Errorf("watchcache: LIST planned as %v", p.Source)
 	}
 	return c.listFromSnapshot(ctx, snap, req.key, req.continueKey, opts, listObj)
+}
+
+// notReady is the 429 of a read refused while the cache is pending.
+func (c *Cache) notReady() error {
+	if err := c.readiness.check(); err != nil {
+		return err
+	}
+	// Ready again since the plan was made; the client retries at once.
+	return apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
 }
 
 // quorum turns a LIST into the consistent read etcd serves for rv="":
@@ -246,11 +186,6 @@ func listLimit(opts storage.ListOptions) int64 {
 		return 0
 	}
 	return opts.Predicate.Limit
-}
-
-func shouldDelegateWhileNotReady(opts storage.ListOptions) bool {
-	p := opts.Predicate
-	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty()) && p.Limit > 0
 }
 
 // listFromSnapshot fills listObj from snap. Each item is a shallow copy of

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/freshcache/watchcache/features"
-	"github.com/freshcache/watchcache/history"
 	"github.com/freshcache/watchcache/internal/consistency"
+	"github.com/freshcache/watchcache/internal/history"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 )

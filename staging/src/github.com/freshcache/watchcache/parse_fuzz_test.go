@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/freshcache/watchcache/internal/plan"
 )
 
 // FuzzParseListRequest feeds arbitrary resource versions, matches, limits
@@ -46,7 +48,7 @@ func FuzzParseListRequest(f *testing.F) {
 			Recursive:            recursive,
 			Predicate:            storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: limit, Continue: cont},
 		}
-		req, err := parseListRequest("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts, readGates{consistent: true, freshZero: true, snapshots: true})
+		req, err := parseListRequest("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("client input %+v gave a non-BadRequest error: %v", opts, err)
@@ -59,11 +61,16 @@ func FuzzParseListRequest(f *testing.F) {
 		if req.continueKey != "" && !strings.HasPrefix(req.continueKey, req.key) {
 			t.Fatalf("continue key %q escaped the listed prefix %q", req.continueKey, req.key)
 		}
-		if req.plan == planExact && req.rv == 0 {
+		if p := plan.For(req.planRequest(opts), allGates, readyState); p.Source == plan.Exact && p.RV == 0 {
 			t.Fatalf("exact plan without a revision for %+v", opts)
 		}
 	})
 }
+
+var (
+	allGates   = plan.Gates{Consistent: true, FreshZero: true, Snapshots: true}
+	readyState = plan.State{Ready: true, RV: 1 << 50}
+)
 
 // FuzzContinueRoundTrip checks that a token the cache issues for a key
 // under the listed prefix decodes back to the resume point and revision.
@@ -84,15 +91,16 @@ func FuzzContinueRoundTrip(f *testing.F) {
 			return
 		}
 		opts := storage.ListOptions{Recursive: true, Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: 1, Continue: tok}}
-		req, err := parseListRequest("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts, readGates{consistent: true, freshZero: true, snapshots: true})
+		req, err := parseListRequest("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("non-BadRequest for token of %q: %v", key, err)
 			}
 			return
 		}
-		if req.continueKey != key+"\x00" || req.rv != uint64(rv) || req.plan != planExact {
-			t.Fatalf("token of (%q, %d) decoded to (%q, %d, plan %d)", key, rv, req.continueKey, req.rv, req.plan)
+		p := plan.For(req.planRequest(opts), allGates, readyState)
+		if req.continueKey != key+"\x00" || p.RV != uint64(rv) || p.Source != plan.Exact {
+			t.Fatalf("token of (%q, %d) decoded to (%q, plan %+v)", key, rv, req.continueKey, p)
 		}
 	})
 }

@@ -13,7 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 // reflectorPage is the cache's list page size in these tests: the gate

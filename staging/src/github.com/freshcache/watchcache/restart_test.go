@@ -13,7 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/oracle"
 )
 

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/utils/clock"
 
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 // startUpstream builds upstream's watch cache (k8s.io/apiserver's

@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/freshcache/watchcache/fanout"
-	"github.com/freshcache/watchcache/history"
-	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/internal/fanout"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/plan"
 )
 
 // Watch implements storage.Interface.
@@ -41,55 +41,54 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.readiness.check(); err != nil {
-		return nil, err
-	}
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	if sendInitial && c.disabledReason != "" {
-		// A watch-list needs a revision the cache can prove it reached;
-		// without trusted progress notifications it could only wait for
-		// events. Refuse at once, as upstream's cacher does when etcd
-		// cannot serve progress requests; client-go falls back to LIST.
-		return fanout.ErrorWatcher(fmt.Errorf("a watch stream was requested, but the watch cache of %s cannot serve it: %s", c.cfg.GroupResource, c.disabledReason)), nil
-	}
+	p := plan.For(plan.Request{
+		Verb: plan.Watch, ResourceVersion: opts.ResourceVersion, RV: rv,
+		SendInitialEvents: opts.SendInitialEvents,
+	}, c.gates, c.planState())
 
-	// Resolve the revision the cache must reach first. From here on errors
+	// Reach the revision the watch must start from. From here on errors
 	// are reported as a watch ERROR event, as upstream does; a rejected
 	// consistent read is a plain 429. A watch is never opened on etcd
 	// (freshRead's contract).
-	requested := c.consistentClass(opts.ResourceVersion)
-	if c.disabledReason != "" {
-		// Consistent reads are off for this cache (etcd version guard):
-		// serve the watch as upstream's cacher does, from the cache's
-		// current state, as with the gates off.
-		requested = ""
-	}
-	switch {
-	case requested != "":
+	switch p.Source {
+	case plan.NotReady:
+		return nil, c.notReady()
+	case plan.Refuse:
+		// A watch-list needs a revision the cache can prove it reached;
+		// without trusted progress notifications it could only wait for
+		// events. Refused at once, as upstream's cacher does when etcd
+		// cannot serve progress requests; client-go falls back to LIST.
+		return fanout.ErrorWatcher(fmt.Errorf("a watch stream was requested, but the watch cache of %s cannot serve it: %s", c.cfg.GroupResource, c.disabledReason)), nil
+	case plan.Fresh:
 		// Start from a snapshot at least as fresh as the request: its
 		// initial events, if any, come from it, and so does StartRV.
-		if _, err := c.freshRead(ctx, metrics.VerbWatch, requested, 0); err != nil {
+		if _, err := c.freshRead(ctx, plan.Watch, p); err != nil {
 			if apierrors.IsTooManyRequests(err) {
 				return nil, err
 			}
 			return fanout.ErrorWatcher(toAPIError(err)), nil
 		}
-	case sendInitial:
-		required := rv
-		if opts.ResourceVersion == "" {
-			// Gate off: upstream's watch-list semantics, the state at
+	case plan.NotOlder:
+		if _, err := c.freshRead(ctx, plan.Watch, p); err != nil {
+			return fanout.ErrorWatcher(toAPIError(err)), nil
+		}
+	case plan.Snapshot:
+		if p.EtcdRevision {
+			// Gates off: upstream's watch-list semantics, the state at
 			// etcd's current revision at least.
 			current, err := c.cfg.Storage.GetCurrentResourceVersion(ctx)
 			if err != nil {
 				return fanout.ErrorWatcher(err), nil
 			}
-			required = current
-		}
-		if required > 0 {
-			if _, err := c.freshRead(ctx, metrics.VerbWatch, metrics.RequestedNotOlderThan, required); err != nil {
-				return fanout.ErrorWatcher(toAPIError(err)), nil
+			if current > 0 {
+				if _, err := c.freshRead(ctx, plan.Watch, plan.Plan{Source: plan.NotOlder, RV: current}); err != nil {
+					return fanout.ErrorWatcher(toAPIError(err)), nil
+				}
 			}
 		}
+	default:
+		return nil, fmt.Errorf("watchcache: WATCH planned as %v", p.Source)
 	}
 
 	spec := fanout.Spec{
@@ -99,17 +98,15 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		Predicate: opts.Predicate,
 		Trigger:   c.trigger(&opts.Predicate),
 	}
-	legacyFull := opts.SendInitialEvents == nil && rv == 0
-
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	current := c.snapshot()
 	spec.StartRV = current.RV()
-	switch {
-	case sendInitial || legacyFull:
+	switch p.Start {
+	case plan.WithState:
 		spec.Initial = current
 		spec.InitialEventsEnd = sendInitial && opts.Predicate.AllowWatchBookmarks
-	case rv == 0:
+	case plan.FromNow:
 		// Changes from now on.
 	default:
 		if compacted := c.cfg.Storage.CompactRevision(); compacted > 0 && rv < uint64(compacted) {

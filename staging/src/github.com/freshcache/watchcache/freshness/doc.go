@@ -71,11 +71,13 @@
 //     arrived before the call, hence before the request. Report its outcome
 //     with exactly one FetchAnswered(R) or FetchFailed(err).
 //
-//     d. If SendProgress is set, call ProgressRequestSent, then send
-//     RequestProgress on the cache's own watch stream. Call ProgressAnswered
-//     when the progress notification arrives, and also when the stream
-//     breaks or the request fails; otherwise no further progress request is
-//     asked for.
+//     d. If SendProgress is set, call ProgressRequestSent(now), then send
+//     RequestProgress on the cache's own watch stream. Call
+//     ProgressAnswered when the progress notification arrives. A request
+//     that stays unanswered for Options.ProgressStall while something
+//     needs it (the stream broke, etcd was unreachable) is declared lost
+//     by Tick, and the next Ready asks for another: the retry is the
+//     Machine's, the caller only keeps Tick coming (duty 4).
 //
 //  3. Call EventApplied(rv) once every event at rv (all keys of its etcd
 //     transaction), and every earlier event of the resource, is in the
@@ -87,7 +89,8 @@
 //     the new list's revision; c never goes backward.
 //
 //  4. Give each read its deadline in Read.Deadline, and call Tick(now) when
-//     the earliest deadline (NextDeadline) has passed. One timer suffices.
+//     the earliest deadline (NextDeadline: reads' deadlines and a needed
+//     progress request's stall time) has passed. One timer suffices.
 //     The Machine never reads the clock; "now" is whatever Tick was told.
 //
 //  5. Call ReadCancelled when a client gives up before its read resolved.

@@ -35,7 +35,8 @@ type harness struct {
 	fetchInFlight FetchID // 0: none
 
 	progressInFlight bool
-	progressBase     int64 // E when the progress request in flight was sent
+	progressBase     int64     // E when the progress request in flight was sent
+	progressSentAt   time.Time // and when
 	// pending is the highest revision reported with RevisionPending.
 	pending int64
 	// noProgress: the Machine runs with Options.NoProgress.
@@ -80,6 +81,7 @@ var epoch = time.Unix(1_000_000_000, 0)
 func newHarness() *harness { return newHarnessWith(Options{}) }
 
 func newHarnessWith(opts Options) *harness {
+	opts.ProgressStall = testStall
 	m, err := New(opts)
 	if err != nil {
 		panic(err)
@@ -232,7 +234,7 @@ func (h *harness) do(op, arg byte) error {
 			h.note("progressSend skipped")
 			break
 		}
-		err := h.m.ProgressRequestSent()
+		err := h.m.ProgressRequestSent(h.now)
 		if h.progressInFlight {
 			if !errors.Is(err, ErrProgressInFlight) {
 				return h.errorf("ProgressRequestSent while in flight: err=%v", err)
@@ -242,7 +244,7 @@ func (h *harness) do(op, arg byte) error {
 		if err != nil {
 			return h.errorf("ProgressRequestSent: %v", err)
 		}
-		h.progressInFlight, h.progressBase = true, h.etcd
+		h.progressInFlight, h.progressBase, h.progressSentAt = true, h.etcd, h.now
 		h.note("progressSend at E=%d", h.etcd)
 	case 8: // the progress request in flight is answered
 		if !h.progressInFlight {
@@ -269,6 +271,12 @@ func (h *harness) do(op, arg byte) error {
 		h.note("unsolicitedProgress rv=%d c=%d answered=%v", rv, h.c, arg%3 == 0)
 	case 10: // time passes
 		h.now = h.now.Add(time.Duration(arg%20) * time.Millisecond)
+		if h.progressInFlight && h.progressWanted() && !h.now.Before(h.progressSentAt.Add(testStall)) {
+			// Unanswered for too long: lost. A late answer is then an
+			// unsolicited notification.
+			h.progressInFlight = false
+			h.note("progress request lost")
+		}
 		h.m.Tick(h.now)
 		expectTimeouts = true
 		h.note("tick now=%v", h.rel(h.now))
@@ -301,6 +309,26 @@ func (h *harness) do(op, arg byte) error {
 		h.note("cancel %d live=%v", id, isLive)
 	}
 	return h.check(expectTimeouts, expectFailed, failedFetch)
+}
+
+// testStall is the harness Machine's Options.ProgressStall.
+const testStall = 30 * time.Millisecond
+
+// progressWanted is the model's view of whether a progress notification is
+// needed: a read waits for c, or a revision is pending.
+func (h *harness) progressWanted() bool {
+	if h.noProgress {
+		return false
+	}
+	if h.pending > h.c {
+		return true
+	}
+	for _, r := range h.live {
+		if r.hasTarget {
+			return true
+		}
+	}
+	return false
 }
 
 // check drains the Machine's Ready and compares it with the model.
@@ -424,6 +452,22 @@ func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch 
 	}
 	if want := !h.noProgress && !h.progressInFlight && (waiter || h.pending > h.c); rd.SendProgress != want {
 		return h.errorf("SendProgress=%v, want %v", rd.SendProgress, want)
+	}
+	// One timer suffices: NextDeadline is the earliest read deadline or
+	// the stall time of a needed progress request.
+	var want time.Time
+	for _, r := range h.live {
+		if !r.Deadline.IsZero() && (want.IsZero() || r.Deadline.Before(want)) {
+			want = r.Deadline
+		}
+	}
+	if h.progressInFlight && h.progressWanted() {
+		if stall := h.progressSentAt.Add(testStall); want.IsZero() || stall.Before(want) {
+			want = stall
+		}
+	}
+	if got, ok := h.m.NextDeadline(); ok != !want.IsZero() || (ok && !got.Equal(want)) {
+		return h.errorf("NextDeadline=%v,%v, want %v", h.rel(got), ok, h.rel(want))
 	}
 	h.lastReady = rd
 	return nil

@@ -47,6 +47,10 @@ type Machine struct {
 	nCovered      int
 
 	progressInFlight bool
+	// progressSentAt is when the request in flight was sent; stall is how
+	// long it may stay unanswered before it counts as lost.
+	progressSentAt time.Time
+	stall          time.Duration
 	// noProgress: Options.NoProgress.
 	noProgress bool
 	// pendingRev is the highest revision the cache holds events of that
@@ -71,7 +75,16 @@ type Options struct {
 	// events and deadlines only, as upstream's cacher waits when etcd does
 	// not support progress requests.
 	NoProgress bool
+	// ProgressStall is how long a progress request may stay unanswered
+	// while something needs it before the Machine considers it lost (the
+	// watch stream broke, etcd was unreachable) and asks for another.
+	// etcd answers a request on a synced stream within a round trip, so a
+	// healthy wait never reaches it. Zero: DefaultProgressStall.
+	ProgressStall time.Duration
 }
+
+// DefaultProgressStall is Options.ProgressStall's default.
+const DefaultProgressStall = 250 * time.Millisecond
 
 // New returns a Machine with no reads, no fetch and no progress request in
 // flight.
@@ -79,10 +92,17 @@ func New(opts Options) (*Machine, error) {
 	if opts.Revision < 0 {
 		return nil, fmt.Errorf("freshness: negative initial revision %d", opts.Revision)
 	}
+	if opts.ProgressStall < 0 {
+		return nil, fmt.Errorf("freshness: negative progress stall %v", opts.ProgressStall)
+	}
+	if opts.ProgressStall == 0 {
+		opts.ProgressStall = DefaultProgressStall
+	}
 	return &Machine{
 		rev:        opts.Revision,
 		reads:      make(map[ReadID]*read),
 		noProgress: opts.NoProgress,
+		stall:      opts.ProgressStall,
 	}, nil
 }
 
@@ -236,12 +256,16 @@ func (m *Machine) RevisionPending(rv int64) {
 	m.checkInvariants()
 }
 
-// ProgressRequestSent records that the caller is sending a progress request.
-func (m *Machine) ProgressRequestSent() error {
+// ProgressRequestSent records that the caller is sending a progress
+// request at time at (on the clock Tick is given). If no notification
+// answers it within Options.ProgressStall while reads wait or a revision is
+// pending, Tick declares it lost and Ready asks for another.
+func (m *Machine) ProgressRequestSent(at time.Time) error {
 	if m.progressInFlight {
 		return ErrProgressInFlight
 	}
 	m.progressInFlight = true
+	m.progressSentAt = at
 	m.checkInvariants()
 	return nil
 }
@@ -256,8 +280,12 @@ func (m *Machine) ProgressAnswered() {
 }
 
 // Tick passes the current time. Every unresolved read whose deadline is at or
-// before now times out.
+// before now times out, and a progress request that stalled (see
+// ProgressRequestSent) counts as lost.
 func (m *Machine) Tick(now time.Time) {
+	if stall, ok := m.stallDeadline(); ok && !now.Before(stall) {
+		m.progressInFlight = false
+	}
 	for len(m.deadlines) > 0 && !m.deadlines[0].Deadline.After(now) {
 		r := m.deadlines[0]
 		to := Timeout{ID: r.ID, Stage: StageFetch}
@@ -271,13 +299,24 @@ func (m *Machine) Tick(now time.Time) {
 	m.checkInvariants()
 }
 
-// NextDeadline returns the earliest deadline of an unresolved read, so that
+// NextDeadline returns the earliest time Tick has work at: a read's
+// deadline or the stall time of the progress request in flight, so that
 // the caller can arm one timer and call Tick when it fires.
 func (m *Machine) NextDeadline() (time.Time, bool) {
-	if len(m.deadlines) == 0 {
+	next, ok := m.stallDeadline()
+	if len(m.deadlines) > 0 && (!ok || m.deadlines[0].Deadline.Before(next)) {
+		next, ok = m.deadlines[0].Deadline, true
+	}
+	return next, ok
+}
+
+// stallDeadline is when the progress request in flight counts as lost, if
+// one is in flight and something needs it.
+func (m *Machine) stallDeadline() (time.Time, bool) {
+	if !m.progressInFlight || !m.progressWanted() {
 		return time.Time{}, false
 	}
-	return m.deadlines[0].Deadline, true
+	return m.progressSentAt.Add(m.stall), true
 }
 
 // ReadCancelled forgets an unresolved read (its client went away). It
@@ -328,14 +367,11 @@ func (m *Machine) Status() Status {
 
 func (m *Machine) issueFetch() bool { return !m.fetchInFlight && m.nPending > 0 }
 
-func (m *Machine) sendProgress() bool {
-	return !m.noProgress && !m.progressInFlight && (len(m.waiting) > 0 || m.pendingRev > m.rev)
-}
+func (m *Machine) sendProgress() bool { return !m.progressInFlight && m.progressWanted() }
 
-// ProgressWanted reports whether something needs a progress notification:
-// reads wait for c, or a revision is pending. The caller's stall timer
-// (a progress request lost with a broken stream) runs only while it holds.
-func (m *Machine) ProgressWanted() bool {
+// progressWanted reports whether something needs a progress notification:
+// reads wait for c, or a revision is pending.
+func (m *Machine) progressWanted() bool {
 	return !m.noProgress && (len(m.waiting) > 0 || m.pendingRev > m.rev)
 }
 

@@ -61,7 +61,7 @@ func runScript(t *testing.T, script string) {
 		case "progress":
 			m.ProgressNotified(arg(1))
 		case "psent":
-			err = m.ProgressRequestSent()
+			err = m.ProgressRequestSent(epoch)
 		case "panswer":
 			m.ProgressAnswered()
 		case "read":
@@ -417,7 +417,7 @@ func BenchmarkRound(b *testing.B) {
 				_, _ = m.FetchIssued()
 				rev++
 				_ = m.FetchAnswered(rev)
-				_ = m.ProgressRequestSent()
+				_ = m.ProgressRequestSent(epoch)
 				m.ProgressNotified(rev)
 				m.ProgressAnswered()
 				if rd := m.Ready(); len(rd.Released) != n {

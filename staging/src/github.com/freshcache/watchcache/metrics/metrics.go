@@ -60,6 +60,13 @@ var (
 		Help:           "Times the cache watched etcd again from its own revision after a transient watch error (etcd lost its leader, was overloaded or unreachable), keeping its history and watchers instead of relisting.",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, labels)
+	protocolErrors = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "protocol_errors_total",
+		Help:           "Inputs the freshness state machine refused: the cache's driver broke one of its duties. Any increase is a bug (the read it concerned is resolved by its deadline).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
 	consistencyChecks = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -81,7 +88,7 @@ var (
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, consistencyChecks, inconsistencies)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, protocolErrors, consistencyChecks, inconsistencies)
 	})
 }
 
@@ -124,6 +131,9 @@ type Recorder interface {
 	// WatchRetried counts one re-watch from the cache's revision after a
 	// transient watch error.
 	WatchRetried()
+	// ProtocolError counts one input the freshness Machine refused (a bug
+	// of the driver).
+	ProtocolError()
 	// ConsistencyChecked counts one round of the inconsistency detector,
 	// by result (Check*). A CheckMismatch is also an inconsistency.
 	ConsistencyChecked(result string)
@@ -173,6 +183,7 @@ func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
 func (l *legacy) EventsReceived(n int)      { l.events.Add(float64(n)) }
 func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
 func (l *legacy) WatchRetried()             { watchRetries.WithLabelValues(l.group, l.resource).Inc() }
+func (l *legacy) ProtocolError()            { protocolErrors.WithLabelValues(l.group, l.resource).Inc() }
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
@@ -195,4 +206,5 @@ func (Discard) WatchersDelta(int)         {}
 func (Discard) WatcherTerminated(string)  {}
 func (Discard) Relisted(string)           {}
 func (Discard) WatchRetried()             {}
+func (Discard) ProtocolError()            {}
 func (Discard) ConsistencyChecked(string) {}

@@ -8,7 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/freshcache/watchcache/internal/etcdcluster"
+	"github.com/freshcache/watchcache/internal/testing/etcdcluster"
 )
 
 // Embedded etcd for the oracle's tests. Real servers, no mocks.

@@ -3,7 +3,7 @@ package oracle
 import (
 	"context"
 	"errors"
-	"github.com/freshcache/watchcache/internal/etcdcluster"
+	"github.com/freshcache/watchcache/internal/testing/etcdcluster"
 	"testing"
 	"time"
 

@@ -16,9 +16,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
 	"github.com/freshcache/watchcache/internal/consistency"
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 // longWait bounds waits for conditions; no healthy run reaches it.

@@ -8,7 +8,7 @@ import (
 	"hash/fnv"
 	"iter"
 
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 // ErrUnordered is returned when items do not come in strictly ascending key

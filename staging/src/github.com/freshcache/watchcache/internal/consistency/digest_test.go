@@ -8,7 +8,7 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 func items(kv ...any) []Item {

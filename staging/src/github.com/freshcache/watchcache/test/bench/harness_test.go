@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 )
 

@@ -20,7 +20,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 func noKeyCheck(context.Context, *testing.T, string) {}

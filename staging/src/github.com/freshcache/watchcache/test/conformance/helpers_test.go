@@ -14,7 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 // createWrapper makes Create return only once the cache serves the object,

@@ -12,9 +12,9 @@ import (
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/store"
 )
 
 type countingRecorder struct {

@@ -16,9 +16,9 @@ import (
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/store"
 )
 
 // BenchmarkDispatch measures the fan-out alone (no etcd, no cache lock):

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 // build applies puts at the given revisions (one key per revision) and

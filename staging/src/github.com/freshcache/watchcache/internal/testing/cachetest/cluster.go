@@ -3,7 +3,7 @@ package cachetest
 import (
 	"testing"
 
-	"github.com/freshcache/watchcache/internal/etcdcluster"
+	"github.com/freshcache/watchcache/internal/testing/etcdcluster"
 )
 
 // Cluster is the 3-member etcd with controllable peer links of package

@@ -9,9 +9,9 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/clock"
 
-	"github.com/freshcache/watchcache/history"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/store"
 )
 
 // Defaults for Config.

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 // DefaultWindow is how long events are kept by default, as upstream's

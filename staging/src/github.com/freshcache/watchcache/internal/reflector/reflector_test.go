@@ -25,9 +25,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/freshcache/watchcache/internal/cachetest"
+	"github.com/freshcache/watchcache/internal/reflector"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
-	"github.com/freshcache/watchcache/reflector"
 )
 
 // recordingSink is a map replayed from what the reflector hands it. It

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	utilflowcontrol "k8s.io/apiserver/pkg/util/flowcontrol"
 
-	"github.com/freshcache/watchcache/history"
-	"github.com/freshcache/watchcache/store"
+	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/store"
 )
 
 // item is one entry of a watcher's queue: an event, or a bookmark at a
