@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
@@ -33,7 +32,7 @@ import (
 //
 // The version guard runs once per dial, with that client: every endpoint
 // must run an etcd with sound progress notifications (versionguard). Its
-// verdict is kept next to the registry entry and logged once per dial.
+// verdict is the registry entry's note, logged once per dial.
 // Not supported: TransportConfig.EgressLookup (konnectivity); such a
 // transport gets a direct connection for its revision fetches.
 
@@ -42,17 +41,6 @@ const (
 	checkTimeout = 10 * time.Second
 )
 
-// verdicts maps registry entries to the guard's verdict: "" (consistent
-// reads allowed) or a reason for consistent_reads_disabled. An entry is
-// written inside the dial func, under the registry's lock, so it is in
-// place before any Acquire of that key returns.
-var verdicts sync.Map // verdictKey -> string
-
-type verdictKey struct {
-	registry *oracle.Registry
-	key      string
-}
-
 // transportKey identifies a cluster and the identity used to reach it.
 func transportKey(t storagebackend.TransportConfig) string {
 	return fmt.Sprintf("%s|cert=%s|key=%s|ca=%s", oracle.EndpointsKey(t.ServerList), t.CertFile, t.KeyFile, t.TrustedCAFile)
@@ -60,27 +48,23 @@ func transportKey(t storagebackend.TransportConfig) string {
 
 // acquireCluster returns the shared Oracle for t, the reason consistent
 // reads must be delegated ("" if none), and the release func. dial makes
-// the registry's client the first time t's cluster is seen.
+// the registry's client the first time t's cluster is seen; the version
+// guard's verdict is the registry entry's note, so it lives and dies with
+// the cluster's entry.
 func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig, dial func(storagebackend.TransportConfig) (*clientv3.Client, error)) (*oracle.Oracle, string, func(), error) {
-	key := transportKey(t)
-	vk := verdictKey{registry: reg, key: key}
-	o, release, err := reg.Acquire(key, func() (*clientv3.Client, error) {
+	lease, err := reg.Acquire(transportKey(t), func() (*clientv3.Client, string, error) {
 		client, err := dial(t)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
-		verdict := guardVerdict(versionguard.Check(ctx, client, t.ServerList))
-		verdicts.Store(vk, verdict)
-		return client, nil
+		return client, guardVerdict(versionguard.Check(ctx, client, t.ServerList)), nil
 	})
 	if err != nil {
 		return nil, "", nil, err
 	}
-	reason, _ := verdicts.Load(vk)
-	r, _ := reason.(string)
-	return o, r, release, nil
+	return lease.Oracle, lease.Note, lease.Release, nil
 }
 
 // guardVerdict turns the version guard's result into a disabled reason,

@@ -491,21 +491,25 @@ func TestRegistry(t *testing.T) {
 		t.Fatalf("EndpointsKey does not de-duplicate: %q", key)
 	}
 	var dialled []*clientv3.Client
-	dial := func() (*clientv3.Client, error) {
+	dial := func() (*clientv3.Client, string, error) {
 		cl, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
 		dialled = append(dialled, cl)
-		return cl, err
+		return cl, "verdict", err
 	}
-	o1, release1, err := r.Acquire(key, dial)
+	l1, err := r.Acquire(key, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o2, release2, err := r.Acquire(key, dial)
+	l2, err := r.Acquire(key, dial)
 	if err != nil {
 		t.Fatal(err)
 	}
+	o1, o2, release1, release2 := l1.Oracle, l2.Oracle, l1.Release, l2.Release
 	if o1 != o2 || len(dialled) != 1 {
 		t.Fatalf("two resources got different oracles (%p, %p) or dialled %d clients", o1, o2, len(dialled))
+	}
+	if l1.Note != "verdict" || l2.Note != "verdict" {
+		t.Fatalf("notes %q, %q: the dial's note must stay with the entry", l1.Note, l2.Note)
 	}
 	if _, err := o1.Revision(context.Background()); err != nil {
 		t.Fatal(err)
@@ -529,22 +533,62 @@ func TestRegistry(t *testing.T) {
 	}
 
 	// ForClient shares by pointer and leaves the client open.
-	o3, release3, _ := r.ForClient(c)
-	o4, release4, _ := r.ForClient(c)
-	if o3 != o4 {
+	l3, _ := r.ForClient(c)
+	l4, _ := r.ForClient(c)
+	if l3.Oracle != l4.Oracle {
 		t.Fatal("ForClient returned two oracles for one client")
 	}
-	release3()
-	release4()
+	l3.Release()
+	l4.Release()
 	if _, err := c.Get(context.Background(), "x"); err != nil {
 		t.Fatalf("ForClient closed a client it does not own: %v", err)
 	}
 
-	if _, _, err := r.Acquire("broken", func() (*clientv3.Client, error) { return nil, errors.New("no route") }); err == nil || r.Len() != 0 {
+	if _, err := r.Acquire("broken", func() (*clientv3.Client, string, error) { return nil, "", errors.New("no route") }); err == nil || r.Len() != 0 {
 		t.Fatalf("failed dial: err=%v len=%d", err, r.Len())
 	}
 	if first, second := Shared(), Shared(); first != second {
 		t.Fatal("Shared is not one registry")
+	}
+}
+
+// TestRegistryDialsOutsideTheLock: a dial that hangs (an unreachable
+// cluster, up to its dial and check timeouts) holds back only the Acquires
+// of its own cluster, never another cluster's; and those that waited for a
+// failed dial fail with it.
+func TestRegistryDialsOutsideTheLock(t *testing.T) {
+	e, _ := startEtcd(t)
+	r := NewRegistry(Options{})
+	hang := make(chan struct{})
+	hanging := make(chan struct{})
+	slowErr := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := r.Acquire("unreachable", func() (*clientv3.Client, string, error) {
+				close(hanging) // only the first Acquire dials
+				<-hang
+				return nil, "", errors.New("dial timed out")
+			})
+			slowErr <- err
+		}()
+	}
+	<-hanging
+	l, err := r.Acquire("reachable", func() (*clientv3.Client, string, error) {
+		cl, err := clientv3.New(clientv3.Config{Endpoints: []string{e.endpoint}, DialTimeout: 10 * time.Second})
+		return cl, "", err
+	})
+	if err != nil {
+		t.Fatalf("another cluster's Acquire while one dial hangs: %v", err)
+	}
+	l.Release()
+	close(hang)
+	for range 2 {
+		if err := <-slowErr; err == nil {
+			t.Fatal("an Acquire of the cluster whose dial failed succeeded")
+		}
+	}
+	if r.Len() != 0 {
+		t.Fatalf("%d entries left after the failed dial", r.Len())
 	}
 }
 

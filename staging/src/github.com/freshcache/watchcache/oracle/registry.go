@@ -18,7 +18,14 @@ import (
 // (EndpointsKey), and the registry then owns the one client it dialled.
 //
 // Entries are reference counted: the last release closes the Oracle, and
-// the client if the registry dialled it. Safe for concurrent use.
+// the client if the registry dialled it. Each entry also keeps a Note that
+// its dial produced (the watch cache keeps the etcd version guard's
+// verdict there), so that what is known about a cluster lives with it.
+//
+// Safe for concurrent use. mu guards entries only: a dial (which may take
+// up to its dial and check timeouts) runs without it, so an Acquire of one
+// cluster never waits for another cluster's dial; Acquires of the cluster
+// being dialled wait for that dial's outcome.
 type Registry struct {
 	opts Options
 
@@ -29,11 +36,34 @@ type Registry struct {
 }
 
 type entry struct {
+	// ready is closed once the dial has finished; until then only the
+	// dialling Acquire touches the fields below, then they are read-only
+	// (refs excepted, which mu guards).
+	ready  chan struct{}
+	err    error
 	oracle *Oracle
 	client *clientv3.Client // closed with the entry if owned
 	owned  bool
-	refs   int
+	note   string
+	refs   int // guarded by Registry.mu
 }
+
+// Dial makes the client of a cluster the registry has not seen, and a note
+// to keep with it (see Registry).
+type Dial func() (client *clientv3.Client, note string, err error)
+
+// Lease is one reference to a cluster's Oracle.
+type Lease struct {
+	// Oracle is the cluster's shared revision oracle.
+	Oracle *Oracle
+	// Note is what the cluster's dial returned with its client.
+	Note    string
+	release func()
+}
+
+// Release drops the reference; it is idempotent. The last release closes
+// the Oracle and the client the registry dialled.
+func (l *Lease) Release() { l.release() }
 
 // NewRegistry returns an empty registry whose Oracles use opts.
 func NewRegistry(opts Options) *Registry {
@@ -64,62 +94,73 @@ func EndpointsKey(endpoints []string) string {
 	return "endpoints:" + strings.Join(slices.Compact(eps), ",")
 }
 
-// Acquire returns the Oracle for key, creating it on first use with a client
-// from dial, which the registry then owns. release drops the reference; it
-// is idempotent. The last release closes the Oracle and the client.
-func (r *Registry) Acquire(key string, dial func() (*clientv3.Client, error)) (o *Oracle, release func(), err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.mu.entries[key]
-	if !ok {
-		client, err := dial()
+// Acquire returns a lease on the Oracle for key, creating it on first use
+// with the client dial makes, which the registry then owns. A failed dial
+// fails every Acquire that waited for it and leaves no entry behind.
+func (r *Registry) Acquire(key string, dial Dial) (*Lease, error) {
+	return r.acquire(key, func() (*clientv3.Client, string, bool, error) {
+		client, note, err := dial()
 		if err != nil {
-			return nil, nil, fmt.Errorf("oracle: dialing etcd for %q: %w", key, err)
+			return nil, "", false, fmt.Errorf("oracle: dialing etcd for %q: %w", key, err)
 		}
-		if e, err = r.newEntryLocked(key, client, true); err != nil {
-			_ = client.Close()
-			return nil, nil, err
-		}
-	}
-	return r.refLocked(key, e)
+		return client, note, true, nil
+	})
 }
 
-// ForClient returns the Oracle for client, creating it on first use. The
-// registry does not own client; the caller must release before closing it.
-func (r *Registry) ForClient(client *clientv3.Client) (o *Oracle, release func(), err error) {
-	key := fmt.Sprintf("client:%p", client)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e, ok := r.mu.entries[key]
-	if !ok {
-		if e, err = r.newEntryLocked(key, client, false); err != nil {
-			return nil, nil, err
-		}
-	}
-	return r.refLocked(key, e)
+// ForClient returns a lease on the Oracle for client, creating it on first
+// use. The registry does not own client; release before closing it.
+func (r *Registry) ForClient(client *clientv3.Client) (*Lease, error) {
+	return r.acquire(fmt.Sprintf("client:%p", client), func() (*clientv3.Client, string, bool, error) {
+		return client, "", false, nil
+	})
 }
 
-// Len returns the number of live Oracles.
+// Len returns the number of live Oracles (and dials in progress).
 func (r *Registry) Len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.mu.entries)
 }
 
-func (r *Registry) newEntryLocked(key string, client *clientv3.Client, owned bool) (*entry, error) {
-	o, err := New(client, r.opts)
+func (r *Registry) acquire(key string, open func() (*clientv3.Client, string, bool, error)) (*Lease, error) {
+	r.mu.Lock()
+	e, ok := r.mu.entries[key]
+	if ok {
+		e.refs++
+		r.mu.Unlock()
+		<-e.ready
+		if e.err != nil {
+			return nil, e.err
+		}
+		return r.lease(key, e), nil
+	}
+	e = &entry{ready: make(chan struct{}), refs: 1}
+	r.mu.entries[key] = e
+	r.mu.Unlock()
+
+	client, note, owned, err := open()
+	if err == nil {
+		e.oracle, err = New(client, r.opts)
+		if err != nil && owned {
+			_ = client.Close()
+		}
+	}
 	if err != nil {
+		r.mu.Lock()
+		delete(r.mu.entries, key)
+		r.mu.Unlock()
+		e.err = err
+		close(e.ready)
 		return nil, err
 	}
-	e := &entry{oracle: o, client: client, owned: owned}
-	r.mu.entries[key] = e
-	return e, nil
+	e.client, e.owned, e.note = client, owned, note
+	close(e.ready)
+	return r.lease(key, e), nil
 }
 
-func (r *Registry) refLocked(key string, e *entry) (*Oracle, func(), error) {
-	e.refs++
+func (r *Registry) lease(key string, e *entry) *Lease {
 	var once sync.Once
-	release := func() {
+	return &Lease{Oracle: e.oracle, Note: e.note, release: func() {
 		once.Do(func() {
 			r.mu.Lock()
 			e.refs--
@@ -135,6 +176,5 @@ func (r *Registry) refLocked(key string, e *entry) (*Oracle, func(), error) {
 				}
 			}
 		})
-	}
-	return e.oracle, release, nil
+	}}
 }
