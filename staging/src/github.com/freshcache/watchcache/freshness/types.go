@@ -80,12 +80,12 @@ type Read struct {
 type Stage uint8
 
 const (
-	// StageFetch: a Consistent read that has no revision yet. Either it
+	// StageFetch is a Consistent read that has no revision yet. Either it
 	// waits for the next fetch to be issued, or it is covered by the fetch
 	// in flight.
 	StageFetch Stage = iota + 1
-	// StageCache: the read knows its target revision and waits for c to
-	// reach it.
+	// StageCache is a read that knows its target revision and waits for c
+	// to reach it.
 	StageCache
 )
 

@@ -200,11 +200,26 @@ func (l *legacy) WatcherTerminated(r string) {
 // Discard is a Recorder that records nothing.
 type Discard struct{}
 
-func (Discard) ResourceVersion(uint64)    {}
-func (Discard) EventsReceived(int)        {}
-func (Discard) WatchersDelta(int)         {}
-func (Discard) WatcherTerminated(string)  {}
-func (Discard) Relisted(string)           {}
-func (Discard) WatchRetried()             {}
-func (Discard) ProtocolError()            {}
+// ResourceVersion records nothing.
+func (Discard) ResourceVersion(uint64) {}
+
+// EventsReceived records nothing.
+func (Discard) EventsReceived(int) {}
+
+// WatchersDelta records nothing.
+func (Discard) WatchersDelta(int) {}
+
+// WatcherTerminated records nothing.
+func (Discard) WatcherTerminated(string) {}
+
+// Relisted records nothing.
+func (Discard) Relisted(string) {}
+
+// WatchRetried records nothing.
+func (Discard) WatchRetried() {}
+
+// ProtocolError records nothing.
+func (Discard) ProtocolError() {}
+
+// ConsistencyChecked records nothing.
 func (Discard) ConsistencyChecked(string) {}

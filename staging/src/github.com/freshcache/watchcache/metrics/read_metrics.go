@@ -111,8 +111,17 @@ func (l *legacy) ConsistentReadsDisabled(reason string) {
 	consistentReadsDisabled.WithLabelValues(l.group, l.resource, reason).Set(1)
 }
 
-func (Discard) ReadWait(string, string, time.Duration)     {}
+// ReadWait records nothing.
+func (Discard) ReadWait(string, string, time.Duration) {}
+
+// ReadReleased records nothing.
 func (Discard) ReadReleased(string, string, time.Duration) {}
-func (Discard) Read(string, string, string)                {}
-func (Discard) ProgressRequest()                           {}
-func (Discard) ConsistentReadsDisabled(string)             {}
+
+// Read records nothing.
+func (Discard) Read(string, string, string) {}
+
+// ProgressRequest records nothing.
+func (Discard) ProgressRequest() {}
+
+// ConsistentReadsDisabled records nothing.
+func (Discard) ConsistentReadsDisabled(string) {}

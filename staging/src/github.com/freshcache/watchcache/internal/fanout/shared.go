@@ -184,50 +184,83 @@ func (s *Shared) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 // metav1.Object. Scalar getters read through; map, slice and pointer
 // getters copy while the object is shared.
 
+// GetNamespace implements metav1.Object on the shared object.
 func (s *Shared) GetNamespace() (v string) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetNamespace() })
 	return v
 }
+
+// SetNamespace implements metav1.Object on the shared object.
 func (s *Shared) SetNamespace(v string) { s.write(func(a metav1.Object) { a.SetNamespace(v) }) }
+
+// GetName implements metav1.Object on the shared object.
 func (s *Shared) GetName() (v string) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetName() })
 	return v
 }
+
+// SetName implements metav1.Object on the shared object.
 func (s *Shared) SetName(v string) { s.write(func(a metav1.Object) { a.SetName(v) }) }
+
+// GetGenerateName implements metav1.Object on the shared object.
 func (s *Shared) GetGenerateName() (v string) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetGenerateName() })
 	return v
 }
+
+// SetGenerateName implements metav1.Object on the shared object.
 func (s *Shared) SetGenerateName(v string) { s.write(func(a metav1.Object) { a.SetGenerateName(v) }) }
+
+// GetUID implements metav1.Object on the shared object.
 func (s *Shared) GetUID() (v types.UID) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetUID() })
 	return v
 }
+
+// SetUID implements metav1.Object on the shared object.
 func (s *Shared) SetUID(v types.UID) { s.write(func(a metav1.Object) { a.SetUID(v) }) }
+
+// GetResourceVersion implements metav1.Object on the shared object.
 func (s *Shared) GetResourceVersion() (v string) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetResourceVersion() })
 	return v
 }
+
+// SetResourceVersion implements metav1.Object on the shared object.
 func (s *Shared) SetResourceVersion(v string) {
 	s.write(func(a metav1.Object) { a.SetResourceVersion(v) })
 }
+
+// GetGeneration implements metav1.Object on the shared object.
 func (s *Shared) GetGeneration() (v int64) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetGeneration() })
 	return v
 }
+
+// SetGeneration implements metav1.Object on the shared object.
 func (s *Shared) SetGeneration(v int64) { s.write(func(a metav1.Object) { a.SetGeneration(v) }) }
+
+// GetSelfLink implements metav1.Object on the shared object.
 func (s *Shared) GetSelfLink() (v string) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetSelfLink() })
 	return v
 }
+
+// SetSelfLink implements metav1.Object on the shared object.
 func (s *Shared) SetSelfLink(v string) { s.write(func(a metav1.Object) { a.SetSelfLink(v) }) }
+
+// GetCreationTimestamp implements metav1.Object on the shared object.
 func (s *Shared) GetCreationTimestamp() (v metav1.Time) {
 	s.read(func(a metav1.Object, _ bool) { v = a.GetCreationTimestamp() })
 	return v
 }
+
+// SetCreationTimestamp implements metav1.Object on the shared object.
 func (s *Shared) SetCreationTimestamp(v metav1.Time) {
 	s.write(func(a metav1.Object) { a.SetCreationTimestamp(v) })
 }
+
+// GetDeletionTimestamp implements metav1.Object on the shared object.
 func (s *Shared) GetDeletionTimestamp() (v *metav1.Time) {
 	s.read(func(a metav1.Object, shared bool) {
 		v = a.GetDeletionTimestamp()
@@ -237,9 +270,13 @@ func (s *Shared) GetDeletionTimestamp() (v *metav1.Time) {
 	})
 	return v
 }
+
+// SetDeletionTimestamp implements metav1.Object on the shared object.
 func (s *Shared) SetDeletionTimestamp(v *metav1.Time) {
 	s.write(func(a metav1.Object) { a.SetDeletionTimestamp(v) })
 }
+
+// GetDeletionGracePeriodSeconds implements metav1.Object on the shared object.
 func (s *Shared) GetDeletionGracePeriodSeconds() (v *int64) {
 	s.read(func(a metav1.Object, shared bool) {
 		v = a.GetDeletionGracePeriodSeconds()
@@ -250,9 +287,13 @@ func (s *Shared) GetDeletionGracePeriodSeconds() (v *int64) {
 	})
 	return v
 }
+
+// SetDeletionGracePeriodSeconds implements metav1.Object on the shared object.
 func (s *Shared) SetDeletionGracePeriodSeconds(v *int64) {
 	s.write(func(a metav1.Object) { a.SetDeletionGracePeriodSeconds(v) })
 }
+
+// GetLabels implements metav1.Object on the shared object.
 func (s *Shared) GetLabels() (v map[string]string) {
 	s.read(func(a metav1.Object, shared bool) {
 		if v = a.GetLabels(); shared {
@@ -261,7 +302,11 @@ func (s *Shared) GetLabels() (v map[string]string) {
 	})
 	return v
 }
+
+// SetLabels implements metav1.Object on the shared object.
 func (s *Shared) SetLabels(v map[string]string) { s.write(func(a metav1.Object) { a.SetLabels(v) }) }
+
+// GetAnnotations implements metav1.Object on the shared object.
 func (s *Shared) GetAnnotations() (v map[string]string) {
 	s.read(func(a metav1.Object, shared bool) {
 		if v = a.GetAnnotations(); shared {
@@ -270,9 +315,13 @@ func (s *Shared) GetAnnotations() (v map[string]string) {
 	})
 	return v
 }
+
+// SetAnnotations implements metav1.Object on the shared object.
 func (s *Shared) SetAnnotations(v map[string]string) {
 	s.write(func(a metav1.Object) { a.SetAnnotations(v) })
 }
+
+// GetFinalizers implements metav1.Object on the shared object.
 func (s *Shared) GetFinalizers() (v []string) {
 	s.read(func(a metav1.Object, shared bool) {
 		if v = a.GetFinalizers(); shared {
@@ -281,7 +330,11 @@ func (s *Shared) GetFinalizers() (v []string) {
 	})
 	return v
 }
+
+// SetFinalizers implements metav1.Object on the shared object.
 func (s *Shared) SetFinalizers(v []string) { s.write(func(a metav1.Object) { a.SetFinalizers(v) }) }
+
+// GetOwnerReferences implements metav1.Object on the shared object.
 func (s *Shared) GetOwnerReferences() (v []metav1.OwnerReference) {
 	s.read(func(a metav1.Object, shared bool) {
 		v = a.GetOwnerReferences()
@@ -295,9 +348,13 @@ func (s *Shared) GetOwnerReferences() (v []metav1.OwnerReference) {
 	})
 	return v
 }
+
+// SetOwnerReferences implements metav1.Object on the shared object.
 func (s *Shared) SetOwnerReferences(v []metav1.OwnerReference) {
 	s.write(func(a metav1.Object) { a.SetOwnerReferences(v) })
 }
+
+// GetManagedFields implements metav1.Object on the shared object.
 func (s *Shared) GetManagedFields() (v []metav1.ManagedFieldsEntry) {
 	s.read(func(a metav1.Object, shared bool) {
 		v = a.GetManagedFields()
@@ -311,6 +368,8 @@ func (s *Shared) GetManagedFields() (v []metav1.ManagedFieldsEntry) {
 	})
 	return v
 }
+
+// SetManagedFields implements metav1.Object on the shared object.
 func (s *Shared) SetManagedFields(v []metav1.ManagedFieldsEntry) {
 	s.write(func(a metav1.Object) { a.SetManagedFields(v) })
 }

@@ -21,7 +21,9 @@ var (
 func rvReq(verb Verb, rv string, match metav1.ResourceVersionMatch, limit int64) Request {
 	var n uint64
 	if rv != "" {
-		fmt.Sscan(rv, &n)
+		if _, err := fmt.Sscan(rv, &n); err != nil {
+			panic(err)
+		}
 	}
 	return Request{Verb: verb, ResourceVersion: rv, RV: n, Match: match, Limit: limit, Recursive: true}
 }

@@ -52,8 +52,10 @@ func init() {
 	ProtoCodec = Codecs.CodecForVersions(pb, pb, schema.GroupVersions{examplev1.SchemeGroupVersion}, nil)
 }
 
-// NewPod and NewPodList are the resource's constructors.
-func NewPod() runtime.Object     { return &example.Pod{} }
+// NewPod returns an empty pod of the example API.
+func NewPod() runtime.Object { return &example.Pod{} }
+
+// NewPodList returns an empty pod list of the example API.
 func NewPodList() runtime.Object { return &example.PodList{} }
 
 // PodAttrs returns the labels and selectable fields of an example pod.
@@ -136,8 +138,10 @@ func NodeNameAndNamespaceIndex(s *Setup) {
 	}
 }
 
-// WithCodec and WithTransformer replace the store's codec and transformer.
+// WithCodec replaces the store's codec.
 func WithCodec(c runtime.Codec) Option { return func(s *Setup) { s.Codec = c } }
+
+// WithTransformer replaces the store's value transformer.
 func WithTransformer(tr value.Transformer) Option {
 	return func(s *Setup) { s.Transformer = tr }
 }
