@@ -19,7 +19,7 @@ func (o *Options) Decorator() (generic.StorageDecorator, error) {
 	case Upstream:
 		return genericregistry.StorageWithCacher(), nil
 	case Freshcache:
-		return watchcache.NewStorageDecorator(o.WatchcacheOptions()), nil
+		return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: o.WatchcacheOptions()}), nil
 	default:
 		return nil, validImplementation(o.WatchCacheImplementation)
 	}

@@ -30,7 +30,7 @@ var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
 // Decorator returns the generic.StorageDecorator of a backend: the one
 // seam through which all three are built. fresh configures freshcache
 // (the zero value: production defaults); the other backends ignore it.
-func Decorator(name string, fresh watchcache.Options) (generic.StorageDecorator, error) {
+func Decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageDecorator, error) {
 	switch name {
 	case BackendEtcd:
 		return generic.UndecoratedStorage, nil
@@ -77,7 +77,7 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 	// /metrics; without this, upstream's freshness-wait histogram would not
 	// be collected in this process.
 	cachermetrics.Register()
-	var fresh watchcache.Options
+	var fresh watchcache.DecoratorOptions
 	switch oracleClient {
 	case "", OracleGRPC:
 	case OracleInProcess:

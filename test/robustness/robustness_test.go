@@ -174,7 +174,7 @@ func TestUpstreamCacherTimeTravels(t *testing.T) {
 
 func freshcacheDecorator(rv0 bool) generic.StorageDecorator {
 	on := true
-	return watchcache.NewStorageDecorator(watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0})
+	return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0}})
 }
 
 // TestFreshcache runs freshcache with consistent (rv=""), rv=N and watch

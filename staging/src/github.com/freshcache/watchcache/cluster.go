@@ -20,7 +20,7 @@ import (
 )
 
 // What every cache of one etcd cluster shares: the revision oracle, the
-// etcd client it owns and the version guard's verdict.
+// etcd client it owns and the version guard's reason to delegate.
 //
 // k8s.io/apiserver's etcd3 store keeps its client to itself and dials one
 // per resource, so the decorator cannot borrow one. Instead the oracle
@@ -32,7 +32,7 @@ import (
 //
 // The version guard runs once per dial, with that client: every endpoint
 // must run an etcd with sound progress notifications (versionguard). Its
-// verdict is the registry entry's note, logged once per dial.
+// reason is the registry entry's note, logged once per dial.
 // Not supported: TransportConfig.EgressLookup (konnectivity); such a
 // transport gets a direct connection for its revision fetches.
 
@@ -49,7 +49,7 @@ func transportKey(t storagebackend.TransportConfig) string {
 // acquireCluster returns the shared Oracle for t, the reason consistent
 // reads must be delegated ("" if none), and the release func. dial makes
 // the registry's client the first time t's cluster is seen; the version
-// guard's verdict is the registry entry's note, so it lives and dies with
+// guard's reason is the registry entry's note, so it lives and dies with
 // the cluster's entry.
 func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig, dial func(storagebackend.TransportConfig) (*clientv3.Client, error)) (*oracle.Oracle, string, func(), error) {
 	lease, err := reg.Acquire(transportKey(t), func() (*clientv3.Client, string, error) {
@@ -59,7 +59,7 @@ func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig, dial
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
 		defer cancel()
-		return client, guardVerdict(versionguard.Check(ctx, client, t.ServerList)), nil
+		return client, guardReason(versionguard.Check(ctx, client, t.ServerList)), nil
 	})
 	if err != nil {
 		return nil, "", nil, err
@@ -67,9 +67,9 @@ func acquireCluster(reg *oracle.Registry, t storagebackend.TransportConfig, dial
 	return lease.Oracle, lease.Note, lease.Release, nil
 }
 
-// guardVerdict turns the version guard's result into a disabled reason,
+// guardReason turns the version guard's result into a disabled reason,
 // logging a negative one (once per dial, i.e. once per cluster).
-func guardVerdict(res versionguard.Result) string {
+func guardReason(res versionguard.Result) string {
 	if res.OK {
 		return ""
 	}

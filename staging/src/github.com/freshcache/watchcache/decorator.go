@@ -23,13 +23,13 @@ import (
 // when the decorator builds a cache; an invalid value fails that call.
 //
 // With ConsistentReadsFromCache or FreshResourceVersionZero on, every cache
-// of one etcd cluster shares one revision oracle from opts.OracleRegistry
+// of one etcd cluster shares one revision oracle from dopts.OracleRegistry
 // (default oracle.Shared()), with an etcd client the registry dials from
-// the resource's transport (opts.DialOracle, default gRPC) and closes with
+// the resource's transport (dopts.DialOracle, default gRPC) and closes with
 // the last cache (cluster.go).
 // The etcd version guard runs when that client is dialled.
-func NewStorageDecorator(opts Options) generic.StorageDecorator {
-	opts = opts.withGatesResolved()
+func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
+	opts := dopts.Options.withGatesResolved()
 	return func(
 		storageConfig *storagebackend.ConfigForResource,
 		resourcePrefix string,
@@ -58,11 +58,11 @@ func NewStorageDecorator(opts Options) generic.StorageDecorator {
 			releaseOracle = func() {}
 		)
 		if (r.consistentReads || r.freshRVZero) && len(storageConfig.Transport.ServerList) > 0 {
-			reg := o.OracleRegistry
+			reg := dopts.OracleRegistry
 			if reg == nil {
 				reg = oracle.Shared()
 			}
-			dial := o.DialOracle
+			dial := dopts.DialOracle
 			if dial == nil {
 				dial = dialEtcd
 			}

@@ -62,7 +62,7 @@ func TestDecoratorSharesOneOracle(t *testing.T) {
 	reg := oracle.NewRegistry(oracle.Options{})
 	// TimeoutReject: a read the cache cannot serve fails instead of falling
 	// back to etcd, so a passing read was served from the cache.
-	dec := watchcache.NewStorageDecorator(watchcache.Options{ConsistentReadsFromCache: on(), OracleRegistry: reg, TimeoutAction: watchcache.TimeoutReject})
+	dec := watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: on(), TimeoutAction: watchcache.TimeoutReject}, OracleRegistry: reg})
 	pods, destroyPods := buildCache(t, dec, cfg, "pods")
 	leases, destroyLeases := buildCache(t, dec, cfg, "leases")
 	if n := reg.Len(); n != 1 {
@@ -107,10 +107,12 @@ func TestDecoratorDialOracle(t *testing.T) {
 	}
 	var dials atomic.Int32
 	reg := oracle.NewRegistry(oracle.Options{})
-	dec := watchcache.NewStorageDecorator(watchcache.Options{
-		ConsistentReadsFromCache: on(),
-		OracleRegistry:           reg,
-		TimeoutAction:            watchcache.TimeoutReject, // served from the cache, or an error
+	dec := watchcache.NewStorageDecorator(watchcache.DecoratorOptions{
+		Options: watchcache.Options{
+			ConsistentReadsFromCache: on(),
+			TimeoutAction:            watchcache.TimeoutReject, // served from the cache, or an error
+		},
+		OracleRegistry: reg,
 		DialOracle: func(tc storagebackend.TransportConfig) (*clientv3.Client, error) {
 			dials.Add(1)
 			if !slices.Equal(tc.ServerList, []string{endpoint}) {
@@ -143,9 +145,9 @@ func TestDecoratorDialOracle(t *testing.T) {
 		}
 	}
 
-	failing := watchcache.NewStorageDecorator(watchcache.Options{
-		ConsistentReadsFromCache: on(),
-		OracleRegistry:           oracle.NewRegistry(oracle.Options{}),
+	failing := watchcache.NewStorageDecorator(watchcache.DecoratorOptions{
+		Options:        watchcache.Options{ConsistentReadsFromCache: on()},
+		OracleRegistry: oracle.NewRegistry(oracle.Options{}),
 		DialOracle: func(storagebackend.TransportConfig) (*clientv3.Client, error) {
 			return nil, errors.New("no etcd here")
 		},

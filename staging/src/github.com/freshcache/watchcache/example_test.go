@@ -33,7 +33,7 @@ func ExampleNewStorageDecorator() {
 	}
 	defer stop()
 
-	decorator := watchcache.NewStorageDecorator(watchcache.Options{})
+	decorator := watchcache.NewStorageDecorator(watchcache.DecoratorOptions{})
 	cfg := storagebackend.Config{
 		Type:      storagebackend.StorageTypeETCD3,
 		Prefix:    "/registry",

@@ -80,23 +80,6 @@ type Options struct {
 	// --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
 
-	// OracleRegistry shares revision oracles (and their etcd clients)
-	// among the caches a storage decorator builds: one per etcd cluster.
-	// Nil: oracle.Shared(), the process-wide registry. Only
-	// NewStorageDecorator uses it; New takes Config.Oracle.
-	OracleRegistry *oracle.Registry
-
-	// DialOracle dials the etcd client a registry's revision oracle uses
-	// for a cluster it has not seen, the first time a cache of that
-	// cluster is built. Nil: a gRPC client on the transport's endpoints
-	// and TLS files. A process that embeds its etcd server can pass an
-	// in-process client (go.etcd.io/etcd/server/v3/etcdserver/api/v3client):
-	// its Range is the server's own linearizable read, without the gRPC
-	// transport on either side. The registry owns the client and closes
-	// it with the last cache of the cluster. Only NewStorageDecorator uses
-	// it.
-	DialOracle func(storagebackend.TransportConfig) (*clientv3.Client, error)
-
 	// WatcherQueueCapacity is how many events a watcher may fall behind
 	// before it is terminated as slow. Zero: 1024.
 	WatcherQueueCapacity int
@@ -134,6 +117,28 @@ type Options struct {
 	// Metrics returns the recorder of one resource. Nil: the component-base
 	// metrics of package metrics (apiserver_freshcache_*).
 	Metrics func(schema.GroupResource) metrics.Recorder
+}
+
+// DecoratorOptions configures NewStorageDecorator: the Options of every
+// cache it builds, and how the caches of one etcd cluster share a revision
+// oracle. (New takes the oracle in Config.Oracle instead.)
+type DecoratorOptions struct {
+	Options
+
+	// OracleRegistry shares revision oracles (and their etcd clients)
+	// among the caches a storage decorator builds: one per etcd cluster.
+	// Nil: oracle.Shared(), the process-wide registry.
+	OracleRegistry *oracle.Registry
+
+	// DialOracle dials the etcd client a registry's revision oracle uses
+	// for a cluster it has not seen, the first time a cache of that
+	// cluster is built. Nil: a gRPC client on the transport's endpoints
+	// and TLS files. A process that embeds its etcd server can pass an
+	// in-process client (go.etcd.io/etcd/server/v3/etcdserver/api/v3client):
+	// its Range is the server's own linearizable read, without the gRPC
+	// transport on either side. The registry owns the client and closes
+	// it with the last cache of the cluster.
+	DialOracle func(storagebackend.TransportConfig) (*clientv3.Client, error)
 }
 
 // resolved is Options after defaults and gates were applied.

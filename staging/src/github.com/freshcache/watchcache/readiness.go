@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/clock"
 )
 
@@ -110,4 +111,12 @@ func (r *readiness) wait(ctx context.Context, stop <-chan struct{}) error {
 func retryAfterWhilePending(downtime time.Duration) int {
 	s := math.Exp(0.06 * downtime.Seconds())
 	return int(math.Min(30, math.Max(1, s)))
+}
+
+// ReadinessCheck implements storage.Interface.
+func (c *Cache) ReadinessCheck() error {
+	if !c.Ready() {
+		return storage.ErrStorageNotReady
+	}
+	return nil
 }

@@ -494,7 +494,7 @@ func TestRegistry(t *testing.T) {
 	dial := func() (*clientv3.Client, string, error) {
 		cl, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second})
 		dialled = append(dialled, cl)
-		return cl, "verdict", err
+		return cl, "a note", err
 	}
 	l1, err := r.Acquire(key, dial)
 	if err != nil {
@@ -508,7 +508,7 @@ func TestRegistry(t *testing.T) {
 	if o1 != o2 || len(dialled) != 1 {
 		t.Fatalf("two resources got different oracles (%p, %p) or dialled %d clients", o1, o2, len(dialled))
 	}
-	if l1.Note != "verdict" || l2.Note != "verdict" {
+	if l1.Note != "a note" || l2.Note != "a note" {
 		t.Fatalf("notes %q, %q: the dial's note must stay with the entry", l1.Note, l2.Note)
 	}
 	if _, err := o1.Revision(context.Background()); err != nil {

@@ -20,7 +20,7 @@ import (
 // Entries are reference counted: the last release closes the Oracle, and
 // the client if the registry dialled it. Each entry also keeps a Note that
 // its dial produced (the watch cache keeps the etcd version guard's
-// verdict there), so that what is known about a cluster lives with it.
+// reason to delegate there), so that what is known about a cluster lives with it.
 //
 // Safe for concurrent use. mu guards entries only: a dial (which may take
 // up to its dial and check timeouts) runs without it, so an Acquire of one
