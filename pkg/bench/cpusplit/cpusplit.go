@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // The parts, in the order Split tries them on each sample.
@@ -55,19 +57,35 @@ type rule struct {
 	any []string
 }
 
-// rules are tried in order; a client loop is recognised first so that
-// what it calls (a gRPC call of an upstream read, say) stays with it.
+// labelParts maps freshcache's pprof labels (its public contract,
+// metrics.Profile*) to parts. A labelled sample is classified by its label
+// alone: renaming a function of the library cannot move its CPU.
+var labelParts = map[string]string{
+	metrics.ProfileWait:        Wait,
+	metrics.ProfileFetch:       Fetch,
+	metrics.ProfileProgress:    Fetch,
+	metrics.ProfileReflector:   Cache,
+	metrics.ProfileFanout:      Cache,
+	metrics.ProfileDriver:      Cache,
+	metrics.ProfileConsistency: Cache,
+}
+
+// rules are tried in order on samples without freshcache's label; a
+// client loop is recognised first so that what it calls (a gRPC call of
+// an upstream read, say) stays with it.
 var rules = []rule{
-	{Wait, "wait", []string{"watchcache.(*Cache).freshRead", "watchcache.(*driver).wait"}},
+	{Wait, "wait", nil}, // label only
 	{Op, "op", []string{"freshcache/pkg/bench.(*Env).workers"}},
-	{Fetch, "fetch senders", []string{"watchcache/oracle.(*Oracle).fetch", "watchcache.(*driver).fetch", "watchcache.(*driver).sendProgressLocked"}},
+	{Fetch, "fetch senders", nil}, // label only
 	{GCIdle, "GC idle Ps", []string{"runtime.gcDrainMarkWorkerIdle"}},
 	{GCMark, "GC mark", []string{"runtime.gcBgMarkWorker"}},
 	{GCSweep, "GC sweep", []string{"runtime.bgsweep", "runtime.bgscavenge"}},
 	{Harness, "harness", []string{"freshcache/pkg/bench."}},
 	{EtcdServer, "etcd server", []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
 	{GRPCClient, "gRPC client", []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
-	{Cache, "caches", []string{"github.com/freshcache/watchcache", "k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
+	// Upstream's cacher, and etcd3 store goroutines no labelled goroutine
+	// started (freshcache's inherit its labels).
+	{Cache, "caches", []string{"k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
 	{Runtime, "runtime", []string{"runtime."}},
 }
 
@@ -129,6 +147,11 @@ func ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
 }
 
 func classify(s *profile.Sample) string {
+	for _, v := range s.Label[metrics.ProfileLabel] {
+		if part, ok := labelParts[v]; ok {
+			return part
+		}
+	}
 	for _, r := range rules {
 		for _, loc := range s.Location {
 			for _, line := range loc.Line {

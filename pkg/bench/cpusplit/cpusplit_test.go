@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // build makes a CPU profile with one sample per stack (leaf first), each
-// worth its index+1 milliseconds.
+// worth its index+1 milliseconds. A stack whose first entry is
+// "label:<value>" gets freshcache's pprof label with that value.
 func build(stacks [][]string) *profile.Profile {
 	p := &profile.Profile{
 		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
@@ -20,6 +23,11 @@ func build(stacks [][]string) *profile.Profile {
 	fns := map[string]*profile.Function{}
 	for i, st := range stacks {
 		var locs []*profile.Location
+		var labels map[string][]string
+		if len(st) > 0 && strings.HasPrefix(st[0], "label:") {
+			labels = map[string][]string{metrics.ProfileLabel: {strings.TrimPrefix(st[0], "label:")}}
+			st = st[1:]
+		}
 		for _, name := range st {
 			fn, ok := fns[name]
 			if !ok {
@@ -31,7 +39,7 @@ func build(stacks [][]string) *profile.Profile {
 			p.Location = append(p.Location, loc)
 			locs = append(locs, loc)
 		}
-		p.Sample = append(p.Sample, &profile.Sample{Location: locs, Value: []int64{1, int64(i+1) * int64(time.Millisecond)}})
+		p.Sample = append(p.Sample, &profile.Sample{Location: locs, Label: labels, Value: []int64{1, int64(i+1) * int64(time.Millisecond)}})
 	}
 	return p
 }
@@ -44,10 +52,11 @@ func TestClassify(t *testing.T) {
 	}{
 		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/pkg/bench.(*Env).op", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
 		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
-		{"the reader registering its wait", []string{"github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/watchcache.(*driver).wait", "github.com/freshcache/watchcache.(*Cache).freshRead", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Wait},
+		{"the reader registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Wait},
+		{"a renamed library function still counts by its label", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache.(*someone).renamedWait", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Wait},
 		{"an upstream read's gRPC call stays with the op", []string{"google.golang.org/grpc.invoke", "k8s.io/apiserver/pkg/storage/etcd3.(*store).GetList", "github.com/freshcache/freshcache/pkg/bench.(*Env).workers.func1"}, Op},
-		{"the oracle's fetch down to gRPC", []string{"google.golang.org/grpc.(*ClientConn).Invoke", "go.etcd.io/etcd/client/v3.(*kv).Get", "github.com/freshcache/watchcache/oracle.(*Oracle).fetch"}, Fetch},
-		{"a progress request", []string{"go.etcd.io/etcd/client/v3.(*watcher).RequestProgress", "github.com/freshcache/watchcache.(*driver).sendProgressLocked.func1"}, Fetch},
+		{"the oracle's fetch down to gRPC", []string{"label:" + metrics.ProfileFetch, "google.golang.org/grpc.(*ClientConn).Invoke", "go.etcd.io/etcd/client/v3.(*kv).Get", "github.com/freshcache/watchcache/oracle.(*Oracle).fetch"}, Fetch},
+		{"a progress request", []string{"label:" + metrics.ProfileProgress, "go.etcd.io/etcd/client/v3.(*watcher).RequestProgress"}, Fetch},
 		{"GC background mark", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerFractional", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCMark},
 		{"GC mark on an idle P", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerIdle", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCIdle},
 		{"background sweep", []string{"runtime.sweepone", "runtime.bgsweep"}, GCSweep},
@@ -57,7 +66,8 @@ func TestClassify(t *testing.T) {
 		{"raft", []string{"go.etcd.io/raft/v3.(*node).run"}, EtcdServer},
 		{"the client reader", []string{"syscall.read", "google.golang.org/grpc/internal/transport.(*http2Client).reader"}, GRPCClient},
 		{"the client writer", []string{"google.golang.org/grpc/internal/transport.(*loopyWriter).run", "google.golang.org/grpc/internal/transport.NewHTTP2Client.func6"}, GRPCClient},
-		{"the reflector", []string{"github.com/freshcache/watchcache/internal/reflector.(*Reflector).Run", "github.com/freshcache/watchcache.(*Cache).start.func1"}, Cache},
+		{"the reflector", []string{"label:" + metrics.ProfileReflector, "github.com/freshcache/watchcache/internal/reflector.(*Reflector).Run"}, Cache},
+		{"a watcher", []string{"label:" + metrics.ProfileFanout, "runtime.chansend"}, Cache},
 		{"a watch stream", []string{"go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"}, Cache},
 		{"the scheduler", []string{"runtime.findRunnable", "runtime.schedule", "runtime.mcall"}, Runtime},
 		{"nothing known", []string{"main.main"}, Other},

@@ -237,12 +237,12 @@ func New(opts Options, cfg Config) (*Cache, error) {
 
 func (c *Cache) start() {
 	c.wg.Add(3)
-	go func() { defer c.wg.Done(); c.reflector.Run(c.stop) }()
-	go func() { defer c.wg.Done(); c.fanout.Run(c.stop) }()
-	go func() { defer c.wg.Done(); c.driver.run() }()
+	go metrics.Labeled(metrics.ProfileReflector, func() { defer c.wg.Done(); c.reflector.Run(c.stop) })
+	go metrics.Labeled(metrics.ProfileFanout, func() { defer c.wg.Done(); c.fanout.Run(c.stop) })
+	go metrics.Labeled(metrics.ProfileDriver, func() { defer c.wg.Done(); c.driver.run() })
 	if c.checker != nil {
 		c.wg.Add(1)
-		go func() { defer c.wg.Done(); c.checker.Run(c.stop) }()
+		go metrics.Labeled(metrics.ProfileConsistency, func() { defer c.wg.Done(); c.checker.Run(c.stop) })
 	}
 }
 

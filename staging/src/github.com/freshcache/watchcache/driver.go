@@ -145,6 +145,7 @@ func (d *driver) waitWithin(ctx context.Context, kind freshness.Kind, minRV uint
 		return verdict{}, errors.New("watchcache: consistent read without a revision source")
 	}
 	defer trace.StartRegion(ctx, TraceRegionWait).End()
+	defer metrics.BeginWait(ctx)()
 	ch := make(chan verdict, 1)
 	d.mu.Lock()
 	if d.mu.stopped {
@@ -279,7 +280,7 @@ func (d *driver) processLocked() {
 			} else {
 				reads := m.Status().Covered
 				d.wg.Add(1)
-				go d.fetch(reads)
+				go metrics.Labeled(metrics.ProfileFetch, func() { d.fetch(reads) })
 			}
 		}
 		if rd.SendProgress {
@@ -331,14 +332,14 @@ func (d *driver) bug(err error) {
 func (d *driver) sendProgressLocked() {
 	d.rec.ProgressRequest()
 	d.wg.Add(1)
-	go func() {
+	go metrics.Labeled(metrics.ProfileProgress, func() {
 		defer d.wg.Done()
 		// A failed send is retried once the Machine counts it stalled,
 		// not at once: an error here usually repeats (stream down).
 		if err := d.progress(d.ctx); err != nil && d.ctx.Err() == nil {
 			klog.V(4).InfoS("freshcache: progress request failed", "resource", d.name, "err", err)
 		}
-	}()
+	})
 }
 
 // wakeLocked is when run must next call Tick (the Machine's NextDeadline:

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 var (
@@ -262,7 +264,7 @@ func (o *Oracle) startLocked() {
 	ctx, cancel := context.WithTimeout(o.ctx, o.opts.FetchTimeout)
 	r.cancel = cancel
 	o.wg.Add(1)
-	go o.fetch(ctx, r)
+	go metrics.Labeled(metrics.ProfileFetch, func() { o.fetch(ctx, r) })
 }
 
 func (o *Oracle) fetch(ctx context.Context, r *round) {

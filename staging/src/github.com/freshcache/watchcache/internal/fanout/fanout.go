@@ -128,7 +128,7 @@ func (f *Fanout) Add(spec Spec) *Watcher {
 	}
 	f.mu.Unlock()
 	f.cfg.Metrics.WatchersDelta(1)
-	go w.run()
+	go metrics.Labeled(metrics.ProfileFanout, w.run)
 	return w
 }
 
