@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -168,6 +168,13 @@ bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split
 # revision fetch's included, on saturated cores (package netpollfloor).
 bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on busy cores (~1 min).
 	$(BENCH) netpoll-floor --out=$(BENCH_OUT)/netpoll-floor.md $(BENCH_ARGS)
+
+# bench-hollow-nodes measures what a kubemark hollow node costs here:
+# local-up with the controllers and N nodes, idle and under pod churn
+# (docs/hollow-nodes.md). HOLLOW_NODES lists the node counts.
+HOLLOW_NODES ?= 10,30,60
+bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn (~12 min).
+	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(BENCH_OUT)/hollow-nodes.md $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

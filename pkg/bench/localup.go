@@ -25,6 +25,7 @@ type localUpProc struct {
 	cmd        *exec.Cmd
 	etcdURL    string
 	kubeconfig string
+	ready      *localup.ReadyFile
 	exited     chan struct{}
 	out        *lockedBuffer
 }
@@ -96,6 +97,7 @@ func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (
 		// A file left by an earlier run on the same directory names another pid.
 		if f, err := localup.ReadReadyFile(readyPath); err == nil && f.PID == l.cmd.Process.Pid {
 			l.kubeconfig = f.Kubeconfig
+			l.ready = f
 			if len(f.Etcd.Endpoints) > 0 {
 				l.etcdURL = f.Etcd.Endpoints[0]
 			}
