@@ -5,7 +5,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -48,9 +47,11 @@ type HollowNodesRow struct {
 	Nodes int
 	// Ready is local-up's start until its ready file (all nodes Ready).
 	Ready time.Duration
-	// Node* are per hollow node: mean and max RSS, mean CPU in
-	// millicores.
+	// Node* are per hollow node: mean and max RSS, mean anonymous RSS
+	// (RssAnon: what another node adds; the rest of RSS is the kubemark
+	// binary's pages, shared by all nodes), mean CPU in millicores.
 	NodeRSSMeanMB, NodeRSSMaxMB             float64
+	NodeAnonMB                              float64
 	NodeCPUIdleM, NodeCPUChurnM             float64
 	ControlCPUIdleM, ControlCPUChurnM       float64 // apiserver + controllers + local-up (etcd)
 	ControlRSSMB                            float64
@@ -113,9 +114,9 @@ func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (
 		return row, err
 	}
 	row.NodeCPUIdleM, row.ControlCPUIdleM, row.MachineIdleIdlePct = idle.nodeCPU, idle.controlCPU, idle.machineIdle
-	row.NodeRSSMeanMB, row.NodeRSSMaxMB, row.ControlRSSMB = idle.nodeRSSMean, idle.nodeRSSMax, idle.controlRSS
+	row.NodeRSSMeanMB, row.NodeRSSMaxMB, row.NodeAnonMB, row.ControlRSSMB = idle.nodeRSSMean, idle.nodeRSSMax, idle.nodeAnon, idle.controlRSS
 	row.MemAvailableMB = memAvailableMB()
-	fmt.Fprintf(cfg.Progress, "# %d nodes idle: %.0f MB/node, %.1f mCPU/node, machine %.0f%% idle\n", nodes, row.NodeRSSMeanMB, row.NodeCPUIdleM, row.MachineIdleIdlePct)
+	fmt.Fprintf(cfg.Progress, "# %d nodes idle: %.0f MB/node (%.0f MB anon), %.1f mCPU/node, machine %.0f%% idle\n", nodes, row.NodeRSSMeanMB, row.NodeAnonMB, row.NodeCPUIdleM, row.MachineIdleIdlePct)
 
 	// Churn: a Deployment of PodsPerNode pods per node, then pods deleted
 	// at random at a steady rate, each one replaced by the ReplicaSet,
@@ -172,6 +173,7 @@ func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (
 type window struct {
 	nodeCPU, controlCPU                 float64 // millicores; nodeCPU per node
 	nodeRSSMean, nodeRSSMax, controlRSS float64 // MB
+	nodeAnon                            float64 // MB, mean RssAnon
 	machineIdle                         float64 // percent
 }
 
@@ -200,13 +202,15 @@ func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, wo
 	if total1 > total0 {
 		w.machineIdle = 100 * (idle1 - idle0) / (total1 - total0)
 	}
-	var sum float64
+	var sum, anon float64
 	for _, p := range nodes {
 		r := rssMB(p)
 		sum += r
+		anon += statusKB(filepath.Join("/proc", strconv.Itoa(p), "status"), "RssAnon:") / 1024
 		w.nodeRSSMax = max(w.nodeRSSMax, r)
 	}
 	w.nodeRSSMean = sum / float64(max(len(nodes), 1))
+	w.nodeAnon = anon / float64(max(len(nodes), 1))
 	for _, p := range control {
 		w.controlRSS += rssMB(p)
 	}
@@ -298,7 +302,7 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d churn pods Running after %s: %w", n, want, timeout, errors.Join(ctx.Err()))
+			return fmt.Errorf("%d of %d churn pods Running after %s: %w", n, want, timeout, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -319,13 +323,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func WriteHollowNodesMarkdown(w io.Writer, cfg HollowNodesConfig, rows []HollowNodesRow) error {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Nodes < rows[j].Nodes })
 	var b strings.Builder
-	fmt.Fprintf(&b, "Each row: local-up with the controller-manager, the scheduler and N hollow nodes; %s to settle, %s idle, then %s while %.1f pods/s of a %d-pods-per-node Deployment are deleted (the ReplicaSet replaces each). CPU in millicores (1000 = one core), from /proc utime+stime; RSS from VmRSS at the end of the idle window. \"control plane\" is kube-apiserver, kube-controller-manager, kube-scheduler and local-up (which runs etcd in-process).\n\n",
+	fmt.Fprintf(&b, "Each row: local-up with the controller-manager, the scheduler and N hollow nodes; %s to settle, %s idle, then %s while %.1f pods/s of a %d-pods-per-node Deployment are deleted (the ReplicaSet replaces each). CPU in millicores (1000 = one core), from /proc utime+stime; RSS from VmRSS at the end of the idle window, and its anonymous part (RssAnon), which is what one more node adds: the rest is the kubemark binary's file pages, shared by every node. \"control plane\" is kube-apiserver, kube-controller-manager, kube-scheduler and local-up (which runs etcd in-process).\n\n",
 		cfg.Settle, cfg.Window, cfg.Window, cfg.DeletesPerSec, cfg.PodsPerNode)
-	b.WriteString("| nodes | ready after | RSS/node MB (mean, max) | CPU/node idle | CPU/node churn | control plane CPU idle | control plane CPU churn | control plane RSS MB | machine idle (idle, churn) | MemAvailable MB | pods deleted, Running at end |\n")
-	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| nodes | ready after | RSS/node MB (mean, max) | anon RSS/node MB | CPU/node idle | CPU/node churn | control plane CPU idle | control plane CPU churn | control plane RSS MB | machine idle (idle, churn) | MemAvailable MB | pods deleted, Running at end |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %d | %s | %.0f, %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f%%, %.0f%% | %.0f | %d, %d |\n",
-			r.Nodes, r.Ready.Round(time.Second), r.NodeRSSMeanMB, r.NodeRSSMaxMB, r.NodeCPUIdleM, r.NodeCPUChurnM,
+		fmt.Fprintf(&b, "| %d | %s | %.0f, %.0f | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f%%, %.0f%% | %.0f | %d, %d |\n",
+			r.Nodes, r.Ready.Round(time.Second), r.NodeRSSMeanMB, r.NodeRSSMaxMB, r.NodeAnonMB, r.NodeCPUIdleM, r.NodeCPUChurnM,
 			r.ControlCPUIdleM, r.ControlCPUChurnM, r.ControlRSSMB, r.MachineIdleIdlePct, r.MachineIdleChurnPct, r.MemAvailableMB, r.Deleted, r.PodsRunning)
 	}
 	_, err := io.WriteString(w, b.String())

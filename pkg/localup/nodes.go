@@ -77,8 +77,10 @@ func (c *Cluster) startNode(i int, binary string, port int) (*Node, error) {
 		"--name=" + name,
 		"--kubeconfig=" + kubeconfig,
 		"--kubelet-port=" + strconv.Itoa(port),
-		// The read-only port serves pods and stats without authentication,
-		// and kubemark binds it on every address: leave it off.
+		// kubemark binds its kubelet ports on every address and serves them
+		// over plain HTTP with no authentication (it gives the kubelet no
+		// TLS options and no authenticator; no flag changes that). The
+		// read-only port would be a second such port: leave it off.
 		"--kubelet-read-only-port=0",
 		// The fake runtime's image service: there is no containerd here.
 		"--use-host-image-service=false",
