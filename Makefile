@@ -12,15 +12,30 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split
+.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
 
-build: ## Build kube-apiserver, local-up and kubectl into _output/bin.
+# Every Kubernetes binary says it is v1.37.2, the module it is built from,
+# instead of v0.0.0-master+$$Format:%H$$: nodes, `kubectl version` and
+# /version report what a real cluster of that release would. The commit and
+# build date are this repository's HEAD and its commit time, so a rebuild of
+# the same commit links the same binary (no relink for a changed date).
+KUBE_VERSION := v1.37.2
+KUBE_GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+KUBE_GIT_TREE_STATE := $(shell git diff --quiet HEAD -- 2>/dev/null && echo clean || echo dirty)
+KUBE_BUILD_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
+KUBE_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
+KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitCommit=$(KUBE_GIT_COMMIT) -X $(p).gitTreeState=$(KUBE_GIT_TREE_STATE) -X $(p).buildDate=$(KUBE_BUILD_DATE))
+# The upstream components local-up runs beside our kube-apiserver, built
+# from the same k8s.io/kubernetes module with no source changes (go.mod's
+# tool block keeps their requirements).
+UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl
+
+build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark and kubectl into _output/bin.
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up
-	$(GO) build -o $(BIN)/kubectl k8s.io/kubernetes/cmd/kubectl
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
 
 run: build ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
@@ -153,6 +168,13 @@ bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split
 # revision fetch's included, on saturated cores (package netpollfloor).
 bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on busy cores (~1 min).
 	$(BENCH) netpoll-floor --out=$(BENCH_OUT)/netpoll-floor.md $(BENCH_ARGS)
+
+# bench-hollow-nodes measures what a kubemark hollow node costs here:
+# local-up with the controllers and N nodes, idle and under pod churn
+# (docs/hollow-nodes.md). HOLLOW_NODES lists the node counts.
+HOLLOW_NODES ?= 10,30,60
+bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn (~12 min).
+	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(BENCH_OUT)/hollow-nodes.md $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Start a local control plane with freshcache, in the spirit of upstream's
+# Start a local cluster with freshcache, in the spirit of upstream's
 # hack/local-up-cluster.sh: build the binaries, then run cmd/local-up, which
-# runs an embedded etcd and kube-apiserver(s) until Ctrl-C.
+# runs an embedded etcd, kube-apiserver(s), kube-controller-manager,
+# kube-scheduler and kubemark hollow nodes until Ctrl-C.
 #
 # Environment:
 #   APISERVERS=2        number of kube-apiservers (HA, the seed bug's setup)
@@ -9,6 +10,8 @@
 #   ETCD_SERVERS=URLs   use an existing etcd instead of the embedded one
 #   DATA_DIR=dir        state directory (default _output/local-up)
 #   WATCH_CACHE=upstream|freshcache
+#   NODES=N             hollow nodes (default 2; 0 for none)
+#   CONTROLLERS=false   no kube-controller-manager and kube-scheduler
 # Any arguments are passed on (unknown ones reach kube-apiserver), e.g.
 #   hack/local-up-cluster.sh --feature-gates=FreshResourceVersionZero=true
 set -euo pipefail
@@ -21,4 +24,6 @@ args=()
 [[ -n "${ETCD_SERVERS:-}" ]] && args+=("--etcd-servers=${ETCD_SERVERS}")
 [[ -n "${DATA_DIR:-}" ]] && args+=("--data-dir=${DATA_DIR}")
 [[ -n "${WATCH_CACHE:-}" ]] && args+=("--watch-cache-implementation=${WATCH_CACHE}")
+[[ -n "${NODES:-}" ]] && args+=("--nodes=${NODES}")
+[[ -n "${CONTROLLERS:-}" ]] && args+=("--controllers=${CONTROLLERS}")
 exec _output/bin/local-up "${args[@]}" "$@"

@@ -8,6 +8,7 @@
 //	freshcache-bench etcd      [flags]  an etcd in a process of its own, for storage --etcd-endpoint
 //	freshcache-bench trace-wait [flags] TRACE...  where the freshness waits in an execution trace went
 //	freshcache-bench netpoll-floor [flags]  a socket round trip against a channel one, on busy cores
+//	freshcache-bench hollow-nodes [flags]  what a kubemark hollow node costs (local-up --nodes=N)
 package main
 
 import (
@@ -42,6 +43,8 @@ func main() {
 		err = runTraceWait(os.Args[2:])
 	case "netpoll-floor":
 		err = runNetpollFloor(ctx, os.Args[2:])
+	case "hollow-nodes":
+		err = runHollowNodes(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -56,7 +59,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor [flags]
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor|hollow-nodes [flags]
   storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
@@ -64,6 +67,7 @@ func usage() {
   etcd       run the storage benchmark's etcd in a process of its own
   trace-wait where the freshness waits in an execution trace went (storage --trace-dir)
   netpoll-floor  a loopback TCP round trip against a channel one while busy goroutines saturate the cores
+  hollow-nodes   what a kubemark hollow node costs: local-up --nodes=N, idle and under pod churn
 Run a subcommand with -h for its flags.
 `)
 }

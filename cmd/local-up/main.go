@@ -1,8 +1,11 @@
-// Command local-up runs a local control plane for trying freshcache: an
-// embedded etcd (one member, or three on loopback) in this process, and one or
-// more kube-apiserver child processes against it. It writes credentials and a
-// kubeconfig per apiserver under --data-dir, prints how to use them, and on
-// Ctrl-C stops everything. Flags it does not know go to kube-apiserver.
+// Command local-up runs a local Kubernetes cluster for trying freshcache: an
+// embedded etcd (one member, or three on loopback) in this process, one or
+// more kube-apiserver child processes against it, kube-controller-manager
+// and kube-scheduler, and kubemark hollow nodes (the real kubelet on a fake
+// container runtime). Each component has its own credentials. It writes
+// them and a kubeconfig per apiserver under --data-dir, prints how to use
+// them, writes <data-dir>/ready.json once everything is up, and on Ctrl-C
+// stops everything. Flags it does not know go to kube-apiserver.
 package main
 
 import (
@@ -34,9 +37,10 @@ func run(args []string) error {
 	opts.AddFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(os.Stderr, "Usage: local-up [flags] [kube-apiserver flags]\n\n"+
-			"Runs an embedded etcd and kube-apiserver(s) on loopback. Flags not listed\n"+
-			"below are passed to kube-apiserver, e.g. --watch-cache-implementation=upstream\n"+
-			"or --feature-gates=FreshResourceVersionZero=true.\n\n")
+			"Runs an embedded etcd, kube-apiserver(s), kube-controller-manager, kube-scheduler\n"+
+			"and kubemark hollow nodes on loopback (--nodes=0 --controllers=false: etcd and\n"+
+			"kube-apiserver only). Flags not listed below are passed to kube-apiserver, e.g.\n"+
+			"--watch-cache-implementation=upstream or --feature-gates=FreshResourceVersionZero=true.\n\n")
 		fs.PrintDefaults()
 	}
 	ours, theirs := localup.SplitArgs(fs, args)
@@ -56,30 +60,21 @@ func run(args []string) error {
 		return err
 	}
 	defer func() {
-		fmt.Println("Stopping kube-apiserver(s) and etcd ...")
+		fmt.Println("Stopping ...")
 		cluster.Stop()
 		fmt.Println("Stopped. Data is kept in", opts.DataDir)
 	}()
 
 	fmt.Println()
 	fmt.Println("Local control plane is ready. To use it:")
+	try := "kubectl get ns"
+	if len(cluster.Nodes) > 0 {
+		try = "kubectl get nodes"
+	}
 	for _, kc := range cluster.Kubeconfigs {
 		abs, _ := filepath.Abs(kc)
-		fmt.Printf("  export KUBECONFIG=%s; kubectl get ns\n", abs)
+		fmt.Printf("  export KUBECONFIG=%s; %s\n", abs, try)
 	}
 	fmt.Println("Press Ctrl-C to stop.")
-
-	exited := make(chan *localup.APIServer, len(cluster.APIServers))
-	for _, s := range cluster.APIServers {
-		go func() {
-			<-s.Done()
-			exited <- s
-		}()
-	}
-	select {
-	case <-ctx.Done():
-		return nil
-	case s := <-exited:
-		return fmt.Errorf("%w\nlast lines of %s:\n%s", s.ExitError(), s.LogPath, s.TailLog(15))
-	}
+	return cluster.Wait(ctx)
 }

@@ -1,7 +1,7 @@
 package bench
 
 // The cmd/local-up child processes of the through-kube-apiserver run:
-// start, wait for the kubeconfig line, stop.
+// start, wait for the ready file, stop.
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/watchcache/freeport"
 )
 
@@ -24,6 +25,7 @@ type localUpProc struct {
 	cmd        *exec.Cmd
 	etcdURL    string
 	kubeconfig string
+	ready      *localup.ReadyFile
 	exited     chan struct{}
 	out        *lockedBuffer
 }
@@ -45,8 +47,9 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// startLocalUp runs local-up with one kube-apiserver on a free port and
-// waits until it says it is ready.
+// startLocalUp runs local-up with one kube-apiserver on a free port, and no
+// controllers or nodes (their traffic would only blur the comparison of the
+// caches), and waits until it writes its ready file.
 func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (*localUpProc, error) {
 	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
@@ -56,6 +59,8 @@ func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (
 		"--data-dir=" + dataDir,
 		"--secure-port=" + strconv.Itoa(port),
 		"--kube-apiserver=" + filepath.Join(binDir, "kube-apiserver"),
+		"--nodes=0",
+		"--controllers=false",
 	}
 	external := false
 	for _, a := range extra {
@@ -76,43 +81,43 @@ func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (
 	if err := l.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bench: starting local-up: %w", err)
 	}
-	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
-		signalled := false
 		for sc.Scan() {
-			line := sc.Text()
-			_, _ = l.out.Write([]byte(line + "\n"))
-			if rest, ok := strings.CutPrefix(line, "etcd: "); ok {
-				if i := strings.Index(rest, " at "); i >= 0 {
-					l.etcdURL = strings.SplitN(strings.TrimSpace(rest[i+4:]), ",", 2)[0]
-				}
-			}
-			if i := strings.Index(line, "export KUBECONFIG="); i >= 0 && l.kubeconfig == "" {
-				l.kubeconfig = strings.TrimSpace(strings.SplitN(line[i+len("export KUBECONFIG="):], ";", 2)[0])
-			}
-			if strings.Contains(line, "Press Ctrl-C to stop.") && !signalled {
-				signalled = true
-				close(ready)
-			}
+			_, _ = l.out.Write([]byte(sc.Text() + "\n"))
 		}
 	}()
 	go func() { _ = l.cmd.Wait(); close(l.exited) }()
-	select {
-	case <-ready:
-		return l, nil
-	case <-l.exited:
-		out := l.out.String()
-		if strings.Contains(out, "not available in this build") {
-			return nil, fmt.Errorf("%w: %s", ErrImplementationRefused, lastLine(out, "watch-cache-implementation"))
+	readyPath := localup.ReadyFilePath(dataDir)
+	deadline := time.NewTimer(5 * time.Minute)
+	defer deadline.Stop()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		// A file left by an earlier run on the same directory names another pid.
+		if f, err := localup.ReadReadyFile(readyPath); err == nil && f.PID == l.cmd.Process.Pid {
+			l.kubeconfig = f.Kubeconfig
+			l.ready = f
+			if len(f.Etcd.Endpoints) > 0 {
+				l.etcdURL = f.Etcd.Endpoints[0]
+			}
+			return l, nil
 		}
-		return nil, fmt.Errorf("bench: local-up exited before it was ready:\n%s", out)
-	case <-ctx.Done():
-		l.stop()
-		return nil, ctx.Err()
-	case <-time.After(5 * time.Minute):
-		l.stop()
-		return nil, fmt.Errorf("bench: local-up not ready within 5m:\n%s", l.out.String())
+		select {
+		case <-l.exited:
+			out := l.out.String()
+			if strings.Contains(out, "not available in this build") {
+				return nil, fmt.Errorf("%w: %s", ErrImplementationRefused, lastLine(out, "watch-cache-implementation"))
+			}
+			return nil, fmt.Errorf("bench: local-up exited before it was ready:\n%s", out)
+		case <-ctx.Done():
+			l.stop()
+			return nil, ctx.Err()
+		case <-deadline.C:
+			l.stop()
+			return nil, fmt.Errorf("bench: local-up not ready within 5m:\n%s", l.out.String())
+		case <-poll.C:
+		}
 	}
 }
 

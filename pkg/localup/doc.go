@@ -1,11 +1,20 @@
-// Package localup is the machinery behind cmd/local-up: credentials for a
-// local control plane (a CA, serving certs, service-account keys and an admin
-// client certificate), kubeconfig files, the split of the command line between
-// local-up and kube-apiserver, and the supervision of kube-apiserver child
-// processes.
+// Package localup is the machinery behind cmd/local-up: a local Kubernetes
+// cluster of child processes on one etcd. It writes the credentials (a CA,
+// serving certs, service-account keys, and one client certificate per
+// identity: the admin, system:kube-controller-manager,
+// system:kube-scheduler and system:node:<name> for each hollow node),
+// kubeconfig files, splits the command line between local-up and
+// kube-apiserver, supervises the children and writes the ready file.
 //
-// kube-apiserver keeps process-wide state (the metrics registry, feature
-// gates), so every instance runs as its own child process. Credentials are
-// written once under the data directory and reused on restart, so a
-// kubeconfig handed out earlier keeps working.
+// Every component runs as its own child process: kube-apiserver keeps
+// process-wide state (the metrics registry, feature gates), and so do the
+// upstream kube-controller-manager, kube-scheduler and kubemark hollow
+// nodes, which are unmodified binaries. Start brings them up in order
+// (etcd, apiservers, controllers, nodes), waits for each to be ready and
+// writes <data-dir>/ready.json (ReadyFile); a child that exits, at start-up
+// or later (Cluster.Wait), ends the run, and Stop stops the children in
+// the reverse order and removes what kubemark leaves in /tmp.
+//
+// Credentials are written once under the data directory and reused on
+// restart, so a kubeconfig handed out earlier keeps working.
 package localup

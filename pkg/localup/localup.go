@@ -10,102 +10,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/watchcache/freeport"
 )
 
-// Options configure a local control plane. NewOptions gives the defaults.
-type Options struct {
-	// DataDir holds etcd's data, credentials, kubeconfigs and logs.
-	DataDir string
-	// EtcdMembers is the size of the embedded etcd cluster.
-	EtcdMembers int
-	// EtcdServers, when set, replaces the embedded etcd with these URLs.
-	EtcdServers []string
-	// EtcdClientPort and EtcdPeerPort are member 0's ports. Member i adds
-	// i*10000, the layout of etcd's own Procfile (2379, 12379, 22379).
-	EtcdClientPort int
-	EtcdPeerPort   int
-	// EtcdReadyTimeout bounds the wait for the embedded etcd.
-	EtcdReadyTimeout time.Duration
-	// APIServers is the number of kube-apiserver processes.
-	APIServers int
-	// SecurePort is the first kube-apiserver's port; instance i adds i.
-	SecurePort int
-	// BindAddress is the loopback address the apiservers listen on.
-	BindAddress string
-	// Binary is the kube-apiserver to run.
-	Binary string
-	// ReadyTimeout bounds the wait for each kube-apiserver's /readyz.
-	ReadyTimeout time.Duration
-	// ShutdownGrace is how long a kube-apiserver may take to stop on SIGTERM.
-	ShutdownGrace time.Duration
-	// PassThrough are extra kube-apiserver flags, appended last so they win.
-	PassThrough []string
-}
+const serviceClusterIPRange = "10.0.0.0/24"
 
-// NewOptions returns the defaults of `make run`.
-func NewOptions() *Options {
-	return &Options{
-		DataDir:          filepath.Join("_output", "local-up"),
-		EtcdMembers:      1,
-		EtcdClientPort:   2379,
-		EtcdPeerPort:     2380,
-		EtcdReadyTimeout: time.Minute,
-		APIServers:       1,
-		SecurePort:       6443,
-		BindAddress:      "127.0.0.1",
-		ReadyTimeout:     3 * time.Minute,
-		ShutdownGrace:    30 * time.Second,
-	}
-}
-
-// AddFlags registers local-up's own flags.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for etcd data, credentials, kubeconfigs and logs. Kept across restarts.")
-	fs.IntVar(&o.EtcdMembers, "etcd-members", o.EtcdMembers, "Members of the embedded etcd cluster, all on loopback (1 or 3).")
-	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "Use this existing etcd cluster (comma-separated URLs) instead of an embedded one.")
-	fs.IntVar(&o.EtcdClientPort, "etcd-client-port", o.EtcdClientPort, "Client port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
-	fs.IntVar(&o.EtcdPeerPort, "etcd-peer-port", o.EtcdPeerPort, "Peer port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
-	fs.DurationVar(&o.EtcdReadyTimeout, "etcd-ready-timeout", o.EtcdReadyTimeout, "How long to wait for etcd (embedded or --etcd-servers) to serve.")
-	fs.IntVar(&o.APIServers, "apiservers", o.APIServers, "Number of kube-apiserver processes against the same etcd, on consecutive ports, each with its own kubeconfig.")
-	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port of the first kube-apiserver; instance i uses secure-port+i.")
-	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Loopback address the kube-apiservers listen on.")
-	fs.StringVar(&o.Binary, "kube-apiserver", o.Binary, "Path of the kube-apiserver binary. Default: next to local-up, then $PATH.")
-	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "How long to wait for each kube-apiserver's /readyz.")
-	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "How long a kube-apiserver may take to stop before it is killed.")
-}
-
-// Validate reports every problem with the options.
-func (o *Options) Validate() []error {
-	var errs []error
-	if o.DataDir == "" {
-		errs = append(errs, errors.New("--data-dir must not be empty"))
-	}
-	if len(o.EtcdServers) == 0 && o.EtcdMembers != 1 && o.EtcdMembers != 3 {
-		errs = append(errs, fmt.Errorf("--etcd-members=%d: use 1 or 3", o.EtcdMembers))
-	}
-	if o.APIServers < 1 || o.APIServers > 9 {
-		errs = append(errs, fmt.Errorf("--apiservers=%d: use 1 to 9", o.APIServers))
-	}
-	if o.SecurePort < 1 || o.SecurePort+o.APIServers-1 > 65535 {
-		errs = append(errs, fmt.Errorf("--secure-port=%d: out of range", o.SecurePort))
-	}
-	if ip := net.ParseIP(o.BindAddress); ip == nil || !ip.IsLoopback() {
-		errs = append(errs, fmt.Errorf("--bind-address=%q: local-up listens on loopback only", o.BindAddress))
-	}
-	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {
-		if HasFlag(o.PassThrough, flag) {
-			errs = append(errs, fmt.Errorf("--%s is local-up's own flag; give it before any kube-apiserver flags", flag))
-		}
-	}
-	return errs
-}
-
-// Cluster is a running local control plane.
+// Cluster is a running local cluster.
 type Cluster struct {
 	Options     *Options
 	PKI         PKI
@@ -113,15 +31,45 @@ type Cluster struct {
 	Endpoints   []string
 	APIServers  []*APIServer
 	Kubeconfigs []string
+	// ControllerManager and Scheduler are nil with --controllers=false.
+	ControllerManager *Component
+	Scheduler         *Component
+	Nodes             []*Node
+	// ReadyFile is the path of ready.json, written once Start succeeds.
+	ReadyFile string
+
+	dataDir string
+	// exited receives every tracked child once it has exited; it has room
+	// for all of them, so no child's watcher ever blocks.
+	exited chan *Process
+	procs  []*Process
+	// socketsBefore are the fake runtime sockets in /tmp before the
+	// nodes started; leftovers are the files the nodes leave behind
+	// (nodes.go).
+	socketsBefore map[string]bool
+	leftovers     []string
 }
 
-// Start brings up etcd and the kube-apiservers and waits until every
-// apiserver is ready. On error everything already started is stopped.
+// binaries are the resolved paths of the programs a run needs.
+type binaries struct {
+	apiserver, controllerManager, scheduler, kubemark string
+}
+
+// ports are picked or checked before anything starts, so a busy port
+// fails the run before any process is left to clean up.
+type ports struct {
+	controllerManager, scheduler int
+	kubelets                     []int
+}
+
+// Start brings up etcd, the kube-apiservers, the controllers and the hollow
+// nodes, waits until all of them are ready and writes the ready file. On
+// error everything already started is stopped.
 func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err error) {
 	if errs := o.Validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	binary, err := o.resolveBinary()
+	bins, err := o.resolveBinaries()
 	if err != nil {
 		return nil, err
 	}
@@ -129,18 +77,28 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < o.APIServers; i++ {
-		if err := etcdlocal.CheckPortFree(o.BindAddress, o.SecurePort+i); err != nil {
-			return nil, fmt.Errorf("kube-apiserver port (--secure-port): %w", err)
-		}
+	pts, err := o.pickPorts()
+	if err != nil {
+		return nil, err
 	}
-	for _, dir := range []string{"logs", "pki"} {
+	for _, dir := range []string{"logs", "pki", "kubeconfigs", "nodes"} {
 		if err := os.MkdirAll(filepath.Join(dataDir, dir), 0o755); err != nil {
 			return nil, err
 		}
 	}
 
-	c := &Cluster{Options: o, PKI: PKI{Dir: filepath.Join(dataDir, "pki")}}
+	c := &Cluster{
+		Options:   o,
+		PKI:       PKI{Dir: filepath.Join(dataDir, "pki")},
+		ReadyFile: ReadyFilePath(dataDir),
+		dataDir:   dataDir,
+		exited:    make(chan *Process, o.APIServers+2+o.Nodes),
+	}
+	// A ready file from an earlier run must not be mistaken for this one's.
+	if err := os.Remove(c.ReadyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	c.cleanStaleLeftovers()
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -150,55 +108,205 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		return nil, fmt.Errorf("writing credentials: %w", err)
 	}
 
-	if len(o.EtcdServers) > 0 {
-		c.Endpoints = o.EtcdServers
-		if err := CheckEtcd(ctx, c.Endpoints, o.EtcdReadyTimeout); err != nil {
+	if err := c.startEtcd(ctx, out); err != nil {
+		return nil, err
+	}
+	if err := c.startAPIServers(ctx, bins.apiserver, out); err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(RESTConfig(c.APIServers[0].URL, c.PKI))
+	if err != nil {
+		return nil, err
+	}
+
+	if o.Controllers {
+		if c.ControllerManager, err = c.startComponent(c.controllerManagerSpec(bins.controllerManager, pts.controllerManager)); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "Using etcd at %s\n", strings.Join(c.Endpoints, ","))
-	} else {
-		clientPorts, peerPorts := memberPorts(o.EtcdClientPort, o.EtcdMembers), memberPorts(o.EtcdPeerPort, o.EtcdMembers)
-		c.Etcd, err = etcdlocal.Start(ctx, etcdlocal.Options{
-			DataDir:      filepath.Join(dataDir, "etcd"),
-			Members:      o.EtcdMembers,
-			ClientPorts:  clientPorts,
-			PeerPorts:    peerPorts,
-			ReadyTimeout: o.EtcdReadyTimeout,
-			LogFile:      filepath.Join(dataDir, "logs", "etcd.log"),
-		})
+		fmt.Fprintf(out, "%s: pid %d, %s, as %s, log %s\n", c.ControllerManager.Name, c.ControllerManager.Pid(), c.ControllerManager.URL, c.ControllerManager.User, c.ControllerManager.LogPath)
+		if c.Scheduler, err = c.startComponent(c.schedulerSpec(bins.scheduler, pts.scheduler)); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "%s: pid %d, %s, as %s, log %s\n", c.Scheduler.Name, c.Scheduler.Pid(), c.Scheduler.URL, c.Scheduler.User, c.Scheduler.LogPath)
+	}
+	if o.Nodes > 0 {
+		c.socketsBefore = runtimeSockets()
+	}
+	for i := 0; i < o.Nodes; i++ {
+		n, err := c.startNode(i, bins.kubemark, pts.kubelets[i])
 		if err != nil {
 			return nil, err
 		}
-		c.Endpoints = c.Etcd.Endpoints()
-		fmt.Fprintf(out, "etcd: %d member(s) at %s, data in %s, log %s\n", o.EtcdMembers, strings.Join(c.Endpoints, ","),
-			filepath.Join(dataDir, "etcd"), filepath.Join(dataDir, "logs", "etcd.log"))
+		c.Nodes = append(c.Nodes, n)
+		if o.Nodes <= 10 {
+			fmt.Fprintf(out, "%s: pid %d, hollow node on %s, kubelet port %d, log %s\n", n.NodeName, n.Pid(), c.APIServers[n.APIServer].Name, n.KubeletPort, n.LogPath)
+		}
+	}
+	if o.Nodes > 10 {
+		fmt.Fprintf(out, "%d hollow nodes %s: kubelet ports %d-%d, logs %s\n", o.Nodes, o.nodeRange(), pts.kubelets[0], pts.kubelets[len(pts.kubelets)-1],
+			filepath.Join(dataDir, "logs", o.NodeNamePrefix+"*.log"))
 	}
 
+	if o.Controllers {
+		for _, comp := range []*Component{c.ControllerManager, c.Scheduler} {
+			if err := c.waitHealthy(ctx, comp); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.Nodes > 0 {
+		began := time.Now()
+		if err := c.waitNodesReady(ctx, admin); err != nil {
+			return nil, err
+		}
+		c.recordLeftovers()
+		fmt.Fprintf(out, "nodes: %d Ready after %s\n", o.Nodes, time.Since(began).Round(100*time.Millisecond))
+	}
+	if o.Controllers {
+		// What a pod in the default namespace needs from the controllers:
+		// its service account (ServiceAccount admission) and the CA bundle
+		// its projected token volume mounts.
+		if err := c.waitDefaultNamespaceReady(ctx, admin); err != nil {
+			return nil, c.ControllerManager.withLog(err)
+		}
+	}
+	if err := c.writeReadyFile(); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", c.ReadyFile, err)
+	}
+	fmt.Fprintf(out, "ready file: %s\n", c.ReadyFile)
+	return c, nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context, out io.Writer) error {
+	o := c.Options
+	if len(o.EtcdServers) > 0 {
+		c.Endpoints = o.EtcdServers
+		if err := CheckEtcd(ctx, c.Endpoints, o.EtcdReadyTimeout); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Using etcd at %s\n", strings.Join(c.Endpoints, ","))
+		return nil
+	}
+	clientPorts, peerPorts := memberPorts(o.EtcdClientPort, o.EtcdMembers), memberPorts(o.EtcdPeerPort, o.EtcdMembers)
+	var err error
+	c.Etcd, err = etcdlocal.Start(ctx, etcdlocal.Options{
+		DataDir:      filepath.Join(c.dataDir, "etcd"),
+		Members:      o.EtcdMembers,
+		ClientPorts:  clientPorts,
+		PeerPorts:    peerPorts,
+		ReadyTimeout: o.EtcdReadyTimeout,
+		LogFile:      filepath.Join(c.dataDir, "logs", "etcd.log"),
+	})
+	if errors.Is(err, etcdlocal.ErrPortInUse) {
+		return fmt.Errorf("embedded etcd (--etcd-client-port=%d, --etcd-peer-port=%d; member i adds i*10000, 0 picks free ports): %w", o.EtcdClientPort, o.EtcdPeerPort, err)
+	}
+	if err != nil {
+		return err
+	}
+	c.Endpoints = c.Etcd.Endpoints()
+	fmt.Fprintf(out, "etcd: %d member(s) at %s, data in %s, log %s\n", o.EtcdMembers, strings.Join(c.Endpoints, ","),
+		filepath.Join(c.dataDir, "etcd"), filepath.Join(c.dataDir, "logs", "etcd.log"))
+	return nil
+}
+
+func (c *Cluster) startAPIServers(ctx context.Context, binary string, out io.Writer) error {
+	o := c.Options
 	for i := 0; i < o.APIServers; i++ {
 		name := "kube-apiserver-" + strconv.Itoa(i+1)
 		port := o.SecurePort + i
 		url := "https://" + net.JoinHostPort(o.BindAddress, strconv.Itoa(port))
-		kubeconfig := filepath.Join(dataDir, "kubeconfig")
+		kubeconfig := filepath.Join(c.dataDir, "kubeconfig")
 		if i > 0 {
 			kubeconfig += "-" + strconv.Itoa(i+1)
 		}
 		if err := WriteKubeconfig(kubeconfig, url, c.PKI); err != nil {
-			return nil, err
+			return err
 		}
-		s, err := StartAPIServer(name, binary, url, filepath.Join(dataDir, "logs", name+".log"), c.apiserverArgs(port))
+		s, err := StartAPIServer(name, binary, url, filepath.Join(c.dataDir, "logs", name+".log"), c.apiserverArgs(port))
 		if err != nil {
-			return nil, err
+			return err
 		}
+		c.track(s.Process)
 		c.APIServers = append(c.APIServers, s)
 		c.Kubeconfigs = append(c.Kubeconfigs, kubeconfig)
 		fmt.Fprintf(out, "%s: pid %d, %s, log %s\n", name, s.Pid(), url, s.LogPath)
 	}
 	for _, s := range c.APIServers {
 		if err := s.WaitReady(ctx, RESTConfig(s.URL, c.PKI), o.ReadyTimeout); err != nil {
-			return nil, fmt.Errorf("%w\nlast lines of %s:\n%s", err, s.LogPath, s.TailLog(15))
+			return s.withLog(err)
 		}
 	}
-	return c, nil
+	return nil
+}
+
+// waitDefaultNamespaceReady waits for the default service account and the
+// kube-root-ca.crt ConfigMap in namespace default, which the
+// controller-manager's serviceaccount and root-ca-cert-publisher
+// controllers create once it holds its leader lease.
+func (c *Cluster) waitDefaultNamespaceReady(ctx context.Context, cs kubernetes.Interface) error {
+	return c.waitFor(ctx, "the controller-manager to populate namespace default", func() (bool, string) {
+		if _, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return false, "service account default: " + reason(err)
+		}
+		if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err != nil {
+			return false, "configmap kube-root-ca.crt: " + reason(err)
+		}
+		return true, ""
+	})
+}
+
+func reason(err error) string {
+	if apierrors.IsNotFound(err) {
+		return "not created yet"
+	}
+	return err.Error()
+}
+
+// track makes p's exit visible to waitFor and Wait.
+func (c *Cluster) track(p *Process) {
+	c.procs = append(c.procs, p)
+	go func() {
+		<-p.Done()
+		c.exited <- p
+	}()
+}
+
+// waitFor polls cond every 250 ms until it holds. It fails when any child
+// exits, ctx is done or the ready timeout passes; the error quotes cond's
+// last answer.
+func (c *Cluster) waitFor(ctx context.Context, what string, cond func() (bool, string)) error {
+	deadline := time.NewTimer(c.Options.ReadyTimeout)
+	defer deadline.Stop()
+	poll := time.NewTicker(250 * time.Millisecond)
+	defer poll.Stop()
+	var last string
+	for {
+		ok, why := cond()
+		if ok {
+			return nil
+		}
+		last = why
+		select {
+		case p := <-c.exited:
+			return p.withLog(p.ExitError())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("localup: waiting for %s: not done after %s (--ready-timeout); last: %s", what, c.Options.ReadyTimeout, last)
+		case <-poll.C:
+		}
+	}
+}
+
+// Wait blocks until ctx is done (nil) or a child exits on its own (an
+// error with the last lines of its log).
+func (c *Cluster) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-c.exited:
+		return p.withLog(p.ExitError())
+	}
 }
 
 func memberPorts(base, n int) []int {
@@ -230,17 +338,41 @@ func (c *Cluster) apiserverArgs(port int) []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + c.PKI.ServiceAccountPub(),
 		"--service-account-signing-key-file=" + c.PKI.ServiceAccountKey(),
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 	}
 	return append(args, c.Options.PassThrough...)
 }
 
-// Stop stops the apiservers, then etcd. It is safe to call more than once.
+// Stop removes the ready file, then stops the hollow nodes, the
+// controllers, the apiservers and etcd, in that order: each only talks to
+// the ones after it. It is safe to call more than once.
 func (c *Cluster) Stop() {
+	_ = os.Remove(c.ReadyFile)
+	grace := c.Options.ShutdownGrace
+	stopAll := func(ps []*Process) {
+		var wg sync.WaitGroup
+		for _, p := range ps {
+			wg.Go(func() { p.Stop(grace) })
+		}
+		wg.Wait()
+	}
+	var nodes []*Process
+	for _, n := range c.Nodes {
+		nodes = append(nodes, n.Process)
+	}
+	stopAll(nodes)
+	c.removeLeftovers()
+	var controllers []*Process
+	for _, comp := range []*Component{c.ControllerManager, c.Scheduler} {
+		if comp != nil {
+			controllers = append(controllers, comp.Process)
+		}
+	}
+	stopAll(controllers)
 	for _, s := range c.APIServers {
-		s.Stop(c.Options.ShutdownGrace)
+		s.Stop(grace)
 	}
 	if c.Etcd != nil {
 		c.Etcd.Close()
@@ -248,21 +380,111 @@ func (c *Cluster) Stop() {
 	}
 }
 
-func (o *Options) resolveBinary() (string, error) {
-	if o.Binary != "" {
-		if _, err := os.Stat(o.Binary); err != nil {
-			return "", fmt.Errorf("--kube-apiserver=%s: %w", o.Binary, err)
+// pickPorts checks the ports the flags name and picks free ones for the
+// rest, on loopback. A kubelet listens on every address (kubemark sets
+// that), and a port bound on any address is refused on loopback too, so
+// checking loopback catches every listener that would collide.
+func (o *Options) pickPorts() (ports, error) {
+	var p ports
+	for i := 0; i < o.APIServers; i++ {
+		if err := etcdlocal.CheckPortFree(o.BindAddress, o.SecurePort+i); err != nil {
+			return p, fmt.Errorf("kube-apiserver port (--secure-port): %w", err)
 		}
-		return o.Binary, nil
+	}
+	taken := map[int]bool{}
+	for i := 0; i < o.APIServers; i++ {
+		taken[o.SecurePort+i] = true
+	}
+	free := func() (int, error) {
+		for range 32 {
+			port, err := freeport.Port(o.BindAddress)
+			if err != nil {
+				return 0, err
+			}
+			if !taken[port] {
+				taken[port] = true
+				return port, nil
+			}
+		}
+		return 0, errors.New("localup: no free port found")
+	}
+	var err error
+	if o.Controllers {
+		if p.controllerManager, err = free(); err != nil {
+			return p, err
+		}
+		if p.scheduler, err = free(); err != nil {
+			return p, err
+		}
+	}
+	for i := 0; i < o.Nodes; i++ {
+		if o.KubeletPort == 0 {
+			port, err := free()
+			if err != nil {
+				return p, err
+			}
+			p.kubelets = append(p.kubelets, port)
+			continue
+		}
+		port := o.KubeletPort + i
+		if taken[port] {
+			return p, fmt.Errorf("hollow node %s's kubelet port (--kubelet-port=%d, node i uses kubelet-port+i): %d is also a --secure-port", o.NodeName(i), o.KubeletPort, port)
+		}
+		if err := etcdlocal.CheckPortFree("127.0.0.1", port); err != nil {
+			return p, fmt.Errorf("hollow node %s's kubelet port (--kubelet-port=%d, node i uses kubelet-port+i): %w", o.NodeName(i), o.KubeletPort, err)
+		}
+		taken[port] = true
+		p.kubelets = append(p.kubelets, port)
+	}
+	return p, nil
+}
+
+// resolveBinaries finds every program this run needs, before any starts.
+func (o *Options) resolveBinaries() (binaries, error) {
+	var b binaries
+	var errs []error
+	resolve := func(dst *string, flag, given string) {
+		p, err := resolveBinary(flag, given)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*dst = p
+	}
+	resolve(&b.apiserver, "kube-apiserver", o.Binary)
+	if o.Controllers {
+		resolve(&b.controllerManager, "kube-controller-manager", o.ControllerManagerBinary)
+		resolve(&b.scheduler, "kube-scheduler", o.SchedulerBinary)
+	}
+	if o.Nodes > 0 {
+		resolve(&b.kubemark, "kubemark", o.KubemarkBinary)
+	}
+	return b, errors.Join(errs...)
+}
+
+// resolveBinary finds the program called flag (also the name of the flag
+// that sets its path): the given path, else next to local-up, else $PATH.
+func resolveBinary(flag, given string) (string, error) {
+	if given != "" {
+		if _, err := os.Stat(given); err != nil {
+			return "", fmt.Errorf("--%s=%s: %w", flag, given, err)
+		}
+		return given, nil
 	}
 	if self, err := os.Executable(); err == nil {
-		candidate := filepath.Join(filepath.Dir(self), "kube-apiserver")
+		candidate := filepath.Join(filepath.Dir(self), flag)
 		if _, err := os.Stat(candidate); err == nil {
 			return candidate, nil
 		}
 	}
-	if p, err := lookPath("kube-apiserver"); err == nil {
+	if p, err := lookPath(flag); err == nil {
 		return p, nil
 	}
-	return "", errors.New("no kube-apiserver binary next to local-up or on $PATH; run `make build` or pass --kube-apiserver")
+	hint := ""
+	switch flag {
+	case "kube-controller-manager", "kube-scheduler":
+		hint = ", or --controllers=false"
+	case "kubemark":
+		hint = ", or --nodes=0"
+	}
+	return "", fmt.Errorf("no %s binary next to local-up or on $PATH; run `make build` or pass --%s%s", flag, flag, hint)
 }

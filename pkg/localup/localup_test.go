@@ -3,13 +3,19 @@ package localup
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -160,4 +166,114 @@ func parseCert(t *testing.T, path string) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestComponentIdentities: every component's certificate carries the
+// subject RBAC's bootstrap policy and the Node authorizer expect.
+func TestComponentIdentities(t *testing.T) {
+	p := PKI{Dir: t.TempDir()}
+	if err := p.Ensure(DefaultHosts()); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, cn string
+		orgs     []string
+	}{
+		{"kube-controller-manager", "system:kube-controller-manager", nil},
+		{"kube-scheduler", "system:kube-scheduler", nil},
+		{"node-hollow-0", "system:node:hollow-0", []string{"system:nodes"}},
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(parseCert(t, p.CACert()))
+	for _, tc := range cases {
+		if err := p.EnsureClient(tc.name, tc.cn, tc.orgs); err != nil {
+			t.Fatal(err)
+		}
+		c := parseCert(t, p.ClientCert(tc.name))
+		if c.Subject.CommonName != tc.cn || !reflect.DeepEqual(c.Subject.Organization, tc.orgs) {
+			t.Errorf("%s: subject %v, want CN=%s O=%v", tc.name, c.Subject, tc.cn, tc.orgs)
+		}
+		if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+			t.Errorf("%s: not a client certificate of the CA: %v", tc.name, err)
+		}
+	}
+	if err := p.EnsureServing("kube-scheduler", []string{"127.0.0.1", "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseCert(t, p.ServingCertFor("kube-scheduler")).Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("scheduler serving cert does not verify for 127.0.0.1: %v", err)
+	}
+}
+
+func TestNodeReadySince(t *testing.T) {
+	started := time.Date(2026, 12, 1, 10, 0, 0, 500_000_000, time.UTC)
+	cond := func(status corev1.ConditionStatus, heartbeat time.Time) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+			{Type: corev1.NodeReady, Status: status, Reason: "KubeletReady", LastHeartbeatTime: metav1.NewTime(heartbeat)},
+		}}}
+	}
+	cases := []struct {
+		name string
+		node *corev1.Node
+		want bool
+	}{
+		{"ready now", cond(corev1.ConditionTrue, started.Add(time.Second)), true},
+		{"ready in the same second", cond(corev1.ConditionTrue, started.Truncate(time.Second)), true},
+		{"ready, from an earlier run", cond(corev1.ConditionTrue, started.Add(-time.Minute)), false},
+		{"not ready", cond(corev1.ConditionFalse, started.Add(time.Second)), false},
+		{"unknown", cond(corev1.ConditionUnknown, started.Add(time.Second)), false},
+		{"no conditions", &corev1.Node{}, false},
+	}
+	for _, tc := range cases {
+		if got, why := nodeReadySince(tc.node, started); got != tc.want {
+			t.Errorf("%s: nodeReadySince = %v (%s), want %v", tc.name, got, why, tc.want)
+		}
+	}
+}
+
+// TestRemoveLeftovers: only kubemark's own shapes of path are removed, and
+// a runtime socket only when nothing listens on it.
+func TestRemoveLeftovers(t *testing.T) {
+	root, err := os.MkdirTemp("/tmp", "hollow-kubelet.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root+"/f", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir() // not a shape local-up removes
+	stale := fmt.Sprintf("/tmp/kubelet_remote_%d.sock", time.Now().UnixNano())
+	if err := os.WriteFile(stale, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live := fmt.Sprintf("/tmp/kubelet_remote_%d1.sock", time.Now().UnixNano())
+	l, err := net.Listen("unix", live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	removeLeftovers([]string{root, other, stale, live, "/tmp", ""})
+	for path, wantGone := range map[string]bool{root: true, stale: true, other: false, live: false, "/tmp": false} {
+		_, err := os.Stat(path)
+		if gone := errors.Is(err, os.ErrNotExist); gone != wantGone {
+			t.Errorf("%s: removed=%v, want %v", path, gone, wantGone)
+		}
+	}
+}
+
+func TestReadyFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	c := &Cluster{Options: NewOptions(), dataDir: dir, ReadyFile: ReadyFilePath(dir), Endpoints: []string{"http://127.0.0.1:2379"}}
+	if err := c.writeReadyFile(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadReadyFile(c.ReadyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PID != os.Getpid() || f.DataDir != dir || !reflect.DeepEqual(f.Etcd.Endpoints, c.Endpoints) || f.Nodes == nil || f.ControllerManager != nil {
+		t.Fatalf("ready file read back as %+v", f)
+	}
 }

@@ -31,9 +31,36 @@ func (p PKI) AdminKey() string          { return filepath.Join(p.Dir, "admin.key
 func (p PKI) ServiceAccountKey() string { return filepath.Join(p.Dir, "sa.key") }
 func (p PKI) ServiceAccountPub() string { return filepath.Join(p.Dir, "sa.pub") }
 
+// ClientCert and ClientKey are the files of the client credential called
+// name (see EnsureClient).
+func (p PKI) ClientCert(name string) string { return filepath.Join(p.Dir, name+".crt") }
+func (p PKI) ClientKey(name string) string  { return filepath.Join(p.Dir, name+".key") }
+
+// ServingCertFor and ServingKeyFor are the files of component's serving
+// credential (see EnsureServing).
+func (p PKI) ServingCertFor(component string) string {
+	return filepath.Join(p.Dir, component+"-serving.crt")
+}
+func (p PKI) ServingKeyFor(component string) string {
+	return filepath.Join(p.Dir, component+"-serving.key")
+}
+
 // AdminUser is the common name of the admin credential. It is in the
 // system:masters group, which RBAC lets do anything.
 const AdminUser = "freshcache-admin"
+
+// The identities of the other components, as a real cluster gives them:
+// RBAC's bootstrap policy binds roles to these user names (and, for
+// kubelets, the Node authorizer recognises system:node:<name> in
+// system:nodes), so each component gets exactly its own permissions.
+const (
+	ControllerManagerUser = "system:kube-controller-manager"
+	SchedulerUser         = "system:kube-scheduler"
+	NodesGroup            = "system:nodes"
+)
+
+// NodeUser is the user name of the kubelet of node.
+func NodeUser(node string) string { return "system:node:" + node }
 
 // Ensure creates every missing file. Existing files are kept, so restarts
 // reuse the credentials that earlier kubeconfigs hold.
@@ -51,15 +78,7 @@ func (p PKI) Ensure(hosts []string) error {
 		return err
 	}
 	if !exists(p.ServingCert()) || !exists(p.ServingKey()) {
-		tmpl := leafTemplate("kube-apiserver", nil, x509.ExtKeyUsageServerAuth)
-		for _, h := range hosts {
-			if ip := net.ParseIP(h); ip != nil {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			} else {
-				tmpl.DNSNames = append(tmpl.DNSNames, h)
-			}
-		}
-		if err := writeLeaf(tmpl, ca, caKey, p.ServingCert(), p.ServingKey()); err != nil {
+		if err := writeLeaf(servingTemplate("kube-apiserver", hosts), ca, caKey, p.ServingCert(), p.ServingKey()); err != nil {
 			return err
 		}
 	}
@@ -75,6 +94,48 @@ func (p PKI) Ensure(hosts []string) error {
 		}
 	}
 	return nil
+}
+
+// EnsureClient writes, unless both exist, a client certificate and key
+// called name for user cn in groups orgs, signed by the CA that Ensure
+// wrote. An existing pair is kept even if it names another user: the name
+// is the identity, so callers give each identity its own name.
+func (p PKI) EnsureClient(name, cn string, orgs []string) error {
+	if exists(p.ClientCert(name)) && exists(p.ClientKey(name)) {
+		return nil
+	}
+	ca, caKey, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	return writeLeaf(leafTemplate(cn, orgs, x509.ExtKeyUsageClientAuth), ca, caKey, p.ClientCert(name), p.ClientKey(name))
+}
+
+// EnsureServing writes, unless both exist, a serving certificate for
+// component valid for hosts, signed by the CA, so that local-up (and anyone
+// with ca.crt) can check the component's /healthz without skipping TLS
+// verification.
+func (p PKI) EnsureServing(component string, hosts []string) error {
+	if exists(p.ServingCertFor(component)) && exists(p.ServingKeyFor(component)) {
+		return nil
+	}
+	ca, caKey, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	return writeLeaf(servingTemplate(component, hosts), ca, caKey, p.ServingCertFor(component), p.ServingKeyFor(component))
+}
+
+func servingTemplate(cn string, hosts []string) *x509.Certificate {
+	tmpl := leafTemplate(cn, nil, x509.ExtKeyUsageServerAuth)
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return tmpl
 }
 
 // DefaultHosts are the names the serving certificate is valid for: loopback,

@@ -3,6 +3,7 @@ package localup
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -15,26 +16,26 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// ErrExited is wrapped when a kube-apiserver child exits before it is asked to.
-var ErrExited = errors.New("localup: kube-apiserver exited")
+// ErrExited is wrapped when a child process (a kube-apiserver, the
+// controller-manager, the scheduler or a hollow node) exits before it is
+// asked to.
+var ErrExited = errors.New("localup: child process exited")
 
-// APIServer is one supervised kube-apiserver child process.
-type APIServer struct {
-	// Name identifies the instance in messages, e.g. "kube-apiserver-1".
+// Process is one supervised child process. Its stdout and stderr go to
+// LogPath.
+type Process struct {
+	// Name identifies the child in messages, e.g. "kube-apiserver-1".
 	Name string
-	// URL is the https address clients use.
-	URL string
 	// LogPath receives the child's stdout and stderr.
 	LogPath string
 
 	cmd  *exec.Cmd
-	log  *os.File
 	done chan struct{}
 	err  error // set before done is closed
 }
 
-// StartAPIServer starts binary with args, logging to logPath.
-func StartAPIServer(name, binary, url, logPath string, args []string) (*APIServer, error) {
+// StartProcess starts binary with args, logging to logPath.
+func StartProcess(name, binary, logPath string, args []string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -48,64 +49,66 @@ func StartAPIServer(name, binary, url, logPath string, args []string) (*APIServe
 		_ = logFile.Close()
 		return nil, fmt.Errorf("localup: starting %s (%s): %w", name, binary, err)
 	}
-	s := &APIServer{Name: name, URL: url, LogPath: logPath, cmd: cmd, log: logFile, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		_ = logFile.Close()
-		s.err = err
-		close(s.done)
+		p.err = err
+		close(p.done)
 	}()
-	return s, nil
+	return p, nil
 }
 
 // Pid is the child's process id.
-func (s *APIServer) Pid() int { return s.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Done is closed when the child has exited.
-func (s *APIServer) Done() <-chan struct{} { return s.done }
+func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitError describes how the child ended; valid after Done is closed.
-func (s *APIServer) ExitError() error {
-	if s.err == nil {
-		return fmt.Errorf("%w: %s ended with status 0", ErrExited, s.Name)
+func (p *Process) ExitError() error {
+	if p.err == nil {
+		return fmt.Errorf("%w: %s ended with status 0", ErrExited, p.Name)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrExited, s.Name, s.err)
+	return fmt.Errorf("%w: %s: %v", ErrExited, p.Name, p.err)
 }
 
-// WaitReady polls /readyz with the admin credential until it answers 200,
-// the child exits, ctx is done or timeout passes.
-func (s *APIServer) WaitReady(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
-	tlsCfg, err := rest.TLSConfigFor(cfg)
-	if err != nil {
-		return err
-	}
+// WaitHealthy polls url (a /readyz or /healthz) until it answers 200, the
+// child exits, ctx is done or timeout passes.
+func (p *Process) WaitHealthy(ctx context.Context, tlsCfg *tls.Config, url string, timeout time.Duration) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsCfg}, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
+	return p.waitFor(ctx, timeout, func() (bool, string) { return getOK(ctx, client, url) })
+}
+
+// waitFor polls cond every 250 ms until it holds, the child exits, ctx is
+// done or timeout passes. The error quotes cond's last answer.
+func (p *Process) waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, string)) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	poll := time.NewTicker(250 * time.Millisecond)
 	defer poll.Stop()
 	var last string
 	for {
-		if ok, why := readyz(ctx, client, s.URL); ok {
+		ok, why := cond()
+		if ok {
 			return nil
-		} else {
-			last = why
 		}
+		last = why
 		select {
-		case <-s.done:
-			return s.ExitError()
+		case <-p.done:
+			return p.ExitError()
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("localup: %s not ready after %s (last answer: %s)", s.Name, timeout, last)
+			return fmt.Errorf("localup: %s not ready after %s (last answer: %s)", p.Name, timeout, last)
 		case <-poll.C:
 		}
 	}
 }
 
-func readyz(ctx context.Context, client *http.Client, base string) (bool, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+func getOK(ctx context.Context, client *http.Client, url string) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return false, err.Error()
 	}
@@ -118,32 +121,63 @@ func readyz(ctx context.Context, client *http.Client, base string) (bool, string
 	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(lastLines(body, 3)))
 }
 
-// Stop sends SIGTERM, which starts kube-apiserver's graceful shutdown, and
-// kills the child if it has not exited within grace.
-func (s *APIServer) Stop(grace time.Duration) {
+// Stop sends SIGTERM, which starts a Kubernetes component's graceful
+// shutdown, and kills the child if it has not exited within grace.
+func (p *Process) Stop(grace time.Duration) {
 	select {
-	case <-s.done:
+	case <-p.done:
 		return
 	default:
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-s.done:
+	case <-p.done:
 	case <-t.C:
-		_ = s.cmd.Process.Kill()
-		<-s.done
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 }
 
 // TailLog returns the last n lines of the child's log, for error messages.
-func (s *APIServer) TailLog(n int) string {
-	data, err := os.ReadFile(s.LogPath)
+func (p *Process) TailLog(n int) string {
+	data, err := os.ReadFile(p.LogPath)
 	if err != nil {
 		return ""
 	}
 	return string(lastLines(data, n))
+}
+
+// withLog adds the last lines of p's log to err, so a failure says why.
+func (p *Process) withLog(err error) error {
+	return fmt.Errorf("%w\nlast lines of %s:\n%s", err, p.LogPath, p.TailLog(15))
+}
+
+// APIServer is one supervised kube-apiserver child process.
+type APIServer struct {
+	*Process
+	// URL is the https address clients use.
+	URL string
+}
+
+// StartAPIServer starts binary with args, logging to logPath.
+func StartAPIServer(name, binary, url, logPath string, args []string) (*APIServer, error) {
+	p, err := StartProcess(name, binary, logPath, args)
+	if err != nil {
+		return nil, err
+	}
+	return &APIServer{Process: p, URL: url}, nil
+}
+
+// WaitReady polls /readyz with the admin credential until it answers 200,
+// the child exits, ctx is done or timeout passes.
+func (s *APIServer) WaitReady(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	return s.WaitHealthy(ctx, tlsCfg, s.URL+"/readyz", timeout)
 }
 
 func lastLines(data []byte, n int) []byte {

@@ -240,7 +240,10 @@ func metricsAreServed(ctx context.Context, t *testing.T, cs kubernetes.Interface
 		t.Fatalf("GET /metrics: %v", err)
 	}
 	text := string(body)
-	for _, name := range []string{"apiserver_request_total", "apiserver_storage_objects"} {
+	// apiserver_resource_objects, not apiserver_storage_objects: that one is
+	// deprecated since 1.34 and hidden in a binary that knows it is v1.37.2
+	// (make build's version ldflags), as in any real 1.37 cluster.
+	for _, name := range []string{"apiserver_request_total", "apiserver_resource_objects"} {
 		if !strings.Contains(text, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -349,6 +352,21 @@ func TestLocalUpReportsPortInUse(t *testing.T) {
 	if !strings.Contains(string(out), "already in use") || !strings.Contains(string(out), strconv.Itoa(port)) {
 		t.Fatalf("local-up does not say which port is in use:\n%s", out)
 	}
+
+	// A hollow node's kubelet port: refused before anything starts.
+	free, err := freeport.Port("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.CommandContext(ctx, bin("local-up"), "--data-dir="+t.TempDir(), "--secure-port="+strconv.Itoa(free),
+		"--etcd-client-port=0", "--etcd-peer-port=0", "--kube-apiserver="+bin("kube-apiserver"),
+		"--controllers=false", "--nodes=1", "--kubelet-port="+strconv.Itoa(port)).CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("local-up with a taken kubelet port: err=%v, want a non-zero exit\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--kubelet-port") || !strings.Contains(string(out), "already in use") || strings.Contains(string(out), "etcd:") {
+		t.Fatalf("local-up does not name --kubelet-port, or started etcd first:\n%s", out)
+	}
 }
 
 func TestLocalUpRefusesBadFlags(t *testing.T) {
@@ -360,6 +378,10 @@ func TestLocalUpRefusesBadFlags(t *testing.T) {
 		{"two etcd members", []string{"--etcd-members=2"}, "--etcd-members=2"},
 		{"non-loopback bind", []string{"--bind-address=0.0.0.0"}, "loopback"},
 		{"positional argument", []string{"stray"}, "unexpected argument"},
+		{"negative node count", []string{"--nodes=-3"}, "--nodes=-3: use 0 to"},
+		{"absurd node count", []string{"--nodes=1000000"}, "--nodes=1000000: use 0 to"},
+		{"missing kubemark", []string{"--kubemark=/nonexistent/kubemark"}, "--kubemark=/nonexistent/kubemark"},
+		{"missing controller-manager", []string{"--kube-controller-manager=/nonexistent/kcm"}, "--kube-controller-manager=/nonexistent/kcm"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

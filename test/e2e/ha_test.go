@@ -10,12 +10,21 @@ import (
 )
 
 // TestHAControlPlane runs the seed bug's topology: a 3-member etcd and two
-// kube-apiservers, each with its own kubeconfig. A write through one
-// apiserver must be visible to a consistent read through the other.
+// kube-apiservers, each with its own kubeconfig, and a whole cluster on
+// them: the controllers and two hollow nodes, one on each apiserver. A
+// write through one apiserver must be visible to a consistent read through
+// the other, and a Deployment must run on both nodes' kubelets.
 func TestHAControlPlane(t *testing.T) {
-	l := startLocalUp(t, "--etcd-members=3", "--apiservers=2", "--watch-cache-implementation="+implementations[0])
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	l := startLocalUp(t, "--etcd-members=3", "--apiservers=2", "--watch-cache-implementation="+implementations[0],
+		"--controllers=true", "--nodes=2")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	if n := l.ready.Nodes; len(n) != 2 || n[0].APIServerURL == n[1].APIServerURL || n[1].APIServerURL != l.ready.APIServers[1].URL {
+		t.Fatalf("hollow nodes %+v; want one on each apiserver", n)
+	}
+	if len(l.ready.Etcd.Endpoints) != 3 {
+		t.Fatalf("ready file lists etcd endpoints %v, want 3", l.ready.Etcd.Endpoints)
+	}
 	first, second := l.client(t, 0), l.client(t, 1)
 	if first == second {
 		t.Fatal("both kubeconfigs gave the same client")
@@ -46,6 +55,7 @@ func TestHAControlPlane(t *testing.T) {
 	if !found {
 		t.Fatal("consistent list through the second apiserver misses a write acknowledged by the first")
 	}
+	deploymentRunsOnHollowNodes(ctx, t, l, "default")
 	if err := l.stop(t); err != nil {
 		t.Fatalf("local-up exited with %v after SIGINT\n%s", err, l.out())
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/watchcache/freeport"
 )
 
@@ -25,6 +26,9 @@ type localUp struct {
 	cmd         *exec.Cmd
 	dataDir     string
 	kubeconfigs []string
+	// ready is local-up's ready file (localup.ReadyFile), read once it
+	// appeared.
+	ready *localup.ReadyFile
 
 	mu     sync.Mutex
 	output strings.Builder // everything local-up printed
@@ -33,8 +37,11 @@ type localUp struct {
 }
 
 // startLocalUp runs local-up with extra flags on free ports and waits until
-// it prints the kubeconfig lines. The process is stopped at test cleanup if
-// the test did not stop it.
+// it writes its ready file. Without extra flags it is a bare control plane
+// (etcd and kube-apiserver, as the tests of the cache want); a test that
+// wants the controllers or hollow nodes passes --controllers or --nodes,
+// which override the defaults here. The process is stopped at test cleanup
+// if the test did not stop it.
 func startLocalUp(t *testing.T, extra ...string) *localUp {
 	t.Helper()
 	port, err := freeport.Port("127.0.0.1")
@@ -47,8 +54,15 @@ func startLocalUp(t *testing.T, extra ...string) *localUp {
 		"--etcd-peer-port=0",
 		"--secure-port=" + strconv.Itoa(port),
 		"--kube-apiserver=" + bin("kube-apiserver"),
+		"--nodes=0",
+		"--controllers=false",
 	}, extra...)
-	l := &localUp{t: t, dataDir: args[0][len("--data-dir="):], exited: make(chan struct{})}
+	l := &localUp{t: t, exited: make(chan struct{})}
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
+			l.dataDir = v // the last one wins, as in local-up's own parsing
+		}
+	}
 	l.cmd = exec.Command(bin("local-up"), args...)
 	stdout, err := l.cmd.StdoutPipe()
 	if err != nil {
@@ -58,8 +72,7 @@ func startLocalUp(t *testing.T, extra ...string) *localUp {
 	if err := l.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	go l.scan(stdout, ready)
+	go l.scan(stdout)
 	go func() {
 		err := l.cmd.Wait()
 		l.mu.Lock()
@@ -69,17 +82,29 @@ func startLocalUp(t *testing.T, extra ...string) *localUp {
 	}()
 	t.Cleanup(func() { _ = l.stop(t) })
 
-	deadline := time.NewTimer(4 * time.Minute)
+	// The ready file appears once everything is up. A file from an earlier
+	// run on the same --data-dir names another pid.
+	path := localup.ReadyFilePath(l.dataDir)
+	deadline := time.NewTimer(5 * time.Minute)
 	defer deadline.Stop()
-	select {
-	case <-ready:
-		return l
-	case <-l.exited:
-		t.Fatalf("local-up exited before it was ready: %v\n%s", l.err, l.out())
-	case <-deadline.C:
-		t.Fatalf("local-up not ready within 4m:\n%s", l.out())
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if f, err := localup.ReadReadyFile(path); err == nil && f.PID == l.cmd.Process.Pid {
+			l.ready = f
+			for _, a := range f.APIServers {
+				l.kubeconfigs = append(l.kubeconfigs, a.Kubeconfig)
+			}
+			return l
+		}
+		select {
+		case <-l.exited:
+			t.Fatalf("local-up exited before it was ready: %v\n%s", l.err, l.out())
+		case <-deadline.C:
+			t.Fatalf("local-up wrote no ready file %s within 5m:\n%s", path, l.out())
+		case <-poll.C:
+		}
 	}
-	return nil
 }
 
 type lockedWriter struct{ l *localUp }
@@ -90,22 +115,11 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.l.output.Write(p)
 }
 
-func (l *localUp) scan(r io.Reader, ready chan struct{}) {
+func (l *localUp) scan(r io.Reader) {
 	sc := bufio.NewScanner(r)
-	signalled := false
 	for sc.Scan() {
-		line := sc.Text()
 		l.mu.Lock()
-		l.output.WriteString(line + "\n")
-		if i := strings.Index(line, "export KUBECONFIG="); i >= 0 {
-			path := strings.TrimPrefix(line[i:], "export KUBECONFIG=")
-			path = strings.TrimSpace(strings.SplitN(path, ";", 2)[0])
-			l.kubeconfigs = append(l.kubeconfigs, path)
-		}
-		if strings.Contains(line, "Press Ctrl-C to stop.") && !signalled {
-			signalled = true
-			close(ready)
-		}
+		l.output.WriteString(sc.Text() + "\n")
 		l.mu.Unlock()
 	}
 }
@@ -140,7 +154,7 @@ func (l *localUp) restConfig(t *testing.T, i int) *rest.Config {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if i >= len(l.kubeconfigs) {
-		t.Fatalf("local-up printed %d kubeconfigs, want at least %d", len(l.kubeconfigs), i+1)
+		t.Fatalf("local-up's ready file lists %d kubeconfigs, want at least %d", len(l.kubeconfigs), i+1)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfigs[i])
 	if err != nil {

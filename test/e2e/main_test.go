@@ -8,7 +8,8 @@ import (
 	"testing"
 )
 
-// binDir holds kube-apiserver, local-up and kubectl.
+// binDir holds kube-apiserver, local-up, kubectl and the upstream components
+// local-up runs: kube-controller-manager, kube-scheduler and kubemark.
 var binDir string
 
 func TestMain(m *testing.M) {
@@ -30,8 +31,9 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 		for _, args := range [][]string{
-			{"build", "-o", tmp + "/", "./cmd/kube-apiserver", "./cmd/local-up"},
-			{"build", "-o", filepath.Join(tmp, "kubectl"), "k8s.io/kubernetes/cmd/kubectl"},
+			{"build", "-o", tmp + "/", "./cmd/kube-apiserver", "./cmd/local-up",
+				"k8s.io/kubernetes/cmd/kubectl", "k8s.io/kubernetes/cmd/kube-controller-manager",
+				"k8s.io/kubernetes/cmd/kube-scheduler", "k8s.io/kubernetes/cmd/kubemark"},
 		} {
 			cmd := exec.Command("go", args...)
 			cmd.Dir = root
@@ -43,7 +45,7 @@ func runMain(m *testing.M) int {
 		}
 		binDir = tmp
 	}
-	for _, name := range []string{"kube-apiserver", "local-up", "kubectl"} {
+	for _, name := range []string{"kube-apiserver", "local-up", "kubectl", "kube-controller-manager", "kube-scheduler", "kubemark"} {
 		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e needs %s in %s: %v\n", name, binDir, err)
 			return 1

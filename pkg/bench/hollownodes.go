@@ -1,0 +1,337 @@
+package bench
+
+// What a kubemark hollow node costs on this machine: local-up with the
+// controllers and N hollow nodes, idle and under pod churn, from /proc.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/freshcache/freshcache/pkg/localup"
+)
+
+// HollowNodesConfig is one hollow-node cost run: one local-up per node
+// count, measured idle and then while pods are deleted (and recreated by
+// their ReplicaSet) at a steady rate.
+type HollowNodesConfig struct {
+	BinDir string
+	Nodes  []int
+	// Settle is the pause after local-up is ready, before the idle window:
+	// kubelets and controllers do their start-up work first.
+	Settle time.Duration
+	Window time.Duration
+	// PodsPerNode sizes the churn Deployment; DeletesPerSec is the churn.
+	PodsPerNode   int
+	DeletesPerSec float64
+	DataDir       string
+	Progress      io.Writer
+}
+
+// HollowNodesRow is one node count's result.
+type HollowNodesRow struct {
+	Nodes int
+	// Ready is local-up's start until its ready file (all nodes Ready).
+	Ready time.Duration
+	// Node* are per hollow node: mean and max RSS, mean anonymous RSS
+	// (RssAnon: what another node adds; the rest of RSS is the kubemark
+	// binary's pages, shared by all nodes), mean CPU in millicores.
+	NodeRSSMeanMB, NodeRSSMaxMB             float64
+	NodeAnonMB                              float64
+	NodeCPUIdleM, NodeCPUChurnM             float64
+	ControlCPUIdleM, ControlCPUChurnM       float64 // apiserver + controllers + local-up (etcd)
+	ControlRSSMB                            float64
+	MachineIdleIdlePct, MachineIdleChurnPct float64 // share of both cores idle
+	MemAvailableMB                          float64 // at the end of the idle window
+	PodsRunning                             int     // Running churn pods at the end
+	Deleted                                 int
+}
+
+// MeasureHollowNodes runs every node count in turn.
+func MeasureHollowNodes(ctx context.Context, cfg HollowNodesConfig) ([]HollowNodesRow, error) {
+	var rows []HollowNodesRow
+	for _, n := range cfg.Nodes {
+		row, err := measureHollowNodes(ctx, cfg, n)
+		if err != nil {
+			return rows, fmt.Errorf("bench: %d hollow nodes: %w", n, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (row HollowNodesRow, err error) {
+	row.Nodes = nodes
+	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("nodes-%d", nodes))
+	began := time.Now()
+	lu, err := startLocalUp(ctx, cfg.BinDir, dir, []string{"--controllers=true", "--nodes=" + strconv.Itoa(nodes), "--ready-timeout=10m"})
+	if err != nil {
+		return row, err
+	}
+	defer lu.stop()
+	row.Ready = time.Since(began)
+	fmt.Fprintf(cfg.Progress, "# %d nodes ready in %s\n", nodes, row.Ready.Round(time.Second))
+	rc, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	if err != nil {
+		return row, err
+	}
+	rc.QPS, rc.Burst = 100, 200
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return row, err
+	}
+	var nodePIDs, controlPIDs []int
+	for _, n := range lu.ready.Nodes {
+		nodePIDs = append(nodePIDs, n.PID)
+	}
+	controlPIDs = append(controlPIDs, lu.ready.PID)
+	for _, a := range lu.ready.APIServers {
+		controlPIDs = append(controlPIDs, a.PID)
+	}
+	for _, p := range []*localup.ReadyProcess{lu.ready.ControllerManager, lu.ready.Scheduler} {
+		controlPIDs = append(controlPIDs, p.PID)
+	}
+
+	if err := sleepCtx(ctx, cfg.Settle); err != nil {
+		return row, err
+	}
+	idle, err := sampleWindow(ctx, cfg.Window, nodePIDs, controlPIDs, nil)
+	if err != nil {
+		return row, err
+	}
+	row.NodeCPUIdleM, row.ControlCPUIdleM, row.MachineIdleIdlePct = idle.nodeCPU, idle.controlCPU, idle.machineIdle
+	row.NodeRSSMeanMB, row.NodeRSSMaxMB, row.NodeAnonMB, row.ControlRSSMB = idle.nodeRSSMean, idle.nodeRSSMax, idle.nodeAnon, idle.controlRSS
+	row.MemAvailableMB = memAvailableMB()
+	fmt.Fprintf(cfg.Progress, "# %d nodes idle: %.0f MB/node (%.0f MB anon), %.1f mCPU/node, machine %.0f%% idle\n", nodes, row.NodeRSSMeanMB, row.NodeAnonMB, row.NodeCPUIdleM, row.MachineIdleIdlePct)
+
+	// Churn: a Deployment of PodsPerNode pods per node, then pods deleted
+	// at random at a steady rate, each one replaced by the ReplicaSet,
+	// scheduled, started by a kubelet and killed by another.
+	replicas := int32(cfg.PodsPerNode * nodes)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "churn"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "churn"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "churn"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		return row, err
+	}
+	if err := waitRunning(ctx, cs, int(replicas), 5*time.Minute); err != nil {
+		return row, err
+	}
+	deleted := 0
+	churn := func(ctx context.Context) {
+		tick := time.NewTicker(time.Duration(float64(time.Second) / cfg.DeletesPerSec))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=churn", ResourceVersion: "0"})
+			if err != nil || len(pods.Items) == 0 {
+				continue
+			}
+			p := pods.Items[rand.IntN(len(pods.Items))]
+			if cs.CoreV1().Pods("default").Delete(ctx, p.Name, metav1.DeleteOptions{}) == nil {
+				deleted++
+			}
+		}
+	}
+	busy, err := sampleWindow(ctx, cfg.Window, nodePIDs, controlPIDs, churn)
+	if err != nil {
+		return row, err
+	}
+	row.Deleted = deleted
+	row.NodeCPUChurnM, row.ControlCPUChurnM, row.MachineIdleChurnPct = busy.nodeCPU, busy.controlCPU, busy.machineIdle
+	row.PodsRunning = countRunning(ctx, cs)
+	fmt.Fprintf(cfg.Progress, "# %d nodes churn: %d deleted, %.1f mCPU/node, machine %.0f%% idle\n", nodes, deleted, row.NodeCPUChurnM, row.MachineIdleChurnPct)
+	return row, nil
+}
+
+type window struct {
+	nodeCPU, controlCPU                 float64 // millicores; nodeCPU per node
+	nodeRSSMean, nodeRSSMax, controlRSS float64 // MB
+	nodeAnon                            float64 // MB, mean RssAnon
+	machineIdle                         float64 // percent
+}
+
+// sampleWindow measures CPU over d from /proc (and runs work meanwhile,
+// when given), and RSS at its end.
+func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, work func(context.Context)) (window, error) {
+	var w window
+	n0, c0 := cpuTicks(nodes), cpuTicks(control)
+	idle0, total0 := machineTicks()
+	start := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if work != nil {
+		work(wctx)
+	}
+	<-wctx.Done()
+	if ctx.Err() != nil {
+		return w, ctx.Err()
+	}
+	secs := time.Since(start).Seconds()
+	n1, c1 := cpuTicks(nodes), cpuTicks(control)
+	idle1, total1 := machineTicks()
+	const hz = 100 // USER_HZ on Linux
+	w.nodeCPU = (n1 - n0) / hz / secs * 1000 / float64(max(len(nodes), 1))
+	w.controlCPU = (c1 - c0) / hz / secs * 1000
+	if total1 > total0 {
+		w.machineIdle = 100 * (idle1 - idle0) / (total1 - total0)
+	}
+	var sum, anon float64
+	for _, p := range nodes {
+		r := rssMB(p)
+		sum += r
+		anon += statusKB(filepath.Join("/proc", strconv.Itoa(p), "status"), "RssAnon:") / 1024
+		w.nodeRSSMax = max(w.nodeRSSMax, r)
+	}
+	w.nodeRSSMean = sum / float64(max(len(nodes), 1))
+	w.nodeAnon = anon / float64(max(len(nodes), 1))
+	for _, p := range control {
+		w.controlRSS += rssMB(p)
+	}
+	return w, nil
+}
+
+// cpuTicks sums utime+stime of pids (clock ticks).
+func cpuTicks(pids []int) float64 {
+	var sum float64
+	for _, p := range pids {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 12 {
+			u, _ := strconv.ParseFloat(f[11], 64)
+			k, _ := strconv.ParseFloat(f[12], 64)
+			sum += u + k
+		}
+	}
+	return sum
+}
+
+// machineTicks are the idle (idle+iowait) and total ticks of all cores.
+func machineTicks() (idle, total float64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line := strings.SplitN(string(data), "\n", 2)[0]
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		total += v
+		if i == 3 || i == 4 {
+			idle += v
+		}
+	}
+	return idle, total
+}
+
+func rssMB(pid int) float64 {
+	return statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), "VmRSS:") / 1024
+}
+
+func memAvailableMB() float64 { return statusKB("/proc/meminfo", "MemAvailable:") / 1024 }
+
+func statusKB(path, key string) float64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseFloat(f[0], 64)
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+func countRunning(ctx context.Context, cs kubernetes.Interface) int {
+	pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=churn"})
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
+}
+
+func waitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		n := countRunning(ctx, cs)
+		if n >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d churn pods Running after %s: %w", n, want, timeout, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// WriteHollowNodesMarkdown writes the rows as a table.
+func WriteHollowNodesMarkdown(w io.Writer, cfg HollowNodesConfig, rows []HollowNodesRow) error {
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Nodes < rows[j].Nodes })
+	var b strings.Builder
+	fmt.Fprintf(&b, "Each row: local-up with the controller-manager, the scheduler and N hollow nodes; %s to settle, %s idle, then %s while %.1f pods/s of a %d-pods-per-node Deployment are deleted (the ReplicaSet replaces each). CPU in millicores (1000 = one core), from /proc utime+stime; RSS from VmRSS at the end of the idle window, and its anonymous part (RssAnon), which is what one more node adds: the rest is the kubemark binary's file pages, shared by every node. \"control plane\" is kube-apiserver, kube-controller-manager, kube-scheduler and local-up (which runs etcd in-process).\n\n",
+		cfg.Settle, cfg.Window, cfg.Window, cfg.DeletesPerSec, cfg.PodsPerNode)
+	b.WriteString("| nodes | ready after | RSS/node MB (mean, max) | anon RSS/node MB | CPU/node idle | CPU/node churn | control plane CPU idle | control plane CPU churn | control plane RSS MB | machine idle (idle, churn) | MemAvailable MB | pods deleted, Running at end |\n")
+	b.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %d | %s | %.0f, %.0f | %.0f | %.1f | %.1f | %.0f | %.0f | %.0f | %.0f%%, %.0f%% | %.0f | %d, %d |\n",
+			r.Nodes, r.Ready.Round(time.Second), r.NodeRSSMeanMB, r.NodeRSSMaxMB, r.NodeAnonMB, r.NodeCPUIdleM, r.NodeCPUChurnM,
+			r.ControlCPUIdleM, r.ControlCPUChurnM, r.ControlRSSMB, r.MachineIdleIdlePct, r.MachineIdleChurnPct, r.MemAvailableMB, r.Deleted, r.PodsRunning)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,226 @@
+package localup
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxNodes bounds --nodes. A hollow node costs about 17 MB of its own and
+// 3.5 millicores idle, and all of them start at once (docs/hollow-nodes.md:
+// 120 ran without strain on 2 cores); far more than this is a typo.
+const MaxNodes = 200
+
+// Options configure a local control plane. NewOptions gives the defaults.
+type Options struct {
+	// DataDir holds etcd's data, credentials, kubeconfigs and logs.
+	DataDir string
+	// EtcdMembers is the size of the embedded etcd cluster.
+	EtcdMembers int
+	// EtcdServers, when set, replaces the embedded etcd with these URLs.
+	EtcdServers []string
+	// EtcdClientPort and EtcdPeerPort are member 0's ports. Member i adds
+	// i*10000, the layout of etcd's own Procfile (2379, 12379, 22379).
+	EtcdClientPort int
+	EtcdPeerPort   int
+	// EtcdReadyTimeout bounds the wait for the embedded etcd.
+	EtcdReadyTimeout time.Duration
+	// APIServers is the number of kube-apiserver processes.
+	APIServers int
+	// SecurePort is the first kube-apiserver's port; instance i adds i.
+	SecurePort int
+	// BindAddress is the loopback address the apiservers listen on.
+	BindAddress string
+	// Binary is the kube-apiserver to run.
+	Binary string
+	// ReadyTimeout bounds the wait for each kube-apiserver's /readyz, and
+	// then for the controllers and the nodes.
+	ReadyTimeout time.Duration
+	// ShutdownGrace is how long a kube-apiserver may take to stop on SIGTERM.
+	ShutdownGrace time.Duration
+
+	// Controllers runs kube-controller-manager and kube-scheduler.
+	Controllers bool
+	// ControllerManagerBinary and SchedulerBinary are the binaries to run;
+	// empty means next to local-up, then $PATH.
+	ControllerManagerBinary string
+	SchedulerBinary         string
+
+	// Nodes is the number of kubemark hollow nodes.
+	Nodes int
+	// NodeNamePrefix names node i NodeNamePrefix+i.
+	NodeNamePrefix string
+	// KubemarkBinary is the kubemark to run; empty means next to local-up,
+	// then $PATH.
+	KubemarkBinary string
+	// KubeletPort is node 0's kubelet port; node i adds i. 0 picks free
+	// ports.
+	KubeletPort int
+	// NodeAPIServer is the apiserver (1-based) every node talks to; 0
+	// spreads the nodes over the apiservers round-robin.
+	NodeAPIServer int
+	// NodeAPIServerOverrides maps a node name to its apiserver (1-based),
+	// over NodeAPIServer.
+	NodeAPIServerOverrides map[string]string
+
+	// PassThrough are extra kube-apiserver flags, appended last so they win.
+	PassThrough []string
+}
+
+// NewOptions returns the defaults of `make run`: one apiserver, the
+// controller-manager, the scheduler and two hollow nodes.
+func NewOptions() *Options {
+	return &Options{
+		DataDir:          filepath.Join("_output", "local-up"),
+		EtcdMembers:      1,
+		EtcdClientPort:   2379,
+		EtcdPeerPort:     2380,
+		EtcdReadyTimeout: time.Minute,
+		APIServers:       1,
+		SecurePort:       6443,
+		BindAddress:      "127.0.0.1",
+		ReadyTimeout:     3 * time.Minute,
+		ShutdownGrace:    30 * time.Second,
+		Controllers:      true,
+		Nodes:            2,
+		NodeNamePrefix:   "hollow-",
+	}
+}
+
+// AddFlags registers local-up's own flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "Directory for etcd data, credentials, kubeconfigs and logs. Kept across restarts.")
+	fs.IntVar(&o.EtcdMembers, "etcd-members", o.EtcdMembers, "Members of the embedded etcd cluster, all on loopback (1 or 3).")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "Use this existing etcd cluster (comma-separated URLs) instead of an embedded one.")
+	fs.IntVar(&o.EtcdClientPort, "etcd-client-port", o.EtcdClientPort, "Client port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
+	fs.IntVar(&o.EtcdPeerPort, "etcd-peer-port", o.EtcdPeerPort, "Peer port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
+	fs.DurationVar(&o.EtcdReadyTimeout, "etcd-ready-timeout", o.EtcdReadyTimeout, "How long to wait for etcd (embedded or --etcd-servers) to serve.")
+	fs.IntVar(&o.APIServers, "apiservers", o.APIServers, "Number of kube-apiserver processes against the same etcd, on consecutive ports, each with its own kubeconfig.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port of the first kube-apiserver; instance i uses secure-port+i.")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Loopback address the kube-apiservers, controller-manager and scheduler listen on.")
+	fs.StringVar(&o.Binary, "kube-apiserver", o.Binary, "Path of the kube-apiserver binary. Default: next to local-up, then $PATH.")
+	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "How long to wait for each kube-apiserver's /readyz, then for the controllers and then for the nodes to be Ready.")
+	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "How long a child process may take to stop before it is killed.")
+
+	fs.BoolVar(&o.Controllers, "controllers", o.Controllers, "Run kube-controller-manager and kube-scheduler (against the first kube-apiserver), each with its own identity.")
+	fs.StringVar(&o.ControllerManagerBinary, "kube-controller-manager", o.ControllerManagerBinary, "Path of the kube-controller-manager binary. Default: next to local-up, then $PATH.")
+	fs.StringVar(&o.SchedulerBinary, "kube-scheduler", o.SchedulerBinary, "Path of the kube-scheduler binary. Default: next to local-up, then $PATH.")
+	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Number of kubemark hollow nodes: the real kubelet on a fake container runtime, one process each (0 to %d).", MaxNodes))
+	fs.StringVar(&o.NodeNamePrefix, "node-name-prefix", o.NodeNamePrefix, "Node i is called <prefix><i>.")
+	fs.StringVar(&o.KubemarkBinary, "kubemark", o.KubemarkBinary, "Path of the kubemark binary (hollow nodes). Default: next to local-up, then $PATH.")
+	fs.IntVar(&o.KubeletPort, "kubelet-port", o.KubeletPort, "Kubelet port of the first hollow node; node i uses kubelet-port+i. 0 picks free ports.")
+	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the hollow nodes talk to. 0 spreads them round-robin: node i uses apiserver i mod N + 1.")
+	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, e.g. hollow-0=2,hollow-1=1.")
+}
+
+// Validate reports every problem with the options.
+func (o *Options) Validate() []error {
+	var errs []error
+	if o.DataDir == "" {
+		errs = append(errs, errors.New("--data-dir must not be empty"))
+	}
+	if len(o.EtcdServers) == 0 && o.EtcdMembers != 1 && o.EtcdMembers != 3 {
+		errs = append(errs, fmt.Errorf("--etcd-members=%d: use 1 or 3", o.EtcdMembers))
+	}
+	if o.APIServers < 1 || o.APIServers > 9 {
+		errs = append(errs, fmt.Errorf("--apiservers=%d: use 1 to 9", o.APIServers))
+	}
+	if o.SecurePort < 1 || o.SecurePort+o.APIServers-1 > 65535 {
+		errs = append(errs, fmt.Errorf("--secure-port=%d: out of range", o.SecurePort))
+	}
+	if ip := net.ParseIP(o.BindAddress); ip == nil || !ip.IsLoopback() {
+		errs = append(errs, fmt.Errorf("--bind-address=%q: local-up listens on loopback only", o.BindAddress))
+	}
+	if o.ReadyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--ready-timeout=%s: must be positive", o.ReadyTimeout))
+	}
+	errs = append(errs, o.validateNodes()...)
+	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {
+		if HasFlag(o.PassThrough, flag) {
+			errs = append(errs, fmt.Errorf("--%s is local-up's own flag; give it before any kube-apiserver flags", flag))
+		}
+	}
+	return errs
+}
+
+func (o *Options) validateNodes() []error {
+	var errs []error
+	if o.Nodes < 0 || o.Nodes > MaxNodes {
+		errs = append(errs, fmt.Errorf("--nodes=%d: use 0 to %d (each hollow node is a process of its own; docs/hollow-nodes.md)", o.Nodes, MaxNodes))
+		return errs // the other node checks would only repeat it
+	}
+	if o.Nodes > 0 {
+		for _, name := range []string{o.NodeName(0), o.NodeName(o.Nodes - 1)} {
+			if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("--node-name-prefix=%q: node name %q is not valid: %s", o.NodeNamePrefix, name, msgs[0]))
+				break
+			}
+		}
+	}
+	if o.KubeletPort != 0 && (o.KubeletPort < 1 || o.KubeletPort+max(o.Nodes, 1)-1 > 65535) {
+		errs = append(errs, fmt.Errorf("--kubelet-port=%d: out of range for %d node(s); 0 picks free ports", o.KubeletPort, o.Nodes))
+	}
+	if o.NodeAPIServer < 0 || o.NodeAPIServer > o.APIServers {
+		errs = append(errs, fmt.Errorf("--node-apiserver=%d: use 1 to --apiservers=%d, or 0 to spread the nodes", o.NodeAPIServer, o.APIServers))
+	}
+	names := make([]string, 0, len(o.NodeAPIServerOverrides))
+	for name := range o.NodeAPIServerOverrides {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := o.NodeAPIServerOverrides[name]
+		if _, ok := o.nodeIndex(name); !ok {
+			errs = append(errs, fmt.Errorf("--node-apiserver-overrides: no node %q among the %d hollow node(s) %s", name, o.Nodes, o.nodeRange()))
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > o.APIServers {
+			errs = append(errs, fmt.Errorf("--node-apiserver-overrides: %s=%s: use 1 to --apiservers=%d", name, v, o.APIServers))
+		}
+	}
+	return errs
+}
+
+// NodeName is the name of hollow node i.
+func (o *Options) NodeName(i int) string { return o.NodeNamePrefix + strconv.Itoa(i) }
+
+func (o *Options) nodeIndex(name string) (int, bool) {
+	for i := 0; i < o.Nodes; i++ {
+		if o.NodeName(i) == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+func (o *Options) nodeRange() string {
+	switch o.Nodes {
+	case 0:
+		return "(--nodes=0)"
+	case 1:
+		return "(" + o.NodeName(0) + ")"
+	default:
+		return "(" + o.NodeName(0) + " to " + o.NodeName(o.Nodes-1) + ")"
+	}
+}
+
+// NodeAPIServerIndex is the 0-based apiserver that hollow node i talks to.
+// It assumes Validate passed.
+func (o *Options) NodeAPIServerIndex(i int) int {
+	if v, ok := o.NodeAPIServerOverrides[o.NodeName(i)]; ok {
+		n, _ := strconv.Atoi(v)
+		return n - 1
+	}
+	if o.NodeAPIServer > 0 {
+		return o.NodeAPIServer - 1
+	}
+	return i % o.APIServers
+}

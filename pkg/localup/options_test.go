@@ -1,0 +1,140 @@
+package localup
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestValidateNodeFlags covers the flags of the controllers and the hollow
+// nodes: every bad value is refused with an error naming its flag.
+func TestValidateNodeFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string // "" for valid
+	}{
+		{"defaults", nil, ""},
+		{"bare apiserver", []string{"--nodes=0", "--controllers=false"}, ""},
+		{"nodes without controllers", []string{"--nodes=3", "--controllers=false"}, ""},
+		{"most nodes", []string{"--nodes=200"}, ""},
+		{"negative nodes", []string{"--nodes=-1"}, "--nodes=-1: use 0 to 200"},
+		{"absurd nodes", []string{"--nodes=100000"}, "--nodes=100000"},
+		{"uppercase prefix", []string{"--node-name-prefix=Hollow-"}, "--node-name-prefix=\"Hollow-\""},
+		{"prefix with underscore", []string{"--node-name-prefix=a_"}, "--node-name-prefix"},
+		{"dotted prefix", []string{"--node-name-prefix=rack1.node-"}, ""},
+		{"bad prefix ignored without nodes", []string{"--nodes=0", "--node-name-prefix=_"}, ""},
+		{"kubelet port", []string{"--kubelet-port=20250", "--nodes=10"}, ""},
+		{"kubelet port past the end", []string{"--kubelet-port=65530", "--nodes=10"}, "--kubelet-port=65530"},
+		{"negative kubelet port", []string{"--kubelet-port=-5"}, "--kubelet-port=-5"},
+		{"node apiserver of two", []string{"--apiservers=2", "--node-apiserver=2"}, ""},
+		{"node apiserver beyond", []string{"--apiservers=2", "--node-apiserver=3"}, "--node-apiserver=3: use 1 to --apiservers=2"},
+		{"negative node apiserver", []string{"--node-apiserver=-1"}, "--node-apiserver=-1"},
+		{"override", []string{"--apiservers=2", "--node-apiserver-overrides=hollow-0=2,hollow-1=1"}, ""},
+		{"override unknown node", []string{"--node-apiserver-overrides=hollow-2=1"}, `no node "hollow-2" among the 2 hollow node(s) (hollow-0 to hollow-1)`},
+		{"override with no nodes", []string{"--nodes=0", "--node-apiserver-overrides=hollow-0=1"}, "(--nodes=0)"},
+		{"override beyond", []string{"--node-apiserver-overrides=hollow-0=2"}, "hollow-0=2: use 1 to --apiservers=1"},
+		{"override not a number", []string{"--node-apiserver-overrides=hollow-0=first"}, "hollow-0=first"},
+		{"zero ready timeout", []string{"--ready-timeout=0s"}, "--ready-timeout=0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := parse(t, tc.args...)
+			errs := o.Validate()
+			if tc.want == "" {
+				if len(errs) != 0 {
+					t.Fatalf("Validate(%q) = %v, want no error", tc.args, errs)
+				}
+				return
+			}
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
+				t.Fatalf("Validate(%q) = %v, want one error containing %q", tc.args, errs, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeAPIServerIndex(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want []int // 0-based apiserver of each node
+	}{
+		{"one apiserver", []string{"--nodes=3"}, []int{0, 0, 0}},
+		{"round-robin", []string{"--nodes=5", "--apiservers=2"}, []int{0, 1, 0, 1, 0}},
+		{"all on the second", []string{"--nodes=3", "--apiservers=2", "--node-apiserver=2"}, []int{1, 1, 1}},
+		{"override over round-robin", []string{"--nodes=3", "--apiservers=3", "--node-apiserver-overrides=hollow-0=3"}, []int{2, 1, 2}},
+		{"override over a fixed one", []string{"--nodes=2", "--apiservers=2", "--node-apiserver=1", "--node-apiserver-overrides=hollow-1=2"}, []int{0, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := parse(t, tc.args...)
+			if errs := o.Validate(); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			var got []int
+			for i := 0; i < o.Nodes; i++ {
+				got = append(got, o.NodeAPIServerIndex(i))
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("apiservers of the nodes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestResolveBinaries: a binary given by flag must exist, and only the
+// binaries a run needs are looked for.
+func TestResolveBinaries(t *testing.T) {
+	dir := t.TempDir()
+	fake := dir + "/kube-apiserver"
+	writeExecutable(t, fake)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bare apiserver needs only kube-apiserver", []string{"--nodes=0", "--controllers=false"}, ""},
+		{"missing kubemark", []string{"--controllers=false", "--kubemark=" + dir + "/nope"}, "--kubemark=" + dir + "/nope"},
+		{"missing controller-manager", []string{"--nodes=0", "--kube-controller-manager=" + dir + "/nope"}, "--kube-controller-manager="},
+		{"missing scheduler", []string{"--nodes=0", "--kube-scheduler=" + dir + "/nope"}, "--kube-scheduler="},
+		{"missing kube-apiserver", []string{"--nodes=0", "--controllers=false", "--kube-apiserver=" + dir + "/nope"}, "--kube-apiserver="},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--kube-apiserver=" + fake, "--kube-controller-manager=" + fake, "--kube-scheduler=" + fake, "--kubemark=" + fake}, tc.args...)
+			_, err := parse(t, args...).resolveBinaries()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("resolveBinaries: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("resolveBinaries = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// parse gives the options that local-up's command line args make.
+func parse(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("local-up", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return o
+}
+
+func writeExecutable(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
