@@ -21,26 +21,44 @@ type PKI struct {
 	Dir string
 }
 
-// Paths of the files, all under Dir.
-func (p PKI) CACert() string            { return filepath.Join(p.Dir, "ca.crt") }
-func (p PKI) CAKey() string             { return filepath.Join(p.Dir, "ca.key") }
-func (p PKI) ServingCert() string       { return filepath.Join(p.Dir, "apiserver.crt") }
-func (p PKI) ServingKey() string        { return filepath.Join(p.Dir, "apiserver.key") }
-func (p PKI) AdminCert() string         { return filepath.Join(p.Dir, "admin.crt") }
-func (p PKI) AdminKey() string          { return filepath.Join(p.Dir, "admin.key") }
+// CACert is the cluster CA's certificate; every file is under Dir.
+func (p PKI) CACert() string { return filepath.Join(p.Dir, "ca.crt") }
+
+// CAKey is the cluster CA's private key.
+func (p PKI) CAKey() string { return filepath.Join(p.Dir, "ca.key") }
+
+// ServingCert is the apiservers' serving certificate.
+func (p PKI) ServingCert() string { return filepath.Join(p.Dir, "apiserver.crt") }
+
+// ServingKey is the apiservers' serving key.
+func (p PKI) ServingKey() string { return filepath.Join(p.Dir, "apiserver.key") }
+
+// AdminCert is the admin client certificate (AdminUser).
+func (p PKI) AdminCert() string { return filepath.Join(p.Dir, "admin.crt") }
+
+// AdminKey is the admin client key.
+func (p PKI) AdminKey() string { return filepath.Join(p.Dir, "admin.key") }
+
+// ServiceAccountKey is the key that signs service account tokens.
 func (p PKI) ServiceAccountKey() string { return filepath.Join(p.Dir, "sa.key") }
+
+// ServiceAccountPub is the key that verifies service account tokens.
 func (p PKI) ServiceAccountPub() string { return filepath.Join(p.Dir, "sa.pub") }
 
-// ClientCert and ClientKey are the files of the client credential called
-// name (see EnsureClient).
+// ClientCert is the certificate of the client credential called name (see
+// EnsureClient).
 func (p PKI) ClientCert(name string) string { return filepath.Join(p.Dir, name+".crt") }
-func (p PKI) ClientKey(name string) string  { return filepath.Join(p.Dir, name+".key") }
 
-// ServingCertFor and ServingKeyFor are the files of component's serving
-// credential (see EnsureServing).
+// ClientKey is the key of the client credential called name.
+func (p PKI) ClientKey(name string) string { return filepath.Join(p.Dir, name+".key") }
+
+// ServingCertFor is the certificate of component's serving credential (see
+// EnsureServing).
 func (p PKI) ServingCertFor(component string) string {
 	return filepath.Join(p.Dir, component+"-serving.crt")
 }
+
+// ServingKeyFor is the key of component's serving credential.
 func (p PKI) ServingKeyFor(component string) string {
 	return filepath.Join(p.Dir, component+"-serving.key")
 }
