@@ -412,15 +412,8 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 		} else {
 			ev, ok, why = r.next(ctx, w)
 		}
-		if !ok {
-			why.progressed = progressed
-			return why
-		}
-		if ev.Type == watch.Error {
-			e := classify(apierrors.FromObject(ev.Object))
-			e.progressed = progressed
-			e.err = fmt.Errorf("watch %s: %w", r.cfg.Prefix, e.err)
-			return e
+		if end, done := r.ended(ev, ok, why, progressed); done {
+			return end
 		}
 		rv, err := r.cfg.Versioner.ObjectResourceVersion(ev.Object)
 		if err != nil {
@@ -471,15 +464,8 @@ func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
 	progressed := false
 	for {
 		ev, ok, why := r.next(ctx, w)
-		if !ok {
-			why.progressed = progressed
-			return why
-		}
-		if ev.Type == watch.Error {
-			e := classify(apierrors.FromObject(ev.Object))
-			e.progressed = progressed
-			e.err = fmt.Errorf("watch %s: %w", r.cfg.Prefix, e.err)
-			return e
+		if end, done := r.ended(ev, ok, why, progressed); done {
+			return end
 		}
 		if ev.Type == watch.Bookmark {
 			continue
@@ -516,6 +502,22 @@ func objectKey(obj runtime.Object) string {
 		return ""
 	}
 	return m.GetNamespace() + "/" + m.GetName()
+}
+
+// ended reports how the watch ends when next's result ends it: the channel
+// closed (or ctx, or a Relist) or an ERROR event.
+func (r *Reflector) ended(ev watch.Event, ok bool, why watchEnd, progressed bool) (watchEnd, bool) {
+	switch {
+	case !ok:
+		why.progressed = progressed
+		return why, true
+	case ev.Type == watch.Error:
+		e := classify(apierrors.FromObject(ev.Object))
+		e.progressed = progressed
+		e.err = fmt.Errorf("watch %s: %w", r.cfg.Prefix, e.err)
+		return e, true
+	}
+	return watchEnd{}, false
 }
 
 // next waits for the watch's next event. It reports ok=false when the
