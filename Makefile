@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 run: build ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
-test: test-lib test-root test-robustness ## Run every default test: library, root module, e2e and the short robustness run.
+test: test-lib test-root test-bench test-robustness ## Run every default test: library, root module, e2e, the benchmark tools and the short robustness run.
 
 test-lib: ## Test the watchcache library module (with invariant checks compiled in).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -48,6 +48,11 @@ test-lib: ## Test the watchcache library module (with invariant checks compiled 
 
 test-root: build ## Test the root module, including the e2e test against the built binaries.
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+BENCH_MOD := tools/bench
+
+test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports).
+	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 test-e2e: build ## Run only the end-to-end test.
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
@@ -75,9 +80,10 @@ test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiserve
 verify: fmt lint ## gofmt, go vet and golangci-lint on both modules.
 
 fmt:
-	@out=$$(gofmt -l cmd pkg test hack $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd pkg test hack tools $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd $(LIB) && $(GO) vet ./...
+	cd $(BENCH_MOD) && $(GO) vet ./...
 
 $(GOLANGCI_LINT):
 	GOBIN=$(abspath $(OUT)/tools) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
@@ -85,8 +91,11 @@ $(GOLANGCI_LINT):
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 	cd $(LIB) && $(abspath $(GOLANGCI_LINT)) run ./...
+	cd $(BENCH_MOD) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
 
-# Benchmarks (cmd/freshcache-bench; docs/results/README.md explains every
+# Benchmarks (tools/bench, a module of its own so that the product's
+# go.mod carries no plotting or profiling libraries;
+# tools/bench/cmd/freshcache-bench; docs/results/README.md explains every
 # number). `make bench` is the short shape, under 10 minutes on 2 cores:
 # 2,000 pods on 20 nodes (100 pods per node, as in the 20k/200 target
 # shape), 1 s per row after 0.2 s of warm-up, 4 watched nodes, and the heap
@@ -102,7 +111,7 @@ BENCH_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell gi
 
 $(BENCH): FORCE
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "-X github.com/freshcache/freshcache/pkg/bench.buildCommit=$(BENCH_COMMIT)" -o $(BENCH) ./cmd/freshcache-bench
+	cd $(BENCH_MOD) && $(GO) build -ldflags "-X github.com/freshcache/freshcache/tools/bench/bench.buildCommit=$(BENCH_COMMIT)" -o $(abspath $(BENCH)) ./cmd/freshcache-bench
 
 FORCE:
 
@@ -156,7 +165,8 @@ bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where e
 
 # bench-cpu-split runs issue 4's whole command with a CPU profile of every
 # row's measured part; the report ends with each row's CPU per op split by
-# part (pkg/bench/cpusplit): the fetch chain, the reader's wait, the op, GC.
+# part (tools/bench/diag/cpusplit, by freshcache's pprof labels): the fetch
+# chain, the reader's wait, the op, GC.
 PROFILE_DIR ?= $(OUT)/profiles
 bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split by part (~5 min).
 	rm -rf $(PROFILE_DIR)

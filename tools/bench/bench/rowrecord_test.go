@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/pkg/bench/cpusplit"
+	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 )
 
 // TestRunProfilesEachRow checks Config.CPUProfileDir: every measured row

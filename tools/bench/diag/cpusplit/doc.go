@@ -17,7 +17,7 @@
 //
 // # Who calls it
 //
-// pkg/bench profiles the measured part of each row when
+// tools/bench/bench profiles the measured part of each row when
 // Config.CPUProfileDir is set (freshcache-bench storage --cpuprofile-dir)
 // and stores the split in Row.CPUSplit; the report prints it as a table.
 package cpusplit

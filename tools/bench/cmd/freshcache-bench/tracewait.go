@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/bench"
-	"github.com/freshcache/freshcache/pkg/bench/tracewait"
+	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/diag/tracewait"
 )
 
 // runTraceWait reads execution traces (storage --trace-dir, or
@@ -44,7 +44,7 @@ func runTraceWait(args []string) (err error) {
 	defer func() { err = errors.Join(err, done()) }()
 	if out != "" {
 		// A results file says what it was made from, like the storage runs'.
-		if _, err := fmt.Fprintf(w, "# freshcache-bench trace-wait: %s\n\n- analysed by: `%s` (commit `%s`)\n- traces: the rows of the storage run that wrote them (`--trace-dir`); how to read this: pkg/bench/tracewait/doc.go\n\n",
+		if _, err := fmt.Fprintf(w, "# freshcache-bench trace-wait: %s\n\n- analysed by: `%s` (commit `%s`)\n- traces: the rows of the storage run that wrote them (`--trace-dir`); how to read this: tools/bench/diag/tracewait/doc.go\n\n",
 			time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args, " "), bench.GitCommit()); err != nil {
 			return err
 		}

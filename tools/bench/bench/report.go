@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/freshcache/freshcache/pkg/bench/cpusplit"
+	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 )
 
 // Machine describes where a run happened.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/bench"
+	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
 func runAPIServer(ctx context.Context, args []string) error {

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
-	"github.com/freshcache/freshcache/pkg/bench"
+	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
 // common flags of every subcommand that starts an embedded etcd.

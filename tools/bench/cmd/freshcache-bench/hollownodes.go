@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/bench"
+	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
 // runHollowNodes measures what a kubemark hollow node costs here: local-up

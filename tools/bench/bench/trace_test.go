@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/pkg/bench/tracewait"
+	"github.com/freshcache/freshcache/tools/bench/diag/tracewait"
 )
 
 // TestTraceCountsEveryFreshnessWait traces real consistent and rv=0 LISTs

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/bench"
+	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
 func runMemory(ctx context.Context, args []string) error {

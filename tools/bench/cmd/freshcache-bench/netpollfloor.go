@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/bench"
-	"github.com/freshcache/freshcache/pkg/bench/netpollfloor"
+	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/diag/netpollfloor"
 )
 
 // runNetpollFloor times a loopback TCP round trip and a channel round trip
@@ -51,7 +51,7 @@ func runNetpollFloor(ctx context.Context, args []string) (err error) {
 		results = append(results, r)
 	}
 	m := bench.ThisMachine()
-	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: pkg/bench/netpollfloor/doc.go; docs/results/README.md, \"Issue 4\"\n\n",
+	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: tools/bench/diag/netpollfloor/doc.go; docs/results/README.md, \"Issue 4\"\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), bench.GitCommit(), m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, strings.Join(os.Args, " ")); err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 
-	"github.com/freshcache/freshcache/pkg/bench/cpusplit"
+	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 )
 
 // createRowFile creates a new file for row under dir, named
