@@ -137,9 +137,7 @@ func customResources(ctx context.Context, t *testing.T, l *localUp) {
 func kubectlWatchesPods(ctx context.Context, t *testing.T, l *localUp) {
 	cs := l.client(t, 0)
 	ns := createNamespace(ctx, t, cs, "watch-"+strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-")[:20])
-	l.mu.Lock()
 	kc := l.kubeconfigs[0]
-	l.mu.Unlock()
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	cmd := exec.CommandContext(wctx, bin("kubectl"), "--kubeconfig="+kc, "get", "pods", "-n", ns, "-w", "--no-headers")
