@@ -281,8 +281,12 @@ func TestHarnessAttachedEtcd(t *testing.T) {
 		Scenarios:   []string{ScenarioListNode},
 		RVs:         []string{RVConsistent, RVZero},
 		Concurrency: []int{2},
-		Duration:    100 * time.Millisecond,
-		Load:        Load{LeaseWritesPerSec: 50},
+		// Long enough that a row on a busy machine (CI beside other
+		// processes) completes consistent reads; a progress request etcd
+		// ignores (a watcher on the stream not yet synced) is retried
+		// after the 250 ms stall.
+		Duration: time.Second,
+		Load:     Load{LeaseWritesPerSec: 50},
 	})
 	if err != nil {
 		t.Fatal(err)

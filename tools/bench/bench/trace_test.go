@@ -104,10 +104,12 @@ func TestRunWritesOneTracePerRow(t *testing.T) {
 		Scenarios:   []string{ScenarioListNode},
 		RVs:         []string{RVConsistent, RVConsistent},
 		Concurrency: []int{2},
-		Duration:    100 * time.Millisecond,
-		Warmup:      50 * time.Millisecond,
-		Load:        Load{LeaseWritesPerSec: 50},
-		TraceDir:    dir,
+		// Long enough for consistent reads to complete on a busy machine
+		// (see TestHarnessAttachedEtcd).
+		Duration: time.Second,
+		Warmup:   50 * time.Millisecond,
+		Load:     Load{LeaseWritesPerSec: 50},
+		TraceDir: dir,
 	})
 	if err != nil {
 		t.Fatal(err)
