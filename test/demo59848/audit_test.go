@@ -1,0 +1,155 @@
+package demo59848
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// auditPolicy logs, at Metadata level, every pods request of the node's
+// kubelet (user system:node:<node>): the requestURI carries
+// resourceVersion, resourceVersionMatch and sendInitialEvents.
+func auditPolicy(node string) string {
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  users: ["system:node:` + node + `"]
+  resources:
+  - group: ""
+    resources: ["pods", "pods/status"]
+- level: None
+`
+}
+
+type auditEvent struct {
+	AuditID    string `json:"auditID"`
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+	Verb       string `json:"verb"`
+	User       struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef *struct {
+		Resource    string `json:"resource"`
+		Name        string `json:"name"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"responseStatus"`
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+}
+
+// request is one request as the audit log last saw it.
+type request struct {
+	received time.Time
+	verb     string
+	what     string // the query that matters, or the pod and subresource
+	code     int
+	stage    string
+}
+
+func (r request) String() string {
+	code := fmt.Sprint(r.code)
+	if r.stage == "ResponseStarted" {
+		code += " (stream open)"
+	}
+	return fmt.Sprintf("%s %s -> %s", strings.ToUpper(r.verb), r.what, code)
+}
+
+// readAudit returns the user's pods requests received at or after since,
+// in arrival order, each at its last stage.
+func readAudit(path, user string, since time.Time) ([]request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	byID := map[string]*request{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if ev.User.Username != user || ev.ObjectRef == nil || ev.ObjectRef.Resource != "pods" || ev.RequestReceived.Before(since) {
+			continue
+		}
+		r := byID[ev.AuditID]
+		if r == nil {
+			r = &request{received: ev.RequestReceived, verb: ev.Verb, what: describe(ev)}
+			byID[ev.AuditID] = r
+		}
+		// ResponseComplete (or Panic) follows ResponseStarted.
+		if r.stage == "" || r.stage == "ResponseStarted" {
+			r.stage = ev.Stage
+			if ev.ResponseStatus != nil {
+				r.code = ev.ResponseStatus.Code
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]request, 0, len(byID))
+	for _, r := range byID {
+		out = append(out, *r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].received.Before(out[j].received) })
+	return out, nil
+}
+
+// describe keeps the parameters that decide where a read is served from.
+func describe(ev auditEvent) string {
+	if ev.ObjectRef.Name != "" {
+		s := ev.ObjectRef.Name
+		if ev.ObjectRef.Subresource != "" {
+			s += "/" + ev.ObjectRef.Subresource
+		}
+		return s
+	}
+	u, err := url.Parse(ev.RequestURI)
+	if err != nil {
+		return ev.RequestURI
+	}
+	q := u.Query()
+	var parts []string
+	parts = append(parts, fmt.Sprintf("rv=%q", q.Get("resourceVersion")))
+	for _, k := range []string{"resourceVersionMatch", "sendInitialEvents", "limit"} {
+		if v := q.Get(k); v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// path condenses the requests: runs of the same request and answer become
+// one entry with a count.
+func path(reqs []request) string {
+	if len(reqs) == 0 {
+		return "no pods request from the restarted kubelet reached B"
+	}
+	var out []string
+	for i := 0; i < len(reqs); {
+		j := i
+		for j < len(reqs) && reqs[j].String() == reqs[i].String() {
+			j++
+		}
+		s := reqs[i].String()
+		if j-i > 1 {
+			s += fmt.Sprintf(" x%d", j-i)
+		}
+		out = append(out, s)
+		i = j
+	}
+	return strings.Join(out, "; ")
+}
