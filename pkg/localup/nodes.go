@@ -269,6 +269,8 @@ func (c *Cluster) RestartNode(i int) (*Node, error) {
 	if dir := old.RootDir(); dir != "" {
 		removeLeftovers([]string{dir})
 	}
+	// The new process truncates the log; keep the old one beside it.
+	_ = os.Rename(old.LogPath, old.LogPath+".before-restart")
 	n, err := c.startNode(i, c.bins.kubemark, old.KubeletPort)
 	if err != nil {
 		return nil, err

@@ -11,9 +11,11 @@ import (
 	"time"
 )
 
-// auditPolicy logs, at Metadata level, every pods request of the node's
-// kubelet (user system:node:<node>): the requestURI carries
-// resourceVersion, resourceVersionMatch and sendInitialEvents.
+// auditPolicy logs, at Metadata level, every pods and nodes request of the
+// node's kubelet (user system:node:<node>): the requestURI carries
+// resourceVersion, resourceVersionMatch and sendInitialEvents. Nodes too,
+// because the kubelet lists its pods only once its node informer has
+// synced.
 func auditPolicy(node string) string {
 	return `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -23,14 +25,14 @@ rules:
   users: ["system:node:` + node + `"]
   resources:
   - group: ""
-    resources: ["pods", "pods/status"]
+    resources: ["pods", "pods/status", "nodes", "nodes/status"]
 - level: None
 `
 }
 
 type auditEvent struct {
 	AuditID    string `json:"auditID"`
-	Stage      string `json:"stage"`
+	StageName  string `json:"stage"`
 	RequestURI string `json:"requestURI"`
 	Verb       string `json:"verb"`
 	User       struct {
@@ -46,28 +48,39 @@ type auditEvent struct {
 		Message string `json:"message"`
 	} `json:"responseStatus"`
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+	Stage           time.Time `json:"stageTimestamp"`
 }
 
 // request is one request as the audit log last saw it.
 type request struct {
 	received time.Time
 	verb     string
-	what     string // the query that matters, or the pod and subresource
+	resource string
+	what     string // the query that matters, or the object and subresource
 	code     int
 	stage    string
+	took     time.Duration // until the last stage
 }
 
 func (r request) String() string {
 	code := fmt.Sprint(r.code)
-	if r.stage == "ResponseStarted" {
-		code += " (stream open)"
+	switch {
+	case r.stage == "ResponseStarted":
+		code += " (stream still open)"
+	case r.verb == "watch":
+		// A watch's code is the one it started with; an error that ends
+		// it comes inside the stream. How long it lasted tells a failed
+		// watch-list from one that was answered.
+		code += fmt.Sprintf(" (ended after %s)", r.took.Round(100*time.Millisecond))
+	case r.took >= time.Second:
+		code += fmt.Sprintf(" (after %s)", r.took.Round(100*time.Millisecond))
 	}
-	return fmt.Sprintf("%s %s -> %s", strings.ToUpper(r.verb), r.what, code)
+	return fmt.Sprintf("%s %s %s -> %s", strings.ToUpper(r.verb), r.resource, r.what, code)
 }
 
-// readAudit returns the user's pods requests received at or after since,
-// in arrival order, each at its last stage.
-func readAudit(path, user string, since time.Time) ([]request, error) {
+// readAudit returns the user's requests for resource received at or after
+// since, in arrival order, each at its last stage.
+func readAudit(path, user, resource string, since time.Time) ([]request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -81,17 +94,17 @@ func readAudit(path, user string, since time.Time) ([]request, error) {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		if ev.User.Username != user || ev.ObjectRef == nil || ev.ObjectRef.Resource != "pods" || ev.RequestReceived.Before(since) {
+		if ev.User.Username != user || ev.ObjectRef == nil || ev.ObjectRef.Resource != resource || ev.RequestReceived.Before(since) {
 			continue
 		}
 		r := byID[ev.AuditID]
 		if r == nil {
-			r = &request{received: ev.RequestReceived, verb: ev.Verb, what: describe(ev)}
+			r = &request{received: ev.RequestReceived, verb: ev.Verb, resource: resource, what: describe(ev)}
 			byID[ev.AuditID] = r
 		}
 		// ResponseComplete (or Panic) follows ResponseStarted.
 		if r.stage == "" || r.stage == "ResponseStarted" {
-			r.stage = ev.Stage
+			r.stage, r.took = ev.StageName, ev.Stage.Sub(ev.RequestReceived)
 			if ev.ResponseStatus != nil {
 				r.code = ev.ResponseStatus.Code
 			}
@@ -110,7 +123,7 @@ func readAudit(path, user string, since time.Time) ([]request, error) {
 
 // describe keeps the parameters that decide where a read is served from.
 func describe(ev auditEvent) string {
-	if ev.ObjectRef.Name != "" {
+	if ev.ObjectRef.Name != "" && ev.Verb != "list" && ev.Verb != "watch" {
 		s := ev.ObjectRef.Name
 		if ev.ObjectRef.Subresource != "" {
 			s += "/" + ev.ObjectRef.Subresource
@@ -135,9 +148,6 @@ func describe(ev auditEvent) string {
 // path condenses the requests: runs of the same request and answer become
 // one entry with a count.
 func path(reqs []request) string {
-	if len(reqs) == 0 {
-		return "no pods request from the restarted kubelet reached B"
-	}
 	var out []string
 	for i := 0; i < len(reqs); {
 		j := i
