@@ -60,6 +60,7 @@ type request struct {
 	code     int
 	stage    string
 	took     time.Duration // until the last stage
+	answered time.Duration // until ResponseStarted (watches)
 }
 
 func (r request) String() string {
@@ -69,9 +70,13 @@ func (r request) String() string {
 		code += " (stream still open)"
 	case r.verb == "watch":
 		// A watch's code is the one it started with; an error that ends
-		// it comes inside the stream. How long it lasted tells a failed
-		// watch-list from one that was answered.
-		code += fmt.Sprintf(" (ended after %s)", r.took.Round(100*time.Millisecond))
+		// it comes inside the stream. When it started and how long it
+		// lasted tell a failed or held watch-list from an answered one.
+		if r.answered >= time.Second {
+			code += fmt.Sprintf(" (stream started after %s, ended after %s)", r.answered.Round(100*time.Millisecond), r.took.Round(100*time.Millisecond))
+		} else {
+			code += fmt.Sprintf(" (ended after %s)", r.took.Round(100*time.Millisecond))
+		}
 	case r.took >= time.Second:
 		code += fmt.Sprintf(" (after %s)", r.took.Round(100*time.Millisecond))
 	}
@@ -105,6 +110,9 @@ func readAudit(path, user, resource string, since time.Time) ([]request, error) 
 		// ResponseComplete (or Panic) follows ResponseStarted.
 		if r.stage == "" || r.stage == "ResponseStarted" {
 			r.stage, r.took = ev.StageName, ev.Stage.Sub(ev.RequestReceived)
+			if ev.StageName == "ResponseStarted" {
+				r.answered = r.took
+			}
 			if ev.ResponseStatus != nil {
 				r.code = ev.ResponseStatus.Code
 			}
