@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes demo-59848
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,19 @@ test-robustness-long: ## Long robustness run: make test-robustness-long DURATION
 
 test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache), client-go traffic.
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+
+# demo-59848 replays kubernetes#59848 with a real (hollow) kubelet:
+# 3-member etcd behind peer fault proxies, apiserver A on member 0 with the
+# controllers, apiserver B on member 1 with node N; member 1 is isolated,
+# the pod is deleted through A and N's kubelet restarts on B. Three runs
+# (upstream, freshcache, freshcache with FreshResourceVersionZero), about
+# 1.5 min each, so `make test` skips it (it needs FRESHCACHE_DEMO_59848=1).
+# Logs and B's audit log stay in $(OUT)/demo-59848/<implementation>;
+# DEMO_59848_RUN=<implementation> runs one.
+DEMO_59848_RUN ?=
+demo-59848: build ## kubernetes#59848 with a real hollow kubelet, on upstream's cacher, freshcache and freshcache+FreshResourceVersionZero (~5 min).
+	FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848 DEMO_59848_RUN=$(DEMO_59848_RUN) \
+		$(GO) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 verify: fmt lint ## gofmt, go vet and golangci-lint on both modules.
 

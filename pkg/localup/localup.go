@@ -39,6 +39,7 @@ type Cluster struct {
 	ReadyFile string
 
 	dataDir string
+	bins    binaries
 	// exited receives every tracked child once it has exited; it has room
 	// for all of them, so no child's watcher ever blocks.
 	exited chan *Process
@@ -92,6 +93,7 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		PKI:       PKI{Dir: filepath.Join(dataDir, "pki")},
 		ReadyFile: ReadyFilePath(dataDir),
 		dataDir:   dataDir,
+		bins:      bins,
 		exited:    make(chan *Process, o.APIServers+2+o.Nodes),
 	}
 	// A ready file from an earlier run must not be mistaken for this one's.
@@ -222,7 +224,7 @@ func (c *Cluster) startAPIServers(ctx context.Context, binary string, out io.Wri
 		if err := WriteKubeconfig(kubeconfig, url, c.PKI); err != nil {
 			return err
 		}
-		s, err := StartAPIServer(name, binary, url, filepath.Join(c.dataDir, "logs", name+".log"), c.apiserverArgs(port))
+		s, err := StartAPIServer(name, binary, url, filepath.Join(c.dataDir, "logs", name+".log"), c.apiserverArgs(i, port))
 		if err != nil {
 			return err
 		}
@@ -262,12 +264,15 @@ func reason(err error) string {
 	return err.Error()
 }
 
-// track makes p's exit visible to waitFor and Wait.
+// track makes p's exit visible to waitFor and Wait, unless Stop asked for
+// it (RestartNode): only a child that exits on its own ends the run.
 func (c *Cluster) track(p *Process) {
 	c.procs = append(c.procs, p)
 	go func() {
 		<-p.Done()
-		c.exited <- p
+		if !p.stopped.Load() {
+			c.exited <- p
+		}
 	}()
 }
 
@@ -325,9 +330,13 @@ func memberPorts(base, n int) []int {
 // in the endpoints of the kubernetes service, so the endpoint reconciler is
 // off: nothing in a local control plane dials that service. Give
 // --endpoint-reconciler-type and --advertise-address to change this.
-func (c *Cluster) apiserverArgs(port int) []string {
+func (c *Cluster) apiserverArgs(i, port int) []string {
+	etcd := c.Endpoints
+	if i < len(c.Options.APIServerEtcdServers) && len(c.Options.APIServerEtcdServers[i]) > 0 {
+		etcd = c.Options.APIServerEtcdServers[i]
+	}
 	args := []string{
-		"--etcd-servers=" + strings.Join(c.Endpoints, ","),
+		"--etcd-servers=" + strings.Join(etcd, ","),
 		"--bind-address=" + c.Options.BindAddress,
 		"--advertise-address=" + c.Options.BindAddress,
 		"--endpoint-reconciler-type=none",
@@ -342,7 +351,11 @@ func (c *Cluster) apiserverArgs(port int) []string {
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 	}
-	return append(args, c.Options.PassThrough...)
+	args = append(args, c.Options.PassThrough...)
+	if i < len(c.Options.APIServerArgs) {
+		args = append(args, c.Options.APIServerArgs[i]...)
+	}
+	return args
 }
 
 // Stop removes the ready file, then stops the hollow nodes, the

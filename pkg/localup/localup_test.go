@@ -277,3 +277,41 @@ func TestReadyFileRoundTrip(t *testing.T) {
 		t.Fatalf("ready file read back as %+v", f)
 	}
 }
+
+// TestPerAPIServerArgs: an apiserver pinned to one etcd member gets only
+// that member's URL (--etcd-servers is a list flag: a second one would add
+// to the first), and its own flags after the shared ones.
+func TestPerAPIServerArgs(t *testing.T) {
+	o := NewOptions()
+	o.APIServers = 2
+	o.PassThrough = []string{"--v=2"}
+	o.APIServerEtcdServers = [][]string{nil, {"http://127.0.0.1:2"}}
+	o.APIServerArgs = [][]string{nil, {"--audit-log-path=b.log"}}
+	c := &Cluster{Options: o, Endpoints: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}}
+	flags := func(args []string, prefix string) []string {
+		var out []string
+		for _, a := range args {
+			if strings.HasPrefix(a, prefix) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	a, b := c.apiserverArgs(0, 6443), c.apiserverArgs(1, 6444)
+	if got, want := flags(a, "--etcd-servers="), []string{"--etcd-servers=http://127.0.0.1:1,http://127.0.0.1:2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("apiserver 0: %v, want %v", got, want)
+	}
+	if got, want := flags(b, "--etcd-servers="), []string{"--etcd-servers=http://127.0.0.1:2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("apiserver 1: %v, want %v", got, want)
+	}
+	if len(flags(a, "--audit-log-path=")) != 0 || b[len(b)-1] != "--audit-log-path=b.log" || b[len(b)-2] != "--v=2" {
+		t.Errorf("per-apiserver flags: 0 %v, 1 %v", a, b)
+	}
+	if errs := o.Validate(); len(errs) != 0 {
+		t.Errorf("valid options: %v", errs)
+	}
+	o.APIServerArgs = [][]string{nil, nil, nil}
+	if errs := o.Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "per-apiserver") {
+		t.Errorf("flags for 3 apiservers with --apiservers=2: %v", errs)
+	}
+}

@@ -257,3 +257,26 @@ func nodeReadySince(node *corev1.Node, started time.Time) (bool, string) {
 	}
 	return false, "no Ready condition yet"
 }
+
+// RestartNode stops hollow node i and starts a new kubemark process with
+// the same name, kubelet port and kubeconfig, as after a node reboot: a new
+// kubelet, an empty fake runtime and a new root directory (the old one is
+// removed). It does not wait for the node to be Ready: the apiserver it
+// talks to may be unable to answer (test/demo59848).
+func (c *Cluster) RestartNode(i int) (*Node, error) {
+	old := c.Nodes[i]
+	old.Stop(c.Options.ShutdownGrace)
+	if dir := old.RootDir(); dir != "" {
+		removeLeftovers([]string{dir})
+	}
+	// The new process truncates the log; keep the old one beside it.
+	_ = os.Rename(old.LogPath, old.LogPath+".before-restart")
+	n, err := c.startNode(i, c.bins.kubemark, old.KubeletPort)
+	if err != nil {
+		return nil, err
+	}
+	c.Nodes[i] = n
+	// Stop works out the leftovers again, the new node's included.
+	c.leftovers = nil
+	return n, nil
+}

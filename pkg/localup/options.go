@@ -73,6 +73,15 @@ type Options struct {
 
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
+
+	// APIServerEtcdServers, where entry i is not empty, gives apiserver i
+	// (0-based) these etcd URLs instead of every endpoint: one apiserver
+	// pinned to one member, as kubernetes#59848's HA setup needs. There is
+	// no flag; programs (test/demo59848) set it.
+	APIServerEtcdServers [][]string
+	// APIServerArgs[i] are extra flags of apiserver i only, after
+	// PassThrough (e.g. an audit log of its own).
+	APIServerArgs [][]string
 }
 
 // NewOptions returns the defaults of `make run`: one apiserver, the
@@ -141,6 +150,9 @@ func (o *Options) Validate() []error {
 	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout=%s: must be positive", o.ReadyTimeout))
+	}
+	if len(o.APIServerEtcdServers) > o.APIServers || len(o.APIServerArgs) > o.APIServers {
+		errs = append(errs, fmt.Errorf("per-apiserver etcd servers (%d) or flags (%d) for more than --apiservers=%d", len(o.APIServerEtcdServers), len(o.APIServerArgs), o.APIServers))
 	}
 	errs = append(errs, o.validateNodes()...)
 	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,7 +32,9 @@ type Process struct {
 
 	cmd  *exec.Cmd
 	done chan struct{}
-	err  error // set before done is closed
+	// stopped is set by Stop: the exit that follows was asked for.
+	stopped atomic.Bool
+	err     error // set before done is closed
 }
 
 // StartProcess starts binary with args, logging to logPath.
@@ -129,6 +132,7 @@ func (p *Process) Stop(grace time.Duration) {
 		return
 	default:
 	}
+	p.stopped.Store(true)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()

@@ -1,0 +1,391 @@
+package demo59848
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/freshcache/freshcache/pkg/localup"
+	"github.com/freshcache/freshcache/test/robustness"
+
+	"github.com/freshcache/watchcache/freeport"
+)
+
+const (
+	node      = "hollow-0"
+	namespace = "default"
+	podName   = "x"
+	// observe is how long the restarted kubelet talks to B.
+	observe = 60 * time.Second
+)
+
+// variant is one configuration of both apiservers.
+type variant struct {
+	name string
+	args []string
+}
+
+var variants = []variant{
+	{"upstream", []string{"--watch-cache-implementation=upstream"}},
+	{"freshcache", []string{"--watch-cache-implementation=freshcache"}},
+	{"freshcache-fresh-rv0", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}},
+}
+
+// outcome is what one run saw.
+type outcome struct {
+	started    bool   // the restarted kubelet's runtime ran the deleted pod
+	evidence   string // why started is what it is
+	path       string // the restarted kubelet's pods requests to B
+	staleAtRV0 string // what B answered an admin's rv=0 LIST just after the delete
+}
+
+func TestDemo59848(t *testing.T) {
+	if os.Getenv("FRESHCACHE_DEMO_59848") == "" {
+		t.Skip("set FRESHCACHE_DEMO_59848=1 and FRESHCACHE_BIN_DIR (make demo-59848)")
+	}
+	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
+	if binDir == "" {
+		t.Fatal("FRESHCACHE_BIN_DIR is not set (make demo-59848 sets it)")
+	}
+	out := os.Getenv("DEMO_59848_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	only := os.Getenv("DEMO_59848_RUN") // one variant's name, for a rerun
+	var closing []string
+	for _, v := range variants {
+		if only != "" && only != v.name {
+			continue
+		}
+		t.Run(v.name, func(t *testing.T) {
+			dir, err := filepath.Abs(filepath.Join(out, v.name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = os.RemoveAll(dir)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			began := time.Now()
+			o := run(t, binDir, dir, v)
+			line := fmt.Sprintf("demo-59848 %s: deleted pod started by restarted kubelet: %s — %s", v.name, yesNo(o.started), o.path)
+			t.Logf("%s: %s (run took %s, logs in %s)", v.name, o.evidence, time.Since(began).Round(time.Second), dir)
+			t.Logf("%s: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", v.name, node, o.staleAtRV0)
+			closing = append(closing, line)
+			// The gate's promise: an rv=0 read is never older than the
+			// delete, so the restarted kubelet cannot start the pod.
+			if v.name == "freshcache-fresh-rv0" && o.started {
+				t.Errorf("with FreshResourceVersionZero the restarted kubelet started the deleted pod: %s", o.evidence)
+			}
+		})
+	}
+	// The closing lines, one per run, last so they are easy to find.
+	for _, l := range closing {
+		fmt.Println(l)
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func run(t *testing.T, binDir, dir string, v variant) outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	cl, err := robustness.StartCluster(ctx, filepath.Join(dir, "etcd"), uint64(time.Now().UnixNano()))
+	if err != nil {
+		t.Fatalf("etcd: %v", err)
+	}
+	defer cl.Close()
+
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy(node)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	auditLog := filepath.Join(dir, "audit-b.log")
+	port, err := twoFreePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := localup.NewOptions()
+	o.DataDir = filepath.Join(dir, "local-up")
+	o.EtcdServers = cl.Endpoints()
+	o.APIServers = 2
+	o.SecurePort = port
+	o.APIServerEtcdServers = [][]string{{cl.ProxiedClientURL(0)}, {cl.ProxiedClientURL(1)}}
+	o.APIServerArgs = [][]string{nil, {
+		"--audit-policy-file=" + policy,
+		"--audit-log-path=" + auditLog,
+		"--audit-log-format=json",
+		// One line per event as it happens: the test reads the file while
+		// B runs.
+		"--audit-log-mode=blocking",
+	}}
+	o.PassThrough = v.args
+	o.Nodes = 1
+	o.NodeAPIServer = 2
+	o.Binary = filepath.Join(binDir, "kube-apiserver")
+	o.ControllerManagerBinary = filepath.Join(binDir, "kube-controller-manager")
+	o.SchedulerBinary = filepath.Join(binDir, "kube-scheduler")
+	o.KubemarkBinary = filepath.Join(binDir, "kubemark")
+	o.ShutdownGrace = 10 * time.Second
+	log, err := os.Create(filepath.Join(dir, "local-up.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	lc, err := localup.Start(ctx, o, io.MultiWriter(log, testWriter{t}))
+	if err != nil {
+		t.Fatalf("local-up: %v", err)
+	}
+	defer lc.Stop()
+
+	a := clientset(t, lc, 0)
+	b := clientset(t, lc, 1)
+	kl := newKubelet(lc.Nodes[0].KubeletPort)
+	key := namespace + "/" + podName
+
+	// 1-2. A pod the scheduler (on A) binds to N, Running as N's kubelet
+	// reports it through B, and in N's fake runtime.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: podName, Namespace: namespace},
+		Spec: corev1.PodSpec{
+			// No token volume: with B cut off a TokenRequest would fail
+			// and hide what the kubelet's pod list did.
+			AutomountServiceAccountToken: new(bool),
+			Containers:                   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if _, err := a.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod through A: %v", err)
+	}
+	waitFor(ctx, t, "the pod Running on "+node+", seen through A and in the kubelet's runtime", func() (bool, string) {
+		p, err := a.CoreV1().Pods(namespace).Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning {
+			return false, fmt.Sprintf("node %q phase %q", p.Spec.NodeName, p.Status.Phase)
+		}
+		pods, err := kl.runtimePods(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return contains(pods, key), fmt.Sprintf("runtime pods %v", pods)
+	})
+	// B's cache holds it too, Running (rv=0 is what the kubelet falls back
+	// to).
+	waitFor(ctx, t, "B's cache to hold the Running pod", func() (bool, string) {
+		l, err := b.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range l.Items {
+			if p.Name == podName && p.Status.Phase == corev1.PodRunning {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d pods", len(l.Items))
+	})
+
+	// 3. Member 1 must be a follower: an isolated leader steps down, but
+	// until then it could still be the one that commits the delete.
+	if cl.Leader() == 1 {
+		if err := cl.MoveLeader(ctx, 0); err != nil {
+			t.Fatalf("moving leadership off member 1: %v", err)
+		}
+	}
+	waitFor(ctx, t, "a leader other than member 1", func() (bool, string) {
+		l := cl.Leader()
+		return l >= 0 && l != 1, fmt.Sprintf("leader %d", l)
+	})
+	cl.Isolate(1)
+	t.Logf("member 1 isolated from its peers (leader: member %d)", cl.Leader())
+
+	// 4. Delete through A, grace period 0, and confirm through A with a
+	// consistent read.
+	zero := int64(0)
+	if err := a.CoreV1().Pods(namespace).Delete(ctx, podName, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatalf("delete through A: %v", err)
+	}
+	waitFor(ctx, t, "A to confirm the delete", func() (bool, string) {
+		_, err := a.CoreV1().Pods(namespace).Get(ctx, podName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		return false, fmt.Sprint(err)
+	})
+	stale := staleCheck(ctx, b)
+
+	// 5. Restart N's kubelet, still on B, and watch it for a minute.
+	restarted := time.Now()
+	n, err := lc.RestartNode(0)
+	if err != nil {
+		t.Fatalf("restarting %s: %v", node, err)
+	}
+	names := map[string]string{
+		"kubelet_started_pods_total":       "",
+		"kubelet_started_containers_total": `container_type="container"`,
+		"kubelet_running_pods":             "",
+		"kubelet_running_containers":       `container_state="running"`,
+	}
+	var (
+		inRuntime, admitted bool
+		maxStarted          float64
+		probeErr            string
+		lastMetrics         map[string]float64
+	)
+	deadline := time.NewTimer(observe)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+observing:
+	for {
+		select {
+		case <-n.Done():
+			t.Fatalf("the restarted kubelet exited: %v\n%s", n.ExitError(), n.TailLog(20))
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-deadline.C:
+			break observing
+		case <-tick.C:
+		}
+		if pods, err := kl.runtimePods(ctx); err == nil {
+			inRuntime = inRuntime || contains(pods, key)
+		} else {
+			probeErr = err.Error()
+		}
+		if pods, err := kl.managedPods(ctx); err == nil {
+			admitted = admitted || contains(pods, key)
+		}
+		if m, err := kl.metrics(ctx, names); err == nil {
+			lastMetrics = m
+			maxStarted = max(maxStarted, m["kubelet_started_containers_total"])
+		}
+	}
+	if lastMetrics == nil {
+		t.Fatalf("the restarted kubelet's /metrics never answered (last probe error: %s)", probeErr)
+	}
+
+	// 6. What it did, and what it asked B. A request B still holds has no
+	// audit event yet: stop everything first, so that every request of the
+	// kubelet's is complete in the log.
+	lc.Stop()
+	user := localup.NodeUser(node)
+	pods, err := readAudit(auditLog, user, "pods", restarted)
+	if err != nil {
+		t.Fatalf("B's audit log: %v", err)
+	}
+	nodes, err := readAudit(auditLog, user, "nodes", restarted)
+	if err != nil {
+		t.Fatalf("B's audit log: %v", err)
+	}
+	if len(pods)+len(nodes) == 0 {
+		// The audit log works (the old kubelet's requests are in it), so
+		// the new kubelet reached B with nothing at all.
+		t.Errorf("neither a pods nor a nodes request from the restarted kubelet in B's audit log")
+	}
+	for _, r := range append(nodes, pods...) {
+		t.Logf("B <- %s at +%s: %s", user, r.received.Sub(restarted).Round(100*time.Millisecond), r)
+	}
+	route := "pods: " + path(pods)
+	if len(pods) == 0 {
+		route = "pods: none (the kubelet lists its pods once its node informer has synced)"
+	}
+	route += " | nodes: " + path(nodes)
+	started := inRuntime || maxStarted > 0
+	return outcome{
+		started: started,
+		evidence: fmt.Sprintf("in the new kubelet's runtime (/runningpods/): %v; admitted (/pods): %v; kubelet_started_containers_total{container}: %g; at the end kubelet_running_pods %g, kubelet_started_pods_total %g, kubelet_running_containers{running} %g",
+			inRuntime, admitted, maxStarted, lastMetrics["kubelet_running_pods"], lastMetrics["kubelet_started_pods_total"], lastMetrics["kubelet_running_containers"]),
+		path:       route,
+		staleAtRV0: stale,
+	}
+}
+
+// staleCheck asks B, as an admin, the LIST the kubelet falls back to.
+func staleCheck(ctx context.Context, b kubernetes.Interface) string {
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	l, err := b.CoreV1().Pods(namespace).List(rctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node})
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	var names []string
+	for _, p := range l.Items {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("no pods, rv %s (fresh)", l.ResourceVersion)
+	}
+	return fmt.Sprintf("%s at rv %s (stale: the deleted pod)", strings.Join(names, ","), l.ResourceVersion)
+}
+
+func clientset(t *testing.T, lc *localup.Cluster, i int) kubernetes.Interface {
+	cfg := localup.RESTConfig(lc.APIServers[i].URL, lc.PKI)
+	cfg.Timeout = 30 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// twoFreePorts returns a free loopback port whose successor is free too:
+// local-up puts apiserver i on SecurePort+i.
+func twoFreePorts() (int, error) {
+	for range 50 {
+		p, err := freeport.Port("127.0.0.1")
+		if err != nil {
+			return 0, err
+		}
+		if freeport.Check("127.0.0.1", p+1) == nil {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no two consecutive free ports")
+}
+
+// waitFor polls cond every 250 ms until it holds or ctx ends.
+func waitFor(ctx context.Context, t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	deadline, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	var last string
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		select {
+		case <-deadline.Done():
+			t.Fatalf("waiting for %s: %v (last: %s)", what, deadline.Err(), last)
+		case <-tick.C:
+		}
+	}
+}
+
+// testWriter sends local-up's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
