@@ -114,6 +114,10 @@ lint: $(GOLANGCI_LINT)
 # shape), 1 s per row after 0.2 s of warm-up, 4 watched nodes, and the heap
 # per cached object at 20k pods. BENCH_ARGS adds flags to the storage run.
 BENCH_OUT ?= docs/results
+# The diagnostics of the consistent-read cost investigation write under
+# _output (docs/investigations/consistent-read-cost.md has their findings);
+# docs/results keeps one run of each benchmark scenario.
+DIAG_OUT ?= $(OUT)/investigations
 BENCH_ARGS ?=
 BENCH := $(BIN)/freshcache-bench
 BENCH_SHORT := --pods=2000 --nodes=20 --duration=1s --warmup=200ms --watch-nodes=4 --sweep-lease-rates=0,100,400
@@ -157,14 +161,16 @@ bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: issue 4's shape 
 # (same cores), as in a real control plane: it separates what the
 # in-process etcd costs the cache's Go runtime from what the protocol does.
 bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~3 min).
-	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+	@mkdir -p $(DIAG_OUT)
+	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
 # bench-etcd-own-core is the same with etcd pinned to CPU 1 and the bench
 # (clients, caches, harness) to CPU 0: etcd's server half of each fetch
 # leaves the cache's core, as when etcd runs on machines of its own. Every
 # row then has one core, so compare its rows with each other only.
 bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on CPU 0 (~2 min; needs 2 CPUs).
-	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+	@mkdir -p $(DIAG_OUT)
+	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
 # bench-trace runs issue 4's LIST rows (freshcache only) with an execution
 # trace of each measured row, then splits every freshness wait at its
@@ -172,9 +178,10 @@ bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on
 # Traced rows run slower than untraced ones; compare them with each other.
 TRACE_DIR ?= $(OUT)/traces
 bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where each freshness wait went (~1 min).
+	@mkdir -p $(DIAG_OUT)
 	rm -rf $(TRACE_DIR)
-	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
-	$(BENCH) trace-wait --out=$(BENCH_OUT)/consistent-reads-trace-waits.md $(TRACE_DIR)/*.trace
+	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
+	$(BENCH) trace-wait --out=$(DIAG_OUT)/consistent-reads-trace-waits.md $(TRACE_DIR)/*.trace
 
 # bench-cpu-split runs issue 4's whole command with a CPU profile of every
 # row's measured part; the report ends with each row's CPU per op split by
@@ -182,15 +189,17 @@ bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where e
 # chain, the reader's wait, the op, GC.
 PROFILE_DIR ?= $(OUT)/profiles
 bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split by part (~5 min).
+	@mkdir -p $(DIAG_OUT)
 	rm -rf $(PROFILE_DIR)
-	$(BENCH) storage $(ISSUE4_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+	$(BENCH) storage $(ISSUE4_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
 # bench-netpoll-floor times a loopback TCP round trip against a channel
 # round trip while 0-64 goroutines burn CPU and park like the benchmark's
 # readers: what Go's network poller adds to any socket round trip, a
 # revision fetch's included, on saturated cores (package netpollfloor).
 bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on busy cores (~1 min).
-	$(BENCH) netpoll-floor --out=$(BENCH_OUT)/netpoll-floor.md $(BENCH_ARGS)
+	@mkdir -p $(DIAG_OUT)
+	$(BENCH) netpoll-floor --out=$(DIAG_OUT)/netpoll-floor.md $(BENCH_ARGS)
 
 # bench-hollow-nodes measures what a kubemark hollow node costs here:
 # local-up with the controllers and N nodes, idle and under pod churn
