@@ -84,7 +84,7 @@ func (c *Cache) planState() plan.State {
 		Ready:     c.Ready(),
 		Untrusted: c.disabledReason != "",
 		RV:        c.RV(),
-		Compacted: c.cfg.Storage.CompactRevision(),
+		Compacted: c.cfg.Storage.CompactRevision,
 	}
 }
 

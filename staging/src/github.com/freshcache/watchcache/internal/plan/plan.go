@@ -69,10 +69,13 @@ type State struct {
 	// Untrusted: the etcd version guard tripped. Consistent reads go to
 	// etcd and no wait may rest on a progress notification.
 	Untrusted bool
-	// RV is the cache revision; Compacted is the revision etcd compacted
-	// to, as the store last saw it (0: none).
-	RV        uint64
-	Compacted int64
+	// RV is the cache revision.
+	RV uint64
+	// Compacted returns the revision etcd compacted to, as the store last
+	// saw it (0: none). It is asked only for an Exact plan: the etcd3
+	// store answers it under a lock its compactor shares with every
+	// resource, which no other read should take. Nil means none.
+	Compacted func() int64
 }
 
 // Source says where a read is answered from.
@@ -294,7 +297,7 @@ func forList(req Request, g Gates, s State) Plan {
 // exact plans an Exact read at rv.
 func exact(rv uint64, s State) Plan {
 	switch {
-	case s.Compacted > 0 && rv < uint64(s.Compacted):
+	case s.Compacted != nil && compactedBeyond(s.Compacted(), rv):
 		// etcd has forgotten rv; let it answer as it does.
 		return Plan{Source: Etcd}
 	case s.Untrusted && rv > s.RV:
@@ -304,6 +307,11 @@ func exact(rv uint64, s State) Plan {
 		return Plan{Source: Etcd}
 	}
 	return Plan{Source: Exact, RV: rv}
+}
+
+// compactedBeyond reports whether etcd compacted past rv.
+func compactedBeyond(compacted int64, rv uint64) bool {
+	return compacted > 0 && rv < uint64(compacted)
 }
 
 func forWatch(req Request, g Gates, s State) Plan {

@@ -65,7 +65,7 @@ func TestResourceVersionTable(t *testing.T) {
 
 		// LIST, Exact
 		{"list Exact N", rvReq(List, "42", ex, 0), on, ready, Plan{Source: Exact, RV: 42}},
-		{"list Exact N below the compaction: etcd", rvReq(List, "42", ex, 0), on, State{Ready: true, RV: 100, Compacted: 50}, Plan{Source: Etcd}},
+		{"list Exact N below the compaction: etcd", rvReq(List, "42", ex, 0), on, State{Ready: true, RV: 100, Compacted: func() int64 { return 50 }}, Plan{Source: Etcd}},
 		{"list Exact N beyond the cache, guard tripped: etcd", rvReq(List, "142", ex, 0), on, guarded, Plan{Source: Etcd}},
 		{"list Exact N within the cache, guard tripped", rvReq(List, "42", ex, 0), on, guarded, Plan{Source: Exact, RV: 42}},
 		{"list Exact N, snapshots off: etcd", rvReq(List, "42", ex, 0), noSnap, ready, Plan{Source: Etcd}},
@@ -129,5 +129,22 @@ func TestRequestedFollowsThePlan(t *testing.T) {
 		if got := tc.p.Requested(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.p, got, tc.want)
 		}
+	}
+}
+
+// TestCompactedAskedOnlyForExact: the compaction revision sits behind a
+// lock shared by every resource; only an Exact plan may ask for it.
+func TestCompactedAskedOnlyForExact(t *testing.T) {
+	asked := 0
+	s := State{Ready: true, RV: 100, Compacted: func() int64 { asked++; return 0 }}
+	for _, req := range []Request{rvReq(List, "", "", 0), rvReq(List, "0", "", 5), rvReq(List, "42", "", 0), rvReq(Get, "", "", 0), rvReq(Watch, "42", "", 0)} {
+		For(req, on, s)
+	}
+	if asked != 0 {
+		t.Fatalf("non-Exact plans asked for the compaction revision %d times", asked)
+	}
+	For(rvReq(List, "42", metav1.ResourceVersionMatchExact, 0), on, s)
+	if asked != 1 {
+		t.Fatalf("an Exact plan asked %d times, want 1", asked)
 	}
 }
