@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes demo-59848
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes demo-59848 e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,7 +40,7 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 run: build ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
-test: test-lib test-root test-bench test-robustness ## Run every default test: library, root module, e2e, the benchmark tools and the short robustness run.
+test: test-lib test-root test-bench test-robustness test-e2e-conformance ## Run every default test: library, root module, e2e, the benchmark tools, the short robustness run and upstream's e2e tests on freshcache+FreshResourceVersionZero.
 
 test-lib: ## Test the watchcache library module (with invariant checks compiled in).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -90,6 +90,29 @@ demo-59848: build ## kubernetes#59848 with a real hollow kubelet, on upstream's 
 	FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848 DEMO_59848_RUN=$(DEMO_59848_RUN) \
 		$(GO) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
+# Upstream's e2e tests (test/upstreame2e): e2e.test and ginkgo built from
+# k8s.io/kubernetes v1.37.2 with no source changes; tools/e2esuite is the
+# nested module that holds their requirements. test/upstreame2e/tests.txt
+# is the selection. Each run starts a fresh local-up cluster
+# (controller-manager, scheduler, 2 hollow nodes).
+E2E_SUITE_MOD := tools/e2esuite
+E2E_OUT := $(abspath $(OUT))/e2e-conformance
+E2E_PROCS ?= 4
+E2E_ENV = FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_E2E_SUITE=$(abspath $(BIN)) FRESHCACHE_E2E_OUT=$(E2E_OUT) FRESHCACHE_E2E_PROCS=$(E2E_PROCS)
+
+e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes v1.37.2, unchanged) into _output/bin.
+	@mkdir -p $(BIN)
+	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
+	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
+
+test-conformance: build e2e-suite ## Upstream's e2e tests on upstream, freshcache and freshcache+FreshResourceVersionZero; writes docs/results/e2e-conformance.md (~1 h).
+	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=upstream,freshcache,freshcache-fresh-rv0 FRESHCACHE_E2E_REPORT=$(abspath docs/results/e2e-conformance.md) \
+		$(GO) test -count=1 -timeout 4h -v -run TestUpstreamConformance ./test/upstreame2e/
+
+test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (part of make test).
+	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=freshcache-fresh-rv0 \
+		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
+
 verify: fmt lint ## gofmt, go vet and golangci-lint on both modules.
 
 fmt:
@@ -97,6 +120,7 @@ fmt:
 	$(GO) vet ./...
 	cd $(LIB) && $(GO) vet ./...
 	cd $(BENCH_MOD) && $(GO) vet ./...
+	cd $(E2E_SUITE_MOD) && $(GO) vet ./...
 
 $(GOLANGCI_LINT):
 	GOBIN=$(abspath $(OUT)/tools) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

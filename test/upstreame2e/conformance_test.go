@@ -1,0 +1,155 @@
+package upstreame2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpstreamConformance runs the selection against each implementation
+// named in FRESHCACHE_E2E_IMPLEMENTATIONS (comma-separated; default
+// freshcache-fresh-rv0, the run make test does). It fails if a freshcache
+// run fails a selected test, if the cache served no read, and, when
+// upstream ran too, if a test that passed on upstream did not pass on a
+// freshcache run. Each run ends with its closing line on stdout.
+func TestUpstreamConformance(t *testing.T) {
+	suiteDir := os.Getenv("FRESHCACHE_E2E_SUITE")
+	if suiteDir == "" {
+		t.Skip("FRESHCACHE_E2E_SUITE is not set (make test-conformance or make test-e2e-conformance set it)")
+	}
+	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
+	if binDir == "" {
+		t.Fatal("FRESHCACHE_BIN_DIR must name make build's _output/bin")
+	}
+	outDir := os.Getenv("FRESHCACHE_E2E_OUT")
+	if outDir == "" {
+		outDir = t.TempDir()
+	}
+	names := strings.Split(envOr("FRESHCACHE_E2E_IMPLEMENTATIONS", "freshcache-fresh-rv0"), ",")
+	var impls []Implementation
+	for _, n := range names {
+		impl, ok := ImplementationByName(strings.TrimSpace(n))
+		if !ok {
+			t.Fatalf("FRESHCACHE_E2E_IMPLEMENTATIONS: unknown implementation %q (upstream, freshcache, freshcache-fresh-rv0)", n)
+		}
+		impls = append(impls, impl)
+	}
+	procs, _ := strconv.Atoi(envOr("FRESHCACHE_E2E_PROCS", "4"))
+
+	sel, err := ReadSelection(ListFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
+	defer cancel()
+	all, err := ListTests(ctx, suiteDir, outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sel.Check(all); err != nil {
+		t.Fatal(err)
+	}
+
+	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs}
+	var runs []*Run
+	for _, impl := range impls {
+		t.Logf("%s: running %d tests (%d processes), output in %s", impl.Name, len(sel.Run), procs, filepath.Join(outDir, impl.Name))
+		run, err := RunSuite(ctx, o, impl, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: done in %v, junit %s", impl.Name, run.Duration.Round(time.Second), run.JUnit)
+		runs = append(runs, run)
+	}
+
+	var upstream *Run
+	for _, r := range runs {
+		if !r.Impl.Freshcache {
+			upstream = r
+		}
+	}
+	for _, r := range runs {
+		for _, s := range r.Suite {
+			t.Errorf("%s: suite node %s %s: %s", r.Impl.Name, s.Name, s.Status, s.Message)
+		}
+		if len(r.Missing) > 0 {
+			t.Errorf("%s: %d selected tests are not in the report (did not run): %s", r.Impl.Name, len(r.Missing), strings.Join(r.Missing, "; "))
+		}
+		if !r.Impl.Freshcache {
+			continue
+		}
+		if served := r.Reads["list cache"] + r.Reads["get cache"] + r.Reads["watch cache"]; served < 1 {
+			t.Errorf("%s: %s shows no read served from the cache: %v", r.Impl.Name, readsMetric, r.Reads)
+		}
+		for _, n := range sel.Run {
+			res, ok := r.Specs[n]
+			if !ok || res.Outcome != Failed {
+				continue
+			}
+			if upstream != nil && upstream.Specs[n].Outcome != Passed {
+				t.Logf("%s: %q failed, and did not pass on upstream either (%s)", r.Impl.Name, n, upstream.Specs[n].Status)
+				continue
+			}
+			t.Errorf("%s: %q %s: %s", r.Impl.Name, n, res.Status, res.Message)
+		}
+	}
+	if upstream != nil {
+		for _, n := range sel.Run {
+			if upstream.Specs[n].Outcome != Passed {
+				t.Errorf("upstream: selected test %q %s (the selection must hold only tests that pass on upstream): %s", n, upstream.Specs[n].Status, upstream.Specs[n].Message)
+			}
+		}
+	}
+
+	if path := os.Getenv("FRESHCACHE_E2E_REPORT"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := ReportMeta{
+			Command: envOr("FRESHCACHE_E2E_COMMAND", "make test-conformance"),
+			Commit:  gitCommit(), Machine: machine(), Date: time.Now(), Procs: procs,
+			Selected: len(sel.Run), Left: len(sel.Skipped),
+		}
+		if err := WriteReport(f, m, sel, runs); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("report: %s", path)
+	}
+	for _, r := range runs {
+		fmt.Println(r.ClosingLine())
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func gitCommit() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if exec.Command("git", "diff", "--quiet", "HEAD", "--").Run() != nil {
+		c += " (with uncommitted changes)"
+	}
+	return c
+}
+
+func machine() string {
+	return fmt.Sprintf("%d CPUs, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
