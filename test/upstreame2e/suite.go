@@ -249,4 +249,3 @@ func tail(b []byte, n int) string {
 	}
 	return string(b)
 }
-
