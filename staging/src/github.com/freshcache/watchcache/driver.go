@@ -309,7 +309,7 @@ func (d *driver) fetch(reads int) {
 	if err != nil {
 		err = d.mu.m.FetchFailed(err)
 	} else {
-		err = d.mu.m.FetchAnswered(rev)
+		err = d.mu.m.FetchAnswered(rev, d.clock.Now())
 	}
 	if err != nil {
 		d.bug(err)

@@ -34,7 +34,7 @@ func TestStoppedDriverDoesNotSpin(t *testing.T) {
 		end  func(m *freshness.Machine) error
 	}{
 		{"fetch failed", func(m *freshness.Machine) error { return m.FetchFailed(context.Canceled) }},
-		{"fetch answered above the cache", func(m *freshness.Machine) error { return m.FetchAnswered(100) }},
+		{"fetch answered above the cache", func(m *freshness.Machine) error { return m.FetchAnswered(100, time.Time{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDriver(driverConfig{Source: unusedSource{}, Progress: func(context.Context) error { return nil }, Clock: clock.RealClock{}, Timeout: time.Minute, Metrics: metrics.Discard{}, Name: "pods", Stop: make(chan struct{})})
