@@ -22,12 +22,11 @@ var (
 	// ErrFetchTimedOut is wrapped, beside ErrFetchFailed, by the error of
 	// a fetch that got no answer within Options.FetchTimeout: etcd
 	// neither answered nor refused. A member cut off from its leader holds
-	// a linearizable read so, and etcd's client retries what it refuses
-	// with Unavailable (no leader, request timed out, connection refused)
-	// until its context ends. Upstream's watch reads etcd's revision under
-	// the client's own context and so waits through it; a cache that
-	// serves watches the same way asks again instead of failing one. Any
-	// other fetch error came from etcd (or the client) and is final.
+	// a linearizable read so until the client's context ends
+	// (TestPartitionedMember). Upstream's watch reads etcd's revision
+	// under the client's own context and so waits through it; a cache
+	// that serves watches the same way asks again instead of failing one.
+	// Any other fetch error came from etcd (or the client) and is final.
 	ErrFetchTimedOut = errors.New("oracle: etcd did not answer within the fetch timeout")
 	// ErrClosed is returned by Revision once the Oracle is closed.
 	ErrClosed = errors.New("oracle: closed")
