@@ -55,10 +55,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			joinImplementations()))
 	fs.DurationVar(&o.ConsistentReadTimeout, "consistent-read-timeout", o.ConsistentReadTimeout,
 		"How long a read served by freshcache may wait for the cache to be as fresh as the request needs. "+
-			"After that, --consistent-read-timeout-action applies. Stale data is never served.")
+			"After that, --consistent-read-timeout-action applies. Stale data is never served. "+
+			"With fallback, a consistent watch (a watch-list at resourceVersion=\"\") first waits for etcd's current revision "+
+			"for as long as the watch lasts, as upstream's cacher does, and this bounds only the wait for the cache to reach it.")
 	fs.Var(timeoutActionValue{&o.ConsistentReadTimeoutAction}, "consistent-read-timeout-action",
-		"What a freshcache read does after --consistent-read-timeout: fallback (serve it from etcd with a quorum read) "+
-			"or reject (answer 429 Too Many Requests with Retry-After).")
+		"What a freshcache read does after --consistent-read-timeout: fallback (serve it from etcd with a quorum read; "+
+			"a watch is never served from etcd and gets a too-large-resource-version error) "+
+			"or reject (answer 429 Too Many Requests with Retry-After; a watch's whole wait is then bounded too).")
 }
 
 // Validate reports every problem with the options.

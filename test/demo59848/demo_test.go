@@ -82,10 +82,16 @@ func TestDemo59848(t *testing.T) {
 			t.Logf("%s: %s (run took %s, logs in %s)", v.name, o.evidence, time.Since(began).Round(time.Second), dir)
 			t.Logf("%s: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", v.name, node, o.staleAtRV0)
 			closing = append(closing, line)
-			// The gate's promise: an rv=0 read is never older than the
-			// delete, so the restarted kubelet cannot start the pod.
-			if v.name == "freshcache-fresh-rv0" && o.started {
-				t.Errorf("with FreshResourceVersionZero the restarted kubelet started the deleted pod: %s", o.evidence)
+			// Both freshcache runs must say no. With
+			// FreshResourceVersionZero that is the gate's promise: an rv=0
+			// read is never older than the delete. Without it, freshcache
+			// must be no less safe than upstream's cacher here: its
+			// watch-list waits for etcd's revision under the watch's
+			// context as upstream's does, so the kubelet never reaches
+			// the stale rv=0 fallback. Upstream's run is recorded, not
+			// asserted.
+			if strings.HasPrefix(v.name, "freshcache") && o.started {
+				t.Errorf("%s: the restarted kubelet started the deleted pod: %s", v.name, o.evidence)
 			}
 		})
 	}

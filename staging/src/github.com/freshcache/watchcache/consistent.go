@@ -43,13 +43,29 @@ const (
 // A WATCH is never served by opening a watch on etcd: upstream's cacher
 // never does for a cached resource, and a watch on etcd would hold an etcd
 // watcher (and its memory) per client for as long as the client stays.
-// So TimeoutFallback does not apply to it: a consistent WATCH that timed
-// out gets TooLargeResourceVersion with Retry-After, as upstream's wait
-// for a watch's initial events answers, and one whose revision fetch
-// failed gets that error, as upstream's watch does when it cannot read
-// etcd's revision; client-go then falls back to LIST and WATCH. With
-// TimeoutReject both get 429. The caller must not ask for a consistent
-// WATCH while consistent reads are disabled.
+// So TimeoutFallback does not apply to it. Instead a consistent WATCH
+// waits as upstream's does (cacher.go, Watch: getWatchCacheResourceVersion
+// reads etcd's revision with GetCurrentResourceVersion under the watch's
+// context, then waitUntilFreshAndForceAllEvents gives the cache 3 s): it
+// waits for its revision for as long as ctx lasts, through fetches that
+// end unanswered (driver.waitPatient), and then ConsistentReadTimeout for
+// the cache to reach it; if the cache does not, it gets
+// TooLargeResourceVersion with Retry-After. A fetch that fails (etcd
+// refused it) fails the watch with that error, as upstream's watch fails
+// when GetCurrentResourceVersion returns one; client-go then falls back
+// to LIST and WATCH. Failing fast instead, while upstream waits, would
+// send a watch-list client to its fallback, a LIST at rv=0 that the cache
+// answers as it is, stale (kubernetes#59848 with a real kubelet). The
+// caller must not ask for a consistent WATCH while consistent reads are
+// disabled.
+//
+// TimeoutReject keeps its meaning for a WATCH too: the whole wait,
+// revision included, is bounded by ConsistentReadTimeout from arrival,
+// and a watch that times out or whose fetch failed gets 429 with
+// Retry-After. The operator asked for bounded waits and load shedding
+// (upstream has no such flag), and a 429 is safe here: client-go's
+// reflector backs off and retries a watch-list that got one
+// (isWatchErrorRetriable), it does not fall back to the rv=0 LIST.
 //
 // A failed revision fetch follows TimeoutAction like a timeout does. The
 // fetch is a one-key linearizable read; if it failed, etcd (or the member
@@ -76,7 +92,13 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 		return fromCache, nil
 	}
 	start := c.opts.Clock.Now()
-	vd, err := c.driver.wait(ctx, kind, minRV)
+	var vd verdict
+	var err error
+	if v == plan.Watch && kind == freshness.Consistent && c.opts.TimeoutAction != TimeoutReject {
+		vd, err = c.driver.waitPatient(ctx)
+	} else {
+		vd, err = c.driver.wait(ctx, kind, minRV)
+	}
 	c.metrics.ReadWait(verb, requested, c.opts.Clock.Since(start))
 	if err != nil {
 		c.metrics.Read(verb, requested, metrics.OutcomeError)
@@ -116,14 +138,9 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 			retryAfterSeconds)
 	}
 	if v == plan.Watch {
+		// A patient wait times out only once its revision is known.
 		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-		target := uint64(vd.target)
-		if target == 0 {
-			// The fetch had not answered yet: etcd is ahead of the cache
-			// by an unknown amount.
-			target = c.RV() + 1
-		}
-		return 0, storage.NewTooLargeResourceVersionError(target, c.RV(), retryAfterSeconds)
+		return 0, storage.NewTooLargeResourceVersionError(uint64(vd.target), c.RV(), retryAfterSeconds)
 	}
 	c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 	return fromEtcd, nil

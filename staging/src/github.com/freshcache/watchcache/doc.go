@@ -40,9 +40,12 @@
 // >= R. On timeout: TimeoutFallback delegates a LIST or GET with rv="" (a
 // quorum read), TimeoutReject answers 429 with Retry-After; a failed fetch
 // does the same. A WATCH is never opened on etcd: with TimeoutFallback it
-// gets upstream's error (TooLargeResourceVersion with Retry-After after a
-// timeout, the fetch's error after a failed fetch), with TimeoutReject 429.
-// Stale data is never served.
+// waits as upstream's does, for the revision as long as its context lasts
+// (through fetches that go unanswered) and then the timeout for the cache,
+// and gets upstream's error (TooLargeResourceVersion with Retry-After
+// after that timeout, the fetch's error after a failed fetch); with
+// TimeoutReject the whole wait is bounded and ends in 429. Stale data is
+// never served.
 //
 // # What is served from where
 //

@@ -13,13 +13,17 @@ import (
 
 	"github.com/freshcache/watchcache/freshness"
 	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
 )
 
 // RevisionSource hands out etcd revisions for consistent reads.
 // *oracle.Oracle implements it: RevisionFor returns a revision R from a
 // linearizable fetch issued after the call began, coalesced with every
 // other caller (one fetch in flight per etcd cluster); reads is how many
-// client reads the call stands for, for the coalescing metrics.
+// client reads the call stands for, for the coalescing metrics. An error
+// wrapping oracle.ErrFetchTimedOut says etcd gave no answer within the
+// source's own time limit (at least a round trip), as opposed to refusing:
+// a watch waiting for its revision asks again instead of failing.
 type RevisionSource interface {
 	RevisionFor(ctx context.Context, reads int) (int64, error)
 }
@@ -55,8 +59,9 @@ type verdict struct {
 // driver is the I/O shell around one cache's freshness.Machine (see the
 // freshness package's caller duties, which it carries out):
 //
-//   - readers call wait, which registers a read and selects on a channel
-//     of its own, ctx.Done() and stop: no goroutine per waiter;
+//   - readers call wait (or waitPatient, a watch's wait), which registers
+//     a read and selects on a channel of its own, ctx.Done() and stop: no
+//     goroutine per waiter;
 //   - revision fetches go to the RevisionSource, one goroutine per fetch
 //     (at most one in flight per cache, by the Machine's rule);
 //   - progress requests go to the cache's own watch stream, one goroutine
@@ -141,7 +146,27 @@ func (d *driver) wait(ctx context.Context, kind freshness.Kind, minRV uint64) (v
 // waitWithin is wait with its own timeout, on the driver's clock; zero
 // means none.
 func (d *driver) waitWithin(ctx context.Context, kind freshness.Kind, minRV uint64, timeout time.Duration) (verdict, error) {
-	if kind == freshness.Consistent && d.source == nil {
+	rd := freshness.Read{Kind: kind, MinRV: int64(minRV)}
+	if timeout > 0 {
+		rd.Deadline = d.clock.Now().Add(timeout)
+	}
+	return d.await(ctx, rd)
+}
+
+// waitPatient is a consistent wait as upstream's cacher does it for a
+// watch: the revision is awaited for as long as ctx lasts, through fetches
+// that end unanswered (freshness.Read.CatchUp), and only then does the
+// driver's timeout bound the wait for the cache to reach it. A fetch that
+// fails, rather than going unanswered, fails it as it does any read. The
+// driver's timeout must be positive (the cache's always is).
+func (d *driver) waitPatient(ctx context.Context) (verdict, error) {
+	return d.await(ctx, freshness.Read{Kind: freshness.Consistent, CatchUp: d.timeout})
+}
+
+// await registers rd (its ID assigned here) and blocks until the Machine
+// resolves it, ctx is done or the cache stops.
+func (d *driver) await(ctx context.Context, rd freshness.Read) (verdict, error) {
+	if rd.Kind == freshness.Consistent && d.source == nil {
 		return verdict{}, errors.New("watchcache: consistent read without a revision source")
 	}
 	defer trace.StartRegion(ctx, TraceRegionWait).End()
@@ -154,10 +179,7 @@ func (d *driver) waitWithin(ctx context.Context, kind freshness.Kind, minRV uint
 	}
 	d.mu.nextID++
 	id := d.mu.nextID
-	rd := freshness.Read{ID: id, Kind: kind, MinRV: int64(minRV)}
-	if timeout > 0 {
-		rd.Deadline = d.clock.Now().Add(timeout)
-	}
+	rd.ID = id
 	if err := d.mu.m.ReadArrived(rd); err != nil {
 		d.mu.Unlock()
 		return verdict{}, fmt.Errorf("watchcache: %w", err)
@@ -306,10 +328,16 @@ func (d *driver) fetch(reads int) {
 	rev, err := d.source.RevisionFor(d.ctx, reads)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err != nil {
+	switch {
+	case err == nil:
+		err = d.mu.m.FetchAnswered(rev, d.clock.Now())
+	case errors.Is(err, oracle.ErrFetchTimedOut) && d.ctx.Err() == nil:
+		// Held, not refused: patient reads ask again (the Machine
+		// requests the next fetch at once; the source's time limit
+		// paces the rounds).
+		err = d.mu.m.FetchUnanswered(err)
+	default:
 		err = d.mu.m.FetchFailed(err)
-	} else {
-		err = d.mu.m.FetchAnswered(rev)
 	}
 	if err != nil {
 		d.bug(err)

@@ -3,13 +3,16 @@ package watchcache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache/freshness"
 	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
 )
 
 type unusedSource struct{}
@@ -34,7 +37,7 @@ func TestStoppedDriverDoesNotSpin(t *testing.T) {
 		end  func(m *freshness.Machine) error
 	}{
 		{"fetch failed", func(m *freshness.Machine) error { return m.FetchFailed(context.Canceled) }},
-		{"fetch answered above the cache", func(m *freshness.Machine) error { return m.FetchAnswered(100) }},
+		{"fetch answered above the cache", func(m *freshness.Machine) error { return m.FetchAnswered(100, time.Time{}) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDriver(driverConfig{Source: unusedSource{}, Progress: func(context.Context) error { return nil }, Clock: clock.RealClock{}, Timeout: time.Minute, Metrics: metrics.Discard{}, Name: "pods", Stop: make(chan struct{})})
@@ -68,5 +71,131 @@ func TestStoppedDriverDoesNotSpin(t *testing.T) {
 			}
 			d.mu.Unlock()
 		})
+	}
+}
+
+// scriptedSource answers each RevisionFor with what the test sends, after
+// announcing the call on calls.
+type scriptedSource struct {
+	calls   chan struct{}
+	answers chan fetchAnswer
+}
+
+type fetchAnswer struct {
+	rev int64
+	err error
+}
+
+func (s scriptedSource) RevisionFor(ctx context.Context, _ int) (int64, error) {
+	s.calls <- struct{}{}
+	select {
+	case a := <-s.answers:
+		return a.rev, a.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// TestPatientWaitOutlastsUnansweredFetches drives waitPatient, a watch's
+// wait, through the driver's classification of fetch outcomes: a fetch
+// that ran into the source's time limit (oracle.ErrFetchTimedOut) makes
+// the driver ask again and the read keep waiting, with no deadline; an
+// answer starts the timeout for the cache; a refusal fails the read.
+func TestPatientWaitOutlastsUnansweredFetches(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	src := scriptedSource{calls: make(chan struct{}), answers: make(chan fetchAnswer)}
+	clk := testingclock.NewFakeClock(time.Now())
+	stop := make(chan struct{})
+	d := newDriver(driverConfig{Source: src, Progress: func(context.Context) error { return nil }, Clock: clk,
+		Timeout: timeout, Metrics: metrics.Discard{}, Name: "pods", Stop: stop})
+	go d.run()
+	defer close(stop)
+	unanswered := fmt.Errorf("%w: %w: context deadline exceeded", oracle.ErrFetchFailed, oracle.ErrFetchTimedOut)
+	refused := fmt.Errorf("%w: etcdserver: permission denied", oracle.ErrFetchFailed)
+
+	type result struct {
+		v   verdict
+		err error
+	}
+	patient := func() <-chan result {
+		ch := make(chan result, 1)
+		go func() {
+			v, err := d.waitPatient(context.Background())
+			ch <- result{v, err}
+		}()
+		return ch
+	}
+	call := func(what string) {
+		t.Helper()
+		select {
+		case <-src.calls:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no fetch %s", what)
+		}
+	}
+	answer := func(a fetchAnswer) { src.answers <- a }
+	verdictOf := func(ch <-chan result) result {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatal("the patient read was never resolved")
+		}
+		return result{}
+	}
+
+	// Unanswered, twice: asked again each time, still waiting, no timer.
+	r1 := patient()
+	call("for the patient read")
+	answer(fetchAnswer{err: unanswered})
+	call("after the first went unanswered")
+	answer(fetchAnswer{err: unanswered})
+	call("after the second went unanswered")
+	select {
+	case r := <-r1:
+		t.Fatalf("patient read resolved by unanswered fetches: %+v", r)
+	default:
+	}
+	if st := d.status(); st.Covered != 1 || !st.FetchInFlight {
+		t.Fatalf("status %+v: want the read covered by the third fetch", st)
+	}
+	if next, ok := func() (time.Time, bool) { d.mu.Lock(); defer d.mu.Unlock(); return d.mu.m.NextDeadline() }(); ok {
+		t.Fatalf("a deadline at %v while the read waits for its revision", next)
+	}
+
+	// Answered above the cache: now the timeout runs, from the answer.
+	answer(fetchAnswer{rev: 10})
+	// run arms its timer for the new deadline.
+	armed, tick := time.Now().Add(30*time.Second), time.NewTicker(time.Millisecond)
+	for !clk.HasWaiters() {
+		if time.Now().After(armed) {
+			t.Fatal("no timer armed once the revision was known")
+		}
+		<-tick.C
+	}
+	tick.Stop()
+	clk.Step(timeout)
+	if r := verdictOf(r1); r.err != nil || r.v.kind != verdictTimedOut || r.v.target != 10 {
+		t.Fatalf("after the answer and the timeout: %+v, want timed out waiting for 10", r)
+	}
+
+	// Unanswered, then answered below the cache: released.
+	d.applied(20)
+	r2 := patient()
+	call("for the second patient read")
+	answer(fetchAnswer{err: unanswered})
+	call("after it went unanswered")
+	answer(fetchAnswer{rev: 15})
+	if r := verdictOf(r2); r.err != nil || r.v.kind != verdictReleased || r.v.target != 15 || r.v.rv != 20 {
+		t.Fatalf("answered below the cache: %+v, want released at 20 for 15", r)
+	}
+
+	// Refused: failed, as upstream's watch fails on an etcd error.
+	r3 := patient()
+	call("for the third patient read")
+	answer(fetchAnswer{err: refused})
+	if r := verdictOf(r3); r.err != nil || r.v.kind != verdictFailed || !errors.Is(r.v.err, refused) {
+		t.Fatalf("refused fetch: %+v, want failed with the refusal", r)
 	}
 }

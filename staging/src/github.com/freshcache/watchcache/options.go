@@ -68,16 +68,22 @@ type Options struct {
 
 	// ConsistentReadTimeout bounds how long a read waits for the cache to
 	// be fresh enough: consistent reads (rv="", and rv=0 under
-	// FreshResourceVersionZero) and rv=N NotOlderThan. Zero: 3s. Must not
-	// be negative. kube-apiserver: --consistent-read-timeout.
+	// FreshResourceVersionZero) and rv=N NotOlderThan. A consistent WATCH
+	// with TimeoutFallback first waits for etcd's revision for as long as
+	// its context lasts, as upstream's cacher does, and this bounds only
+	// the wait for the cache to reach it. Zero: 3s. Must not be negative.
+	// kube-apiserver: --consistent-read-timeout.
 	ConsistentReadTimeout time.Duration
 
 	// TimeoutAction is what a consistent read does after
 	// ConsistentReadTimeout: TimeoutFallback serves it from etcd with a
 	// quorum read, TimeoutReject answers 429 with Retry-After. Empty:
 	// TimeoutFallback. (A NotOlderThan read answers "too large resource
-	// version" either way, as upstream.) kube-apiserver:
-	// --consistent-read-timeout-action.
+	// version" either way, as upstream. A WATCH is never served from etcd:
+	// with TimeoutFallback it gets "too large resource version" after the
+	// timeout; with TimeoutReject its whole wait, revision included, is
+	// bounded by the timeout and ends in 429, which client-go retries.)
+	// kube-apiserver: --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
 
 	// WatcherQueueCapacity is how many events a watcher may fall behind

@@ -28,10 +28,12 @@ import (
 //   - rv="" or "0" with sendInitialEvents=false: changes from now on.
 //   - rv=N: every change after N (410 Expired if N left the window).
 //
-// A watch is never opened on etcd. A consistent watch that cannot be made
-// fresh gets an error (see freshRead) and client-go falls back to LIST and
-// WATCH; while consistent reads are disabled (etcd version guard) rv=""
-// and rv=0 start from the cache's current state, as with the gates off.
+// A watch is never opened on etcd. A consistent watch waits for etcd's
+// revision for as long as ctx lasts, as upstream's does, and then up to
+// ConsistentReadTimeout for the cache; one that cannot be made fresh gets
+// an error (see freshRead) and client-go falls back to LIST and WATCH.
+// While consistent reads are disabled (etcd version guard) rv="" and rv=0
+// start from the cache's current state, as with the gates off.
 func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	preparedKey, err := storage.PrepareKey(c.prefix, key, opts.Recursive)
 	if err != nil {
@@ -62,7 +64,10 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 		return fanout.ErrorWatcher(fmt.Errorf("a watch stream was requested, but the watch cache of %s cannot serve it: %s", c.cfg.GroupResource, c.disabledReason)), nil
 	case plan.Fresh:
 		// Start from a snapshot at least as fresh as the request: its
-		// initial events, if any, come from it, and so does StartRV.
+		// initial events, if any, come from it, and so does StartRV. The
+		// revision is awaited under ctx (freshRead), so an etcd member
+		// that cannot answer holds the watch, as upstream's, rather than
+		// failing it over to the client's rv=0 LIST.
 		if _, err := c.freshRead(ctx, plan.Watch, p); err != nil {
 			if apierrors.IsTooManyRequests(err) {
 				return nil, err

@@ -25,6 +25,13 @@
 // A NotOlderThan read (resourceVersion=N, NotOlderThan) knows its target N
 // at arrival and waits for c >= N the same way.
 //
+// A patient Consistent read (Read.CatchUp) is how upstream's cacher waits
+// for a watch: it waits for its revision for as long as its client stays,
+// through fetches that end unanswered (FetchUnanswered: the caller's time
+// limit for a fetch ran out, as on a member cut off from its leader), and
+// only then gets CatchUp for c to reach R. Other reads have one deadline,
+// from arrival, over both stages.
+//
 // While any read waits for c, the Machine asks for a progress request on the
 // cache's watch stream at once, keeps at most one in flight, and asks for
 // another as soon as the previous one is answered and reads still wait.
@@ -40,13 +47,18 @@
 //  3. The Machine never asks for a second fetch while one is in flight, nor
 //     for a second progress request while one is in flight.
 //  4. Every read is resolved at most once: released, failed, timed out, or
-//     cancelled. A read whose covering fetch failed is failed, never served.
+//     cancelled. A read whose covering fetch failed is failed, never served;
+//     so is one whose fetch ended unanswered, unless it is patient: it
+//     waits for the next fetch, which is issued after it arrived too.
 //  5. No read waits for a target c has reached: releases happen within the
 //     input that advances c or delivers R.
 //  6. Liveness: if the caller carries out every request in every Ready, every
-//     fetch is eventually answered or failed, and progress requests are
+//     fetch is eventually answered or failed (an unanswered one resolves
+//     only the reads that are not patient), and progress requests are
 //     eventually answered with a revision >= the etcd revision at the time
 //     they were sent, then every read is eventually resolved.
+//  7. A patient read has no deadline until its revision is known, and then
+//     exactly the answer's time plus its CatchUp.
 //
 // # The caller's duties
 //
@@ -69,7 +81,10 @@
 //     linearizable revision fetch (oracle.Revision). Calling FetchIssued
 //     first is what makes "issued after arrival" true: every read it covers
 //     arrived before the call, hence before the request. Report its outcome
-//     with exactly one FetchAnswered(R) or FetchFailed(err).
+//     with exactly one of FetchAnswered(R, now), FetchFailed(err) (etcd
+//     answered with an error) or FetchUnanswered(err) (no answer within
+//     the caller's time limit for a fetch, which must be at least a round
+//     trip: patient reads go straight on to the next fetch).
 //
 //     d. If SendProgress is set, call ProgressRequestSent(now), then send
 //     RequestProgress on the cache's own watch stream. Call
@@ -88,7 +103,9 @@
 //     the same way, or pass it as Options.Revision. After a re-list, report
 //     the new list's revision; c never goes backward.
 //
-//  4. Give each read its deadline in Read.Deadline, and call Tick(now) when
+//  4. Give each read its deadline in Read.Deadline (a patient read its
+//     CatchUp instead: the Machine derives its deadline from the time
+//     passed to FetchAnswered), and call Tick(now) when
 //     the earliest deadline (NextDeadline: reads' deadlines and a needed
 //     progress request's stall time) has passed. One timer suffices.
 //     The Machine never reads the clock; "now" is whatever Tick was told.

@@ -20,8 +20,8 @@ func ExampleMachine() {
 
 	rd := m.Ready()
 	fmt.Println("issue a fetch:", rd.IssueFetch)
-	_, _ = m.FetchIssued()  // before the linearizable request leaves
-	_ = m.FetchAnswered(12) // etcd is at 12, the cache at 10
+	_, _ = m.FetchIssued()       // before the linearizable request leaves
+	_ = m.FetchAnswered(12, now) // etcd is at 12, the cache at 10
 
 	rd = m.Ready()
 	fmt.Println("send a progress request:", rd.SendProgress, "released:", len(rd.Released))

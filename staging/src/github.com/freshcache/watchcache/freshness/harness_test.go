@@ -51,6 +51,9 @@ type harness struct {
 
 	// counters, for tests that want to see that something happened
 	released, failed, timedOut, cancelled int
+	// requeued counts patient reads an unanswered fetch sent on to the
+	// next one.
+	requeued int
 }
 
 type mread struct {
@@ -68,12 +71,12 @@ type mfetch struct {
 	answer      int64
 }
 
-const numOps = 13
+const numOps = 14
 
 var opNames = [numOps]string{
 	"consistent", "notOlderThan", "write", "fetchIssue", "fetchAnswer", "fetchFail",
 	"event", "progressSend", "progressAnswer", "unsolicitedProgress", "tick", "cancel",
-	"revisionPending",
+	"revisionPending", "fetchUnanswered",
 }
 
 var epoch = time.Unix(1_000_000_000, 0)
@@ -123,14 +126,17 @@ func (h *harness) do(op, arg byte) error {
 	var failedFetch FetchID
 
 	switch op {
-	case 0: // a consistent read arrives
+	case 0: // a consistent read arrives; one in five is patient (a watch)
 		r := Read{ID: h.nextID, Kind: Consistent, Deadline: h.deadline(arg)}
+		if arg%5 == 1 {
+			r.Deadline, r.CatchUp = time.Time{}, time.Duration(1+arg%40)*time.Millisecond
+		}
 		h.nextID++
 		if err := h.m.ReadArrived(r); err != nil {
 			return h.errorf("ReadArrived(%+v): %v", r, err)
 		}
 		h.live[r.ID] = &mread{Read: r, arrivedStep: h.step, etcdAtArrival: h.etcd}
-		h.note("read %d consistent deadline=%v", r.ID, h.rel(r.Deadline))
+		h.note("read %d consistent deadline=%v catchUp=%v", r.ID, h.rel(r.Deadline), r.CatchUp)
 		// A duplicate must be refused without changing anything.
 		if arg%7 == 0 {
 			if err := h.m.ReadArrived(r); !errors.Is(err, ErrDuplicateRead) {
@@ -178,7 +184,7 @@ func (h *harness) do(op, arg byte) error {
 		h.note("fetchIssue %d at E=%d", id, h.etcd)
 	case 4: // the fetch in flight answers
 		if h.fetchInFlight == 0 {
-			if err := h.m.FetchAnswered(h.etcd); !errors.Is(err, ErrNoFetchInFlight) {
+			if err := h.m.FetchAnswered(h.etcd, h.now); !errors.Is(err, ErrNoFetchInFlight) {
 				return h.errorf("FetchAnswered with none in flight: err=%v", err)
 			}
 			break
@@ -188,12 +194,16 @@ func (h *harness) do(op, arg byte) error {
 		if h.cooperative {
 			f.answer = h.etcd
 		}
-		if err := h.m.FetchAnswered(f.answer); err != nil {
+		if err := h.m.FetchAnswered(f.answer, h.now); err != nil {
 			return h.errorf("FetchAnswered(%d): %v", f.answer, err)
 		}
 		for _, r := range h.live {
 			if r.fetch == h.fetchInFlight && !r.hasTarget {
 				r.hasTarget, r.target = true, f.answer
+				if r.CatchUp > 0 {
+					// Its deadline starts now; released at once if c >= R.
+					r.Deadline = h.now.Add(r.CatchUp)
+				}
 			}
 		}
 		h.note("fetchAnswer %d R=%d", h.fetchInFlight, f.answer)
@@ -289,6 +299,31 @@ func (h *harness) do(op, arg byte) error {
 		h.m.RevisionPending(rv)
 		h.pending = max(h.pending, rv)
 		h.note("revisionPending rv=%d", rv)
+	case 13: // the fetch in flight ends unanswered (it ran out of time)
+		cause := errors.New("context deadline exceeded")
+		if h.fetchInFlight == 0 {
+			if err := h.m.FetchUnanswered(cause); !errors.Is(err, ErrNoFetchInFlight) {
+				return h.errorf("FetchUnanswered with none in flight: err=%v", err)
+			}
+			break
+		}
+		if err := h.m.FetchUnanswered(cause); err != nil {
+			return h.errorf("FetchUnanswered: %v", err)
+		}
+		for id, r := range h.live {
+			if r.fetch != h.fetchInFlight || r.hasTarget {
+				continue
+			}
+			if r.CatchUp > 0 {
+				r.fetch = 0 // waits for the next fetch
+				h.requeued++
+				continue
+			}
+			expectFailed = append(expectFailed, id)
+		}
+		failedFetch = h.fetchInFlight
+		h.note("fetchUnanswered %d", h.fetchInFlight)
+		h.fetchInFlight = 0
 	case 11: // a client goes away
 		ids := h.liveIDs()
 		var id ReadID

@@ -51,6 +51,11 @@ func (m *Machine) verify() error {
 		default:
 			fail("read %d unresolved with stage %d", id, r.stage)
 		}
+		if r.CatchUp > 0 && (r.stage == stageWaiting) == r.Deadline.IsZero() {
+			// A patient read has a deadline exactly once its revision is
+			// known: none while it waits for a fetch, at+CatchUp after.
+			fail("patient read %d in stage %d with deadline %v", id, r.stage, r.Deadline)
+		}
 		if !r.Deadline.IsZero() {
 			withDeadline++
 			if r.deadlineIdx < 0 || r.deadlineIdx >= len(m.deadlines) || m.deadlines[r.deadlineIdx] != r {

@@ -115,9 +115,18 @@ func (m *Machine) ReadArrived(rd Read) error {
 	}
 	switch rd.Kind {
 	case Consistent:
+		switch {
+		case rd.CatchUp < 0:
+			return fmt.Errorf("%w: negative CatchUp %v for read %d", ErrInvalidRead, rd.CatchUp, rd.ID)
+		case rd.CatchUp > 0 && !rd.Deadline.IsZero():
+			return fmt.Errorf("%w: read %d has both a Deadline and a CatchUp", ErrInvalidRead, rd.ID)
+		}
 	case NotOlderThan:
 		if rd.MinRV < 0 {
 			return fmt.Errorf("%w: negative MinRV %d for read %d", ErrInvalidRead, rd.MinRV, rd.ID)
+		}
+		if rd.CatchUp != 0 {
+			return fmt.Errorf("%w: CatchUp for NotOlderThan read %d (give it a Deadline)", ErrInvalidRead, rd.ID)
 		}
 	default:
 		return fmt.Errorf("%w: unknown kind %v for read %d", ErrInvalidRead, rd.Kind, rd.ID)
@@ -177,10 +186,12 @@ func (m *Machine) FetchIssued() (FetchID, error) {
 	return m.lastFetch, nil
 }
 
-// FetchAnswered delivers the answer R of the fetch in flight. Every read it
-// covers gets target R: it is released at once if c >= R (the fast path),
-// otherwise it waits for c to reach R.
-func (m *Machine) FetchAnswered(rev int64) error {
+// FetchAnswered delivers the answer R of the fetch in flight, which
+// arrived at time at (on the clock Tick is given). Every read it covers
+// gets target R: it is released at once if c >= R (the fast path),
+// otherwise it waits for c to reach R; a patient read (Read.CatchUp) that
+// waits gets its deadline, at+CatchUp.
+func (m *Machine) FetchAnswered(rev int64, at time.Time) error {
 	if !m.fetchInFlight {
 		return ErrNoFetchInFlight
 	}
@@ -197,25 +208,28 @@ func (m *Machine) FetchAnswered(rev int64) error {
 		r.stage = stageWaiting
 		r.target = rev
 		heap.Push(&m.waiting, r)
+		if r.CatchUp > 0 {
+			r.Deadline = at.Add(r.CatchUp)
+			heap.Push(&m.deadlines, r)
+		}
 	}
 	m.clearCovered()
 	m.checkInvariants()
 	return nil
 }
 
-// FetchFailed reports that the fetch in flight failed with cause. Every read
-// it covers fails with an error that wraps ErrFetchFailed and cause. Reads
-// that arrived after it was issued are not affected: they wait for the next
-// fetch.
+// FetchFailed reports that the fetch in flight failed with cause: etcd
+// answered with an error. Every read it covers fails with an error that
+// wraps ErrFetchFailed and cause, patient ones too, as upstream's watch
+// fails when reading etcd's revision returns an error. Reads that arrived
+// after it was issued are not affected: they wait for the next fetch. (A
+// fetch that ran out of time instead is FetchUnanswered.)
 func (m *Machine) FetchFailed(cause error) error {
 	if !m.fetchInFlight {
 		return ErrNoFetchInFlight
 	}
 	m.fetchInFlight = false
-	err := ErrFetchFailed
-	if cause != nil {
-		err = fmt.Errorf("%w (fetch %d): %w", ErrFetchFailed, m.lastFetch, cause)
-	}
+	err := m.fetchError(cause)
 	for _, r := range m.covered {
 		if r.stage != stageCovered {
 			continue
@@ -223,6 +237,43 @@ func (m *Machine) FetchFailed(cause error) error {
 		m.resolve(r)
 		m.out.Failed = append(m.out.Failed, Failure{ID: r.ID, Fetch: r.fetch, Err: err})
 	}
+	m.clearCovered()
+	m.checkInvariants()
+	return nil
+}
+
+// FetchUnanswered reports that the fetch in flight ended without an answer:
+// neither a revision nor a refusal from etcd, only the caller's own time
+// limit for it (a member that cannot reach its leader holds a linearizable
+// read until the client gives up). Patient reads it covered (Read.CatchUp)
+// wait for the next fetch, which the next Ready asks for, as upstream's
+// watch keeps waiting for etcd's revision under its client's context.
+// Every other read it covered fails as with FetchFailed(cause).
+func (m *Machine) FetchUnanswered(cause error) error {
+	if !m.fetchInFlight {
+		return ErrNoFetchInFlight
+	}
+	m.fetchInFlight = false
+	err := m.fetchError(cause)
+	var again []*read
+	for _, r := range m.covered {
+		if r.stage != stageCovered {
+			continue
+		}
+		if r.CatchUp > 0 {
+			// Any later fetch is issued after the read arrived, so its
+			// answer serves the read as well as this one's would have.
+			r.stage, r.fetch = stagePending, 0
+			m.nCovered--
+			again = append(again, r)
+			continue
+		}
+		m.resolve(r)
+		m.out.Failed = append(m.out.Failed, Failure{ID: r.ID, Fetch: r.fetch, Err: err})
+	}
+	// They arrived before every read now pending: keep arrival order.
+	m.pending = append(again, m.pending...)
+	m.nPending += len(again)
 	m.clearCovered()
 	m.checkInvariants()
 	return nil
@@ -407,6 +458,14 @@ func (m *Machine) resolve(r *read) {
 	}
 	r.stage = stageDone
 	delete(m.reads, r.ID)
+}
+
+// fetchError is the Err of the Failures of the fetch in flight.
+func (m *Machine) fetchError(cause error) error {
+	if cause == nil {
+		return ErrFetchFailed
+	}
+	return fmt.Errorf("%w (fetch %d): %w", ErrFetchFailed, m.lastFetch, cause)
 }
 
 func (m *Machine) clearCovered() {

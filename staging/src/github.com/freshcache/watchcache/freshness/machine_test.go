@@ -1,6 +1,7 @@
 package freshness
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,9 +18,11 @@ import (
 //	psent / panswer    ProgressRequestSent / ProgressAnswered
 //	read ID            a Consistent read arrives        [deadline=MS]
 //	read ID min=N      a NotOlderThan read arrives      [deadline=MS]
+//	read ID catchup=MS a patient Consistent read arrives
 //	issue              FetchIssued
-//	answer R           FetchAnswered(R)
+//	answer R           FetchAnswered(R, epoch)          [at=MS]
 //	fail               FetchFailed
+//	unanswered         FetchUnanswered
 //	tick MS            Tick(epoch+MS)
 //	cancel ID          ReadCancelled, must return true  (cancel! ID: false)
 //	ready WANT...      Ready() must equal WANT, written as: "-" for nothing,
@@ -48,7 +51,11 @@ func runScript(t *testing.T, script string) {
 		f := strings.Fields(line)
 		arg := func(i int) int64 {
 			t.Helper()
-			v, err := strconv.ParseInt(strings.TrimPrefix(strings.TrimPrefix(f[i], "min="), "deadline="), 10, 64)
+			_, num, _ := strings.Cut(f[i], "=") // "min=N", "deadline=MS", ... or a bare number
+			if !strings.Contains(f[i], "=") {
+				num = f[i]
+			}
+			v, err := strconv.ParseInt(num, 10, 64)
 			if err != nil {
 				t.Fatalf("line %d %q: %v", n+1, line, err)
 			}
@@ -72,6 +79,8 @@ func runScript(t *testing.T, script string) {
 					r.Kind, r.MinRV = NotOlderThan, arg(i)
 				case strings.HasPrefix(f[i], "deadline="):
 					r.Deadline = epoch.Add(time.Duration(arg(i)) * time.Millisecond)
+				case strings.HasPrefix(f[i], "catchup="):
+					r.CatchUp = time.Duration(arg(i)) * time.Millisecond
 				case f[i] == "kind=0":
 					r.Kind = 0
 				default:
@@ -82,9 +91,15 @@ func runScript(t *testing.T, script string) {
 		case "issue":
 			_, err = m.FetchIssued()
 		case "answer":
-			err = m.FetchAnswered(arg(1))
+			at := epoch
+			if len(f) > 2 {
+				at = epoch.Add(time.Duration(arg(2)) * time.Millisecond)
+			}
+			err = m.FetchAnswered(arg(1), at)
 		case "fail":
-			err = m.FetchFailed(errors.New("etcdserver: request timed out"))
+			err = m.FetchFailed(errors.New("etcdserver: permission denied"))
+		case "unanswered":
+			err = m.FetchUnanswered(context.DeadlineExceeded)
 		case "tick":
 			m.Tick(epoch.Add(time.Duration(arg(1)) * time.Millisecond))
 		case "cancel", "cancel!":
@@ -320,6 +335,75 @@ func TestScenarios(t *testing.T) {
 			panswer
 			status fetch=1 pending=1 covered=0
 		`},
+		{"a patient read outwaits unanswered fetches, then has CatchUp from the answer", `
+			read 1 catchup=100
+			read 2 deadline=50
+			ready fetch
+			issue
+			status covered=2
+			unanswered
+			# the other read fails; the patient one waits for the next fetch
+			ready fetch fail:2
+			status pending=1 covered=0
+			issue
+			# no deadline while it waits for its revision
+			tick 1000
+			ready -
+			unanswered
+			ready fetch
+			issue
+			answer 7 at=2000
+			ready progress
+			tick 2099
+			ready progress
+			tick 2100
+			ready timeout:1:cache
+		`},
+		{"a patient read keeps its place and shares the next fetch", `
+			read 1 catchup=100
+			issue
+			read 2
+			unanswered
+			ready fetch
+			status pending=2 covered=0
+			issue
+			status covered=2
+			rev 5
+			answer 5 at=10
+			ready rel:1@5/5 rel:2@5/5
+		`},
+		{"a patient read: released once c reaches R, or at once", `
+			rev 10
+			read 1 catchup=100
+			issue
+			answer 8 at=5
+			ready rel:1@8/10
+			read 2 catchup=100
+			issue
+			answer 12 at=5
+			ready progress
+			rev 12
+			ready rel:2@12/12
+		`},
+		{"a failed fetch fails patient reads too; cancelled ones are forgotten", `
+			read 1 catchup=100
+			issue
+			fail
+			ready fail:1
+			read 2 catchup=100
+			issue
+			cancel 2
+			unanswered
+			ready -
+			status pending=0 covered=0 waiting=0
+		`},
+		{"patient reads: misuse is refused", `
+			unanswered !! no revision fetch in flight
+			read 1 catchup=10 deadline=5 !! both a Deadline and a CatchUp
+			read 2 min=3 catchup=10 !! CatchUp for NotOlderThan
+			read 3 catchup=-1 !! negative CatchUp
+			status pending=0
+		`},
 		{"a prefetch covers whatever is pending, possibly nothing", `
 			issue
 			read 1
@@ -416,7 +500,7 @@ func BenchmarkRound(b *testing.B) {
 				}
 				_, _ = m.FetchIssued()
 				rev++
-				_ = m.FetchAnswered(rev)
+				_ = m.FetchAnswered(rev, epoch)
 				_ = m.ProgressRequestSent(epoch)
 				m.ProgressNotified(rev)
 				m.ProgressAnswered()

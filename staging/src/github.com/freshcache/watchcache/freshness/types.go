@@ -25,8 +25,9 @@ var (
 	// ErrDuplicateRead is returned by ReadArrived for an ID that is still
 	// unresolved.
 	ErrDuplicateRead = errors.New("freshness: read ID already in use")
-	// ErrInvalidRead is returned by ReadArrived for an unknown Kind or a
-	// negative MinRV.
+	// ErrInvalidRead is returned by ReadArrived for an unknown Kind, a
+	// negative MinRV or CatchUp, or a CatchUp that is not a Consistent
+	// read's alone.
 	ErrInvalidRead = errors.New("freshness: invalid read")
 )
 
@@ -74,6 +75,15 @@ type Read struct {
 	// Deadline is when the read times out, compared with the time passed to
 	// Tick. The zero Time means no deadline.
 	Deadline time.Time
+	// CatchUp, if positive, makes a Consistent read patient, the way
+	// upstream's cacher serves a watch: it waits for its revision R for
+	// as long as it is unresolved, and a fetch that ends unanswered
+	// (FetchUnanswered) hands it to the next fetch instead of failing it.
+	// Once R is known (FetchAnswered at time t) the read times out at
+	// t+CatchUp unless c reached R. Deadline must be zero: what ends the
+	// wait for R is the client leaving (ReadCancelled). Not allowed for
+	// NotOlderThan reads, whose target is known at arrival.
+	CatchUp time.Duration
 }
 
 // Stage is where an unresolved read is in the protocol.
@@ -82,7 +92,8 @@ type Stage uint8
 const (
 	// StageFetch is a Consistent read that has no revision yet. Either it
 	// waits for the next fetch to be issued, or it is covered by the fetch
-	// in flight.
+	// in flight. (A patient read never times out here: it has no deadline
+	// until its revision is known.)
 	StageFetch Stage = iota + 1
 	// StageCache is a read that knows its target revision and waits for c
 	// to reach it.

@@ -18,7 +18,10 @@
 //
 // A failed fetch fails every call it covered with an error wrapping
 // ErrFetchFailed (and the cause); the caller delegates the read to etcd or
-// rejects it, and never serves it from the cache. A call whose ctx ends
+// rejects it, and never serves it from the cache. A fetch that got no answer
+// within FetchTimeout (a member cut off from its leader holds the read
+// until then) also wraps ErrFetchTimedOut: a caller that may wait longer,
+// as a watch does, asks again. A call whose ctx ends
 // returns at once with an error wrapping ctx.Err(). Waiting is a select on
 // the round's channel and ctx.Done(): no goroutine per caller, no sleeping.
 // If every caller of the fetch in flight gives up, the fetch is aborted.

@@ -19,6 +19,15 @@ var (
 	// Revision call that the fetch covered returns it. The read must not be
 	// served from the cache: delegate it to etcd or reject it (429).
 	ErrFetchFailed = errors.New("oracle: revision fetch failed")
+	// ErrFetchTimedOut is wrapped, beside ErrFetchFailed, by the error of
+	// a fetch that got no answer within Options.FetchTimeout: etcd
+	// neither answered nor refused. A member cut off from its leader holds
+	// a linearizable read so until the client's context ends
+	// (TestPartitionedMember). Upstream's watch reads etcd's revision
+	// under the client's own context and so waits through it; a cache
+	// that serves watches the same way asks again instead of failing one.
+	// Any other fetch error came from etcd (or the client) and is final.
+	ErrFetchTimedOut = errors.New("oracle: etcd did not answer within the fetch timeout")
 	// ErrClosed is returned by Revision once the Oracle is closed.
 	ErrClosed = errors.New("oracle: closed")
 )
@@ -274,12 +283,17 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 	rev, err := o.get(ctx)
 	region.End()
 	took := time.Since(start)
+	// Before cancel: only FetchTimeout's deadline makes this
+	// DeadlineExceeded (Close and leave cancel ctx).
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 	r.cancel()
 
 	o.mu.Lock()
 	switch {
 	case err != nil && o.mu.closed:
 		r.err = fmt.Errorf("%w: %w", ErrClosed, err)
+	case err != nil && timedOut:
+		r.err = fmt.Errorf("%w: %w (%v): %w", ErrFetchFailed, ErrFetchTimedOut, o.opts.FetchTimeout, err)
 	case err != nil:
 		r.err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
 	default:

@@ -404,8 +404,8 @@ func TestFetchFailure(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 		defer cancel()
 		_, err := o.Revision(ctx)
-		if !errors.Is(err, ErrFetchFailed) || errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err=%v, want ErrFetchFailed from the closed client", err)
+		if !errors.Is(err, ErrFetchFailed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFetchTimedOut) {
+			t.Fatalf("err=%v, want ErrFetchFailed from the closed client, not a timeout", err)
 		}
 		if got := rec.get(); len(got) != 2 || got[1].err == nil || got[1].reads != 1 {
 			t.Fatalf("recorded %+v", got)
@@ -433,6 +433,38 @@ func TestFetchFailure(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestFetchTimedOut tells a fetch that got no answer within FetchTimeout
+// from one that etcd (or the client) refused: only the first wraps
+// ErrFetchTimedOut, and both wrap ErrFetchFailed.
+func TestFetchTimedOut(t *testing.T) {
+	refused := errors.New("etcdserver: permission denied")
+	for _, tc := range []struct {
+		name     string
+		get      func(ctx context.Context) (int64, error)
+		timedOut bool
+	}{
+		{"held until the fetch timeout", func(ctx context.Context) (int64, error) { <-ctx.Done(); return 0, ctx.Err() }, true},
+		{"refused", func(context.Context) (int64, error) { return 0, refused }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := NewFromFunc(tc.get, Options{FetchTimeout: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			_, err = o.Revision(ctx)
+			if !errors.Is(err, ErrFetchFailed) || errors.Is(err, ErrFetchTimedOut) != tc.timedOut {
+				t.Fatalf("err=%v: want ErrFetchFailed, ErrFetchTimedOut %v", err, tc.timedOut)
+			}
+			if !tc.timedOut && !errors.Is(err, refused) {
+				t.Fatalf("err=%v does not wrap the refusal", err)
+			}
+		})
+	}
 }
 
 func TestClose(t *testing.T) {

@@ -24,7 +24,8 @@ import (
 //     deleted key. A cache watching that member would look fresh against
 //     this revision and serve the deleted object (kubernetes#59848);
 //   - the linearizable Oracle fails with ErrFetchFailed: the read is
-//     delegated or rejected, never served stale.
+//     delegated or rejected, never served stale. The member holds the
+//     read rather than refusing it, so the failure is ErrFetchTimedOut.
 //
 // After healing, the linearizable Oracle answers again with a revision that
 // covers the delete.
@@ -89,6 +90,11 @@ func TestPartitionedMember(t *testing.T) {
 	linRev, linErr := lin.Revision(ctx)
 	if !errors.Is(linErr, ErrFetchFailed) {
 		t.Fatalf("linearizable fetch on the isolated member: revision %d, err %v; want ErrFetchFailed", linRev, linErr)
+	}
+	// Held, not refused: the member waits for a leader it cannot reach
+	// until the fetch's own timeout, so a watch may ask again.
+	if !errors.Is(linErr, ErrFetchTimedOut) {
+		t.Fatalf("linearizable fetch on the isolated member: %v; want ErrFetchTimedOut (no answer), not a refusal", linErr)
 	}
 	t.Logf("after delete at revision %d: serializable fetch answered %d (stale, key still listed); linearizable fetch failed: %v",
 		deleted, serRev, linErr)
