@@ -36,7 +36,7 @@ func WriteReport(w io.Writer, m ReportMeta, sel *Selection, runs []*Run) error {
 	b.WriteString("```\n\n")
 
 	b.WriteString("## Reads freshcache served\n\n")
-	b.WriteString("Deltas of `apiserver_freshcache_reads_total` over each run (reads that needed freshness, every resource), by verb and outcome: `cache` was served from the watch cache once it was fresh enough, `fallback` from etcd, `rejected` and `error` were refused. The upstream run has no such counter.\n\n")
+	b.WriteString("Deltas of `apiserver_freshcache_reads_total` over each run (reads that needed freshness, every resource), by verb, what was requested, and outcome: `cache` was served from the watch cache once it was fresh enough, `fallback` from etcd, `rejected` and `error` were refused. The upstream run has no such counter.\n\n")
 	for _, r := range runs {
 		if !r.Impl.Freshcache {
 			continue

@@ -193,8 +193,8 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 // readsMetric is the counter that proves freshcache served reads.
 const readsMetric = "apiserver_freshcache_reads_total"
 
-// readCounters sums readsMetric's samples by verb and outcome (over every
-// resource and what was requested).
+// readCounters sums readsMetric's samples over resources, keyed by
+// "verb requested outcome".
 func readCounters(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
 	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
@@ -217,9 +217,20 @@ func readCounters(ctx context.Context, cs kubernetes.Interface) (map[string]floa
 		if err != nil {
 			continue
 		}
-		out[label(labels, "verb")+" "+label(labels, "outcome")] += v
+		out[label(labels, "verb")+" "+label(labels, "requested")+" "+label(labels, "outcome")] += v
 	}
 	return out, sc.Err()
+}
+
+// ServedFromCache is how many reads counted in reads the cache served.
+func ServedFromCache(reads map[string]float64) float64 {
+	total := 0.0
+	for k, v := range reads {
+		if strings.HasSuffix(k, " cache") {
+			total += v
+		}
+	}
+	return total
 }
 
 // label picks one label's value out of a sample's label text.
