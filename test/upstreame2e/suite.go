@@ -152,7 +152,8 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, filepath.Join(o.SuiteDir, "ginkgo"),
 		"-p", "--procs="+strconv.Itoa(procs), "--no-color", "--timeout="+timeout.String(),
-		"--junit-report="+run.JUnit, "--output-dir="+dir,
+		// Ginkgo puts report files under --output-dir, absolute or not.
+		"--junit-report="+filepath.Base(run.JUnit), "--output-dir="+dir,
 		"--focus="+sel.Focus(),
 		filepath.Join(o.SuiteDir, "e2e.test"), "--",
 		"--provider=skeleton",
