@@ -23,7 +23,7 @@ import (
 	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/test/robustness/history"
 
-	"github.com/freshcache/watchcache/freeport"
+	"github.com/freshcache/freshcache/internal/freeport"
 )
 
 // KubeAPIServer is a real kube-apiserver child process (the binary `make

@@ -17,7 +17,7 @@ import (
 
 	"github.com/freshcache/freshcache/test/robustness/proxy"
 
-	"github.com/freshcache/watchcache/freeport"
+	"github.com/freshcache/freshcache/internal/freeport"
 )
 
 // Members is the cluster size.
