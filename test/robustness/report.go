@@ -13,7 +13,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/freshcache/freshcache/test/robustness/checker"
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Summary is what docs/results/robustness.md reports per run.
@@ -36,7 +36,7 @@ type Summary struct {
 	Metrics       map[string]float64 `json:"metrics"`
 }
 
-func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics map[string]float64) Summary {
+func summarize(run *record.Run, r *checker.Report, took time.Duration, metrics map[string]float64) Summary {
 	s := Summary{
 		Variant: run.Variant, Seed: run.Seed, Seconds: took.Seconds(), Ops: len(run.Ops),
 		OpsByKind: map[string]int{}, OpsByOutcome: map[string]int{}, Batches: map[string]int{}, Faults: map[string]int{}, FaultErrors: map[string]int{},
@@ -44,7 +44,7 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 	}
 	type batch struct {
 		client, id int
-		kind       history.Batch
+		kind       record.Batch
 	}
 	batches := map[batch]bool{}
 	for _, op := range run.Ops {
@@ -52,7 +52,7 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 		if op.Mode != "" {
 			k += "/" + string(op.Mode)
 		}
-		if op.Kind == history.List && op.Node != "" {
+		if op.Kind == record.List && op.Node != "" {
 			k += "/by-node"
 		}
 		if op.Batch != "" {
@@ -86,19 +86,19 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 // transaction or lease end however many keys (ops) it had: a transaction
 // by its outcome ("txn/ok", "lease/unknown"), a lease's end by how it
 // came ("lease-expiry", "lease-revoke").
-func batchLabel(b history.Batch, out history.Outcome) string {
-	if b == history.BatchTxn || b == history.BatchLease {
+func batchLabel(b record.Batch, out record.Outcome) string {
+	if b == record.BatchTxn || b == record.BatchLease {
 		return string(b) + "/" + string(out)
 	}
 	return string(b)
 }
 
 // CommittedTxns is the number of multi-key transactions etcd applied.
-func (s Summary) CommittedTxns() int { return s.Batches[batchLabel(history.BatchTxn, history.OK)] }
+func (s Summary) CommittedTxns() int { return s.Batches[batchLabel(record.BatchTxn, record.OK)] }
 
 // LeaseExpiries is the number of leases whose keys etcd deleted when they
 // expired (not revoked by the client).
-func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(history.BatchLeaseExpiry, "")] }
+func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(record.BatchLeaseExpiry, "")] }
 
 // String renders the summary for the test log.
 func (s Summary) String() string {
