@@ -1,8 +1,6 @@
 package robustness
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/freshcache/freshcache/internal/freeport"
+	"github.com/freshcache/freshcache/internal/scrape"
 	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/test/robustness/record"
-
-	"github.com/freshcache/freshcache/internal/freeport"
 )
 
 // KubeAPIServer is a real kube-apiserver child process (the binary `make
@@ -265,23 +263,16 @@ func (s *KubeAPIServer) Metrics(ctx context.Context) map[string]float64 {
 	if err != nil {
 		return out
 	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_freshcache_reads_total") && !strings.HasPrefix(line, "apiserver_watch_cache_consistent_read_total") &&
-			!strings.HasPrefix(line, "apiserver_freshcache_terminated_watchers_total") && !strings.HasPrefix(line, "apiserver_terminated_watchers_total") {
+	samples, _ := scrape.Samples(raw)
+	for k, v := range samples {
+		if !strings.HasPrefix(k, "apiserver_freshcache_reads_total") && !strings.HasPrefix(k, "apiserver_watch_cache_consistent_read_total") &&
+			!strings.HasPrefix(k, "apiserver_freshcache_terminated_watchers_total") && !strings.HasPrefix(k, "apiserver_terminated_watchers_total") {
 			continue
 		}
-		if !strings.Contains(line, `resource="pods"`) {
+		if !strings.Contains(k, `resource="pods"`) {
 			continue
 		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] += v
+		out[k] += v
 	}
 	return out
 }
