@@ -280,27 +280,9 @@ func (c *Cluster) track(p *Process) {
 // exits, ctx is done or the ready timeout passes; the error quotes cond's
 // last answer.
 func (c *Cluster) waitFor(ctx context.Context, what string, cond func() (bool, string)) error {
-	deadline := time.NewTimer(c.Options.ReadyTimeout)
-	defer deadline.Stop()
-	poll := time.NewTicker(250 * time.Millisecond)
-	defer poll.Stop()
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case p := <-c.exited:
-			return p.withLog(p.ExitError())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("localup: waiting for %s: not done after %s (--ready-timeout); last: %s", what, c.Options.ReadyTimeout, last)
-		case <-poll.C:
-		}
-	}
+	return pollUntil(ctx, c.Options.ReadyTimeout, c.exited, func(p *Process) error { return p.withLog(p.ExitError()) }, cond, func(last string) error {
+		return fmt.Errorf("localup: waiting for %s: not done after %s (--ready-timeout); last: %s", what, c.Options.ReadyTimeout, last)
+	})
 }
 
 // Wait blocks until ctx is done (nil) or a child exits on its own (an
