@@ -3,9 +3,10 @@ package robustness
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,10 +105,10 @@ func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(record.BatchL
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "variant %s, seed %d, %.0fs: %d ops, %d watch sessions with %d events, %d etcd events\n", s.Variant, s.Seed, s.Seconds, s.Ops, s.WatchSessions, s.WatchEvents, s.EtcdEvents)
-	fmt.Fprintf(&b, "  ops: %s\n  outcomes: %s\n  faults: %s\n", kv(s.OpsByKind), kv(s.OpsByOutcome), kv(s.Faults))
-	fmt.Fprintf(&b, "  multi-key writes: %s\n", kv(s.Batches))
+	fmt.Fprintf(&b, "  ops: %s\n  outcomes: %s\n  faults: %s\n", kv(s.OpsByKind, "%d"), kv(s.OpsByOutcome, "%d"), kv(s.Faults, "%d"))
+	fmt.Fprintf(&b, "  multi-key writes: %s\n", kv(s.Batches, "%d"))
 	if len(s.FaultErrors) > 0 {
-		fmt.Fprintf(&b, "  faults that failed to inject: %s\n", kv(s.FaultErrors))
+		fmt.Fprintf(&b, "  faults that failed to inject: %s\n", kv(s.FaultErrors, "%d"))
 	}
 	fmt.Fprintf(&b, "  violations: ")
 	for i, n := range checker.Names {
@@ -116,32 +117,16 @@ func (s Summary) String() string {
 		}
 		fmt.Fprintf(&b, "%s=%d", n, s.Violations[n])
 	}
-	fmt.Fprintf(&b, "\n  porcupine: %s\n  metrics: %s\n", s.Porcupine, kvf(s.Metrics))
+	fmt.Fprintf(&b, "\n  porcupine: %s\n  metrics: %s\n", s.Porcupine, kv(s.Metrics, "%g"))
 	return b.String()
 }
 
-func kv(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-func kvf(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+// kv formats m as space-separated k=v pairs sorted by key, each value
+// with format.
+func kv[V int | float64](m map[string]V, format string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s="+format, k, m[k]))
 	}
 	return strings.Join(parts, " ")
 }
