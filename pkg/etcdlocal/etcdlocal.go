@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/freshcache/watchcache/freeport"
+	"github.com/freshcache/freshcache/internal/freeport"
 )
 
 // ErrPortInUse is wrapped by Start when a port it was told to use is taken.

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/freshcache/freshcache/internal/freeport"
 	"github.com/freshcache/freshcache/pkg/etcdlocal"
-	"github.com/freshcache/watchcache/freeport"
 )
 
 const serviceClusterIPRange = "10.0.0.0/24"
@@ -59,6 +59,7 @@ type binaries struct {
 // ports are picked or checked before anything starts, so a busy port
 // fails the run before any process is left to clean up.
 type ports struct {
+	apiservers                   []int
 	controllerManager, scheduler int
 	kubelets                     []int
 }
@@ -113,7 +114,7 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	if err := c.startEtcd(ctx, out); err != nil {
 		return nil, err
 	}
-	if err := c.startAPIServers(ctx, bins.apiserver, out); err != nil {
+	if err := c.startAPIServers(ctx, bins.apiserver, pts.apiservers, out); err != nil {
 		return nil, err
 	}
 	admin, err := kubernetes.NewForConfig(RESTConfig(c.APIServers[0].URL, c.PKI))
@@ -211,11 +212,10 @@ func (c *Cluster) startEtcd(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-func (c *Cluster) startAPIServers(ctx context.Context, binary string, out io.Writer) error {
+func (c *Cluster) startAPIServers(ctx context.Context, binary string, ports []int, out io.Writer) error {
 	o := c.Options
-	for i := 0; i < o.APIServers; i++ {
+	for i, port := range ports {
 		name := "kube-apiserver-" + strconv.Itoa(i+1)
-		port := o.SecurePort + i
 		url := "https://" + net.JoinHostPort(o.BindAddress, strconv.Itoa(port))
 		kubeconfig := filepath.Join(c.dataDir, "kubeconfig")
 		if i > 0 {
@@ -280,27 +280,9 @@ func (c *Cluster) track(p *Process) {
 // exits, ctx is done or the ready timeout passes; the error quotes cond's
 // last answer.
 func (c *Cluster) waitFor(ctx context.Context, what string, cond func() (bool, string)) error {
-	deadline := time.NewTimer(c.Options.ReadyTimeout)
-	defer deadline.Stop()
-	poll := time.NewTicker(250 * time.Millisecond)
-	defer poll.Stop()
-	var last string
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		last = why
-		select {
-		case p := <-c.exited:
-			return p.withLog(p.ExitError())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return fmt.Errorf("localup: waiting for %s: not done after %s (--ready-timeout); last: %s", what, c.Options.ReadyTimeout, last)
-		case <-poll.C:
-		}
-	}
+	return pollUntil(ctx, c.Options.ReadyTimeout, c.exited, func(p *Process) error { return p.withLog(p.ExitError()) }, cond, func(last string) error {
+		return fmt.Errorf("localup: waiting for %s: not done after %s (--ready-timeout); last: %s", what, c.Options.ReadyTimeout, last)
+	})
 }
 
 // Wait blocks until ctx is done (nil) or a child exits on its own (an
@@ -399,14 +381,14 @@ func (c *Cluster) Stop() {
 // checking loopback catches every listener that would collide.
 func (o *Options) pickPorts() (ports, error) {
 	var p ports
-	for i := 0; i < o.APIServers; i++ {
-		if err := etcdlocal.CheckPortFree(o.BindAddress, o.SecurePort+i); err != nil {
+	taken := map[int]bool{}
+	for i := 0; o.SecurePort != 0 && i < o.APIServers; i++ {
+		port := o.SecurePort + i
+		if err := etcdlocal.CheckPortFree(o.BindAddress, port); err != nil {
 			return p, fmt.Errorf("kube-apiserver port (--secure-port): %w", err)
 		}
-	}
-	taken := map[int]bool{}
-	for i := 0; i < o.APIServers; i++ {
-		taken[o.SecurePort+i] = true
+		taken[port] = true
+		p.apiservers = append(p.apiservers, port)
 	}
 	free := func() (int, error) {
 		for range 32 {
@@ -420,6 +402,13 @@ func (o *Options) pickPorts() (ports, error) {
 			}
 		}
 		return 0, errors.New("localup: no free port found")
+	}
+	for len(p.apiservers) < o.APIServers { // --secure-port=0
+		port, err := free()
+		if err != nil {
+			return p, err
+		}
+		p.apiservers = append(p.apiservers, port)
 	}
 	var err error
 	if o.Controllers {

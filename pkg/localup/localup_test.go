@@ -58,6 +58,8 @@ func TestValidate(t *testing.T) {
 		{"external etcd ignores members", func(o *Options) { o.EtcdMembers = 2; o.EtcdServers = []string{"http://127.0.0.1:2379"} }, ""},
 		{"no apiservers", func(o *Options) { o.APIServers = 0 }, "--apiservers=0"},
 		{"port out of range", func(o *Options) { o.SecurePort = 65535; o.APIServers = 2 }, "--secure-port"},
+		{"negative port", func(o *Options) { o.SecurePort = -1 }, "--secure-port"},
+		{"port 0 picks", func(o *Options) { o.SecurePort = 0; o.APIServers = 3 }, ""},
 		{"public bind", func(o *Options) { o.BindAddress = "0.0.0.0" }, "loopback"},
 		{"our flag passed through", func(o *Options) { o.PassThrough = []string{"--etcd-servers=http://x"} }, "local-up's own flag"},
 	}
@@ -76,6 +78,28 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
 			}
 		})
+	}
+}
+
+// TestSecurePortZeroPicksDistinctPorts: --secure-port=0 gives every
+// apiserver its own port, none shared with the controllers or the nodes.
+func TestSecurePortZeroPicksDistinctPorts(t *testing.T) {
+	o := NewOptions()
+	o.SecurePort, o.APIServers, o.Nodes = 0, 3, 2
+	p, err := o.pickPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]int{p.controllerManager, p.scheduler}, p.apiservers...), p.kubelets...)
+	if len(p.apiservers) != 3 || len(all) != 7 {
+		t.Fatalf("ports %+v: want 3 apiservers, 2 controllers, 2 kubelets", p)
+	}
+	seen := map[int]bool{}
+	for _, port := range all {
+		if port <= 0 || seen[port] {
+			t.Fatalf("ports %+v: %d is zero or picked twice", p, port)
+		}
+		seen[port] = true
 	}
 }
 

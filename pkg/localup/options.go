@@ -35,7 +35,8 @@ type Options struct {
 	EtcdReadyTimeout time.Duration
 	// APIServers is the number of kube-apiserver processes.
 	APIServers int
-	// SecurePort is the first kube-apiserver's port; instance i adds i.
+	// SecurePort is the first kube-apiserver's port; instance i adds i. 0
+	// picks a free port for each; the ready file's URLs name them.
 	SecurePort int
 	// BindAddress is the loopback address the apiservers listen on.
 	BindAddress string
@@ -112,8 +113,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.EtcdClientPort, "etcd-client-port", o.EtcdClientPort, "Client port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
 	fs.IntVar(&o.EtcdPeerPort, "etcd-peer-port", o.EtcdPeerPort, "Peer port of the first embedded etcd member; member i adds i*10000. 0 picks free ports.")
 	fs.DurationVar(&o.EtcdReadyTimeout, "etcd-ready-timeout", o.EtcdReadyTimeout, "How long to wait for etcd (embedded or --etcd-servers) to serve.")
-	fs.IntVar(&o.APIServers, "apiservers", o.APIServers, "Number of kube-apiserver processes against the same etcd, on consecutive ports, each with its own kubeconfig.")
-	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port of the first kube-apiserver; instance i uses secure-port+i.")
+	fs.IntVar(&o.APIServers, "apiservers", o.APIServers, "Number of kube-apiserver processes against the same etcd, on consecutive ports from --secure-port, each with its own kubeconfig.")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "Port of the first kube-apiserver; instance i uses secure-port+i. 0 picks free ports (the ready file's apiserver URLs name them).")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "Loopback address the kube-apiservers, controller-manager and scheduler listen on.")
 	fs.StringVar(&o.Binary, "kube-apiserver", o.Binary, "Path of the kube-apiserver binary. Default: next to local-up, then $PATH.")
 	fs.DurationVar(&o.ReadyTimeout, "ready-timeout", o.ReadyTimeout, "How long to wait for each kube-apiserver's /readyz, then for the controllers and then for the nodes to be Ready.")
@@ -142,7 +143,7 @@ func (o *Options) Validate() []error {
 	if o.APIServers < 1 || o.APIServers > 9 {
 		errs = append(errs, fmt.Errorf("--apiservers=%d: use 1 to 9", o.APIServers))
 	}
-	if o.SecurePort < 1 || o.SecurePort+o.APIServers-1 > 65535 {
+	if o.SecurePort < 0 || o.SecurePort+o.APIServers-1 > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port=%d: out of range", o.SecurePort))
 	}
 	if ip := net.ParseIP(o.BindAddress); ip == nil || !ip.IsLoopback() {

@@ -87,6 +87,16 @@ func (p *Process) WaitHealthy(ctx context.Context, tlsCfg *tls.Config, url strin
 // waitFor polls cond every 250 ms until it holds, the child exits, ctx is
 // done or timeout passes. The error quotes cond's last answer.
 func (p *Process) waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, string)) error {
+	return pollUntil(ctx, timeout, p.done, func(struct{}) error { return p.ExitError() }, cond, func(last string) error {
+		return fmt.Errorf("localup: %s not ready after %s (last answer: %s)", p.Name, timeout, last)
+	})
+}
+
+// pollUntil calls cond every 250 ms until it holds (nil). It gives up when
+// exited delivers (exitErr's error), ctx is done (ctx.Err()) or timeout
+// passes (timedOut's error, given cond's last answer).
+func pollUntil[T any](ctx context.Context, timeout time.Duration, exited <-chan T, exitErr func(T) error,
+	cond func() (bool, string), timedOut func(last string) error) error {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	poll := time.NewTicker(250 * time.Millisecond)
@@ -99,12 +109,12 @@ func (p *Process) waitFor(ctx context.Context, timeout time.Duration, cond func(
 		}
 		last = why
 		select {
-		case <-p.done:
-			return p.ExitError()
+		case v := <-exited:
+			return exitErr(v)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("localup: %s not ready after %s (last answer: %s)", p.Name, timeout, last)
+			return timedOut(last)
 		case <-poll.C:
 		}
 	}

@@ -17,8 +17,6 @@ import (
 
 	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/test/robustness"
-
-	"github.com/freshcache/watchcache/freeport"
 )
 
 const (
@@ -123,15 +121,11 @@ func run(t *testing.T, binDir, dir string, v variant) outcome {
 		t.Fatal(err)
 	}
 	auditLog := filepath.Join(dir, "audit-b.log")
-	port, err := twoFreePorts()
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := localup.NewOptions()
 	o.DataDir = filepath.Join(dir, "local-up")
 	o.EtcdServers = cl.Endpoints()
 	o.APIServers = 2
-	o.SecurePort = port
+	o.SecurePort = 0 // local-up picks both apiservers' ports
 	o.APIServerEtcdServers = [][]string{{cl.ProxiedClientURL(0)}, {cl.ProxiedClientURL(1)}}
 	o.APIServerArgs = [][]string{nil, {
 		"--audit-policy-file=" + policy,
@@ -349,21 +343,6 @@ func clientset(t *testing.T, lc *localup.Cluster, i int) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// twoFreePorts returns a free loopback port whose successor is free too:
-// local-up puts apiserver i on SecurePort+i.
-func twoFreePorts() (int, error) {
-	for range 50 {
-		p, err := freeport.Port("127.0.0.1")
-		if err != nil {
-			return 0, err
-		}
-		if freeport.Check("127.0.0.1", p+1) == nil {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("no two consecutive free ports")
 }
 
 // waitFor polls cond every 250 ms until it holds or ctx ends.

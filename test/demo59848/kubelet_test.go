@@ -1,7 +1,6 @@
 package demo59848
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/freshcache/freshcache/internal/scrape"
 )
 
 // kubelet reads a hollow kubelet's own endpoints. kubemark serves the
@@ -83,26 +84,17 @@ func (k *kubelet) metrics(ctx context.Context, names map[string]string) (map[str
 	if err != nil {
 		return nil, err
 	}
+	samples, err := scrape.Samples(body)
 	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
+	for k, v := range samples {
 		for name, filter := range names {
-			rest, ok := strings.CutPrefix(line, name)
-			if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '{') || !strings.Contains(rest, filter) {
-				continue
-			}
-			f := strings.Fields(rest)
-			if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			rest, ok := strings.CutPrefix(k, name)
+			if ok && (rest == "" || rest[0] == '{') && strings.Contains(rest, filter) {
 				out[name] += v
 			}
 		}
 	}
-	return out, sc.Err()
+	return out, err
 }
 
 func contains(list []string, s string) bool {

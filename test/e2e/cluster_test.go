@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/freshcache/freshcache/internal/freeport"
 	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/watchcache/freeport"
 )
 
 // TestClusterRunsDeploymentOnHollowNodes is `make run` with no arguments:

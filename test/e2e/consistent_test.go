@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/freshcache/freshcache/internal/scrape"
 )
 
 // TestConsistentReadsServedFromCache checks, through the real apiserver,
@@ -46,7 +46,7 @@ func TestConsistentReadsServedFromCache(t *testing.T) {
 		}
 	}
 
-	m := scrape(ctx, t, cs)
+	m := apiserverMetrics(ctx, t, cs)
 	for _, sel := range []string{
 		`apiserver_freshcache_reads_total{group="",outcome="cache",requested="consistent",resource="configmaps",verb="list"}`,
 		`apiserver_freshcache_reads_total{group="",outcome="cache",requested="consistent",resource="configmaps",verb="get"}`,
@@ -89,30 +89,16 @@ func TestConsistentReadsServedFromCache(t *testing.T) {
 	}
 }
 
-// scrape returns every sample of /metrics keyed by name{labels}.
-func scrape(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[string]float64 {
+// apiserverMetrics returns every sample of /metrics keyed by name{labels}.
+func apiserverMetrics(ctx context.Context, t *testing.T, cs kubernetes.Interface) map[string]float64 {
 	t.Helper()
 	body, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
+	out, err := scrape.Samples(body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

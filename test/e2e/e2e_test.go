@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/freshcache/watchcache/freeport"
+	"github.com/freshcache/freshcache/internal/freeport"
 )
 
 // implementations are the watch caches the e2e suite runs against; the

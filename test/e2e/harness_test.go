@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os/exec"
 	"strings"
 	"testing"
@@ -84,17 +85,16 @@ func (l *localUp) client(t *testing.T, i int) kubernetes.Interface {
 	return cs
 }
 
-// portOf returns the secure port local-up was started with, so a restart
-// can reuse it and old kubeconfigs stay valid.
+// portOf returns the secure port local-up's first apiserver serves on (the
+// launcher lets local-up pick it), so a restart can reuse it and old
+// kubeconfigs stay valid.
 func portOf(t *testing.T, l *localUp) string {
 	t.Helper()
-	for _, a := range l.proc.Args {
-		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
-			return v
-		}
+	u, err := url.Parse(l.ready.APIServers[0].URL)
+	if err != nil || u.Port() == "" {
+		t.Fatalf("the ready file's apiserver URL %q names no port (%v)", l.ready.APIServers[0].URL, err)
 	}
-	t.Fatal("local-up was started without --secure-port")
-	return ""
+	return u.Port()
 }
 
 // kubectl runs the built kubectl against kubeconfig i.

@@ -104,7 +104,7 @@ func reflectorRelistStaysInCache(t *testing.T, impl string) {
 		_, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{ResourceVersion: listRV, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
 		return apierrors.IsResourceExpired(err) || apierrors.IsGone(err), fmt.Sprintf("exact secrets list at %s: %v", listRV, err)
 	})
-	before := etcdListRequests(scrape(ctx, t, cs), "configmaps")
+	before := etcdListRequests(apiserverMetrics(ctx, t, cs), "configmaps")
 
 	initialCalls := len(lists)
 	probe.expireWatch()
@@ -112,7 +112,7 @@ func reflectorRelistStaysInCache(t *testing.T, impl string) {
 		lists, watches := probe.counts()
 		return len(lists) > initialCalls && watches >= 2, fmt.Sprintf("%d list calls, %d watches", len(lists), watches)
 	})
-	after := etcdListRequests(scrape(ctx, t, cs), "configmaps")
+	after := etcdListRequests(apiserverMetrics(ctx, t, cs), "configmaps")
 	lists, _ = probe.counts()
 	relist := lists[initialCalls]
 	t.Logf("initial list: %v; relist: %v; etcd list requests for configmaps before %v, after %v", first, relist, before, after)

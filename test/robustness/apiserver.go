@@ -1,8 +1,6 @@
 package robustness
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/freshcache/freshcache/internal/freeport"
+	"github.com/freshcache/freshcache/internal/scrape"
 	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/freshcache/test/robustness/history"
-
-	"github.com/freshcache/watchcache/freeport"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // KubeAPIServer is a real kube-apiserver child process (the binary `make
@@ -171,11 +169,11 @@ func (s *KubeAPIServer) Stop() {
 // an optimistic update is a merge patch carrying the expected
 // resourceVersion; a delete carries a ResourceVersion precondition and
 // grace period 0 (no kubelet runs).
-func (s *KubeAPIServer) Do(ctx context.Context, op *history.Op) error {
+func (s *KubeAPIServer) Do(ctx context.Context, op *record.Op) error {
 	c := s.clientset()
 	pods := c.CoreV1().Pods(Namespace)
 	switch op.Kind {
-	case history.Create:
+	case record.Create:
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: op.Name, Annotations: map[string]string{ValueAnnotation: op.Value}},
 			Spec:       corev1.PodSpec{NodeName: op.Node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
@@ -185,14 +183,14 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *history.Op) error {
 			return err
 		}
 		op.RV = podRV(out)
-	case history.Update:
+	case record.Update:
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, strconv.FormatInt(op.PreRV, 10), ValueAnnotation, op.Value)
 		out, err := pods.Patch(ctx, op.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		if err != nil {
 			return err
 		}
 		op.RV = podRV(out)
-	case history.Delete:
+	case record.Delete:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		zero := int64(0)
 		opts := metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{ResourceVersion: &pre}}
@@ -203,7 +201,7 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *history.Op) error {
 			return err
 		}
 		op.RV = podRV(out)
-	case history.Get:
+	case record.Get:
 		out, err := pods.Get(ctx, op.Name, metav1.GetOptions{ResourceVersion: readRV(op)})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -212,12 +210,12 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *history.Op) error {
 			return err
 		}
 		op.Found, op.Got, op.RV = true, out.Annotations[ValueAnnotation], podRV(out)
-	case history.List:
+	case record.List:
 		opts := metav1.ListOptions{ResourceVersion: readRV(op)}
 		if op.Node != "" {
 			opts.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", op.Node).String()
 		}
-		if op.Mode == history.NotOlder {
+		if op.Mode == record.NotOlder {
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 		}
 		out, err := pods.List(ctx, opts)
@@ -229,10 +227,10 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *history.Op) error {
 			return fmt.Errorf("list RV %q: %w", out.ResourceVersion, err)
 		}
 		op.RV = rv
-		op.Items = make([]history.Item, 0, len(out.Items))
+		op.Items = make([]record.Item, 0, len(out.Items))
 		for i := range out.Items {
 			p := &out.Items[i]
-			op.Items = append(op.Items, history.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: podRV(p)})
+			op.Items = append(op.Items, record.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: podRV(p)})
 		}
 	}
 	return nil
@@ -265,23 +263,16 @@ func (s *KubeAPIServer) Metrics(ctx context.Context) map[string]float64 {
 	if err != nil {
 		return out
 	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_freshcache_reads_total") && !strings.HasPrefix(line, "apiserver_watch_cache_consistent_read_total") &&
-			!strings.HasPrefix(line, "apiserver_freshcache_terminated_watchers_total") && !strings.HasPrefix(line, "apiserver_terminated_watchers_total") {
+	samples, _ := scrape.Samples(raw)
+	for k, v := range samples {
+		if !strings.HasPrefix(k, "apiserver_freshcache_reads_total") && !strings.HasPrefix(k, "apiserver_watch_cache_consistent_read_total") &&
+			!strings.HasPrefix(k, "apiserver_freshcache_terminated_watchers_total") && !strings.HasPrefix(k, "apiserver_terminated_watchers_total") {
 			continue
 		}
-		if !strings.Contains(line, `resource="pods"`) {
+		if !strings.Contains(k, `resource="pods"`) {
 			continue
 		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] += v
+		out[k] += v
 	}
 	return out
 }

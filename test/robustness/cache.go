@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Namespace holds every pod of a run.
@@ -118,7 +118,7 @@ func (c *Cache) Index() int { return c.index }
 func (c *Cache) Member() int { return c.member }
 
 // Do implements API through the storage.Interface.
-func (c *Cache) Do(ctx context.Context, op *history.Op) error {
+func (c *Cache) Do(ctx context.Context, op *record.Op) error {
 	s, _ := c.Storage()
 	return execute(ctx, s, c, op)
 }

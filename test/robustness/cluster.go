@@ -15,9 +15,8 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/freshcache/freshcache/internal/freeport"
 	"github.com/freshcache/freshcache/test/robustness/proxy"
-
-	"github.com/freshcache/watchcache/freeport"
 )
 
 // Members is the cluster size.

@@ -9,7 +9,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Fault kinds. Every run injects each at least once.
@@ -50,7 +50,7 @@ type injector struct {
 	slowID int
 	// probeMode is the read mode of the isolation probe (rv=0 when the
 	// traffic has rv=0 reads).
-	probeMode history.ReadMode
+	probeMode record.ReadMode
 }
 
 // pause waits d or until ctx ends (the schedule's timer; never used to wait
@@ -69,7 +69,7 @@ func pause(ctx context.Context, d time.Duration) {
 // until the cluster and the caches are healthy again: an error means they
 // did not recover, and the run cannot go on.
 func (in *injector) inject(ctx context.Context, kind string) error {
-	f := history.Fault{Kind: kind, Start: in.rec.Now()}
+	f := record.Fault{Kind: kind, Start: in.rec.Now()}
 	// apply's own steps are bounded by the hold and by timeouts of at most
 	// 3 minutes (a restart waiting for readiness).
 	end := in.wd.begin("fault "+kind+": inject, hold and heal", in.hold+faultTimeout)
@@ -94,7 +94,7 @@ func (in *injector) inject(ctx context.Context, kind string) error {
 	return nil
 }
 
-func (in *injector) apply(ctx context.Context, kind string, f *history.Fault) error {
+func (in *injector) apply(ctx context.Context, kind string, f *record.Fault) error {
 	switch kind {
 	case FaultKillMember:
 		m := in.rng.IntN(Members)
@@ -173,12 +173,12 @@ func (in *injector) apply(ctx context.Context, kind string, f *history.Fault) er
 		in.slowID++
 		c := in.rng.IntN(len(in.caches))
 		f.Detail = fmt.Sprintf("watcher on cache %d does not read for %v", c, slowFor)
-		w := &watcher{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, wd: in.wd, tr: in.tr, listMode: history.Consistent}
+		w := &watcher{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, wd: in.wd, tr: in.tr, listMode: record.Consistent}
 		// List until it works (the cache's member may have just come back).
-		var op history.Op
+		var op record.Op
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			op = history.Op{Client: w.id, Cache: c, Kind: history.List, Mode: history.Consistent}
+			op = record.Op{Client: w.id, Cache: c, Kind: record.List, Mode: record.Consistent}
 			lctx, cancel := context.WithTimeout(ctx, in.tr.OpTimeout)
 			op.Call = in.rec.Now()
 			err := in.caches[c].Do(lctx, &op)
@@ -240,10 +240,10 @@ func (in *injector) probe(ctx context.Context, good, lagging API) {
 	c := newClient(probeClient, in.rng.Uint64(), in.caches, in.rec, in.wd, in.tr)
 	for i := range 3 {
 		c.seq = int(in.rng.Uint32())
-		w := history.Op{Client: probeClient, Cache: good.Index(), Kind: history.Create, Name: fmt.Sprintf("probe-%d", in.rng.IntN(1<<30)), Node: nodeName(0), Value: fmt.Sprintf("probe-%d-%d", i, in.rng.Uint64())}
+		w := record.Op{Client: probeClient, Cache: good.Index(), Kind: record.Create, Name: fmt.Sprintf("probe-%d", in.rng.IntN(1<<30)), Node: nodeName(0), Value: fmt.Sprintf("probe-%d-%d", i, in.rng.Uint64())}
 		c.do(ctx, &w)
 		in.rec.AddOp(w)
-		if w.Out != history.OK {
+		if w.Out != record.OK {
 			continue
 		}
 		// Wait (bounded) until the good cache's reads in probe mode show
@@ -251,19 +251,19 @@ func (in *injector) probe(ctx context.Context, good, lagging API) {
 		deadline := time.Now().Add(5 * time.Second)
 		poll := time.NewTicker(20 * time.Millisecond)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
-			r := history.Op{Client: probeClient, Cache: good.Index(), Kind: history.List, Mode: in.probeMode}
+			r := record.Op{Client: probeClient, Cache: good.Index(), Kind: record.List, Mode: in.probeMode}
 			c.do(ctx, &r)
 			in.rec.AddOp(r)
-			if r.Out == history.OK && r.RV >= w.RV {
+			if r.Out == record.OK && r.RV >= w.RV {
 				break
 			}
 			<-poll.C
 		}
 		poll.Stop()
-		r := history.Op{Client: probeClient, Cache: lagging.Index(), Kind: history.List, Mode: in.probeMode}
+		r := record.Op{Client: probeClient, Cache: lagging.Index(), Kind: record.List, Mode: in.probeMode}
 		c.do(ctx, &r)
 		in.rec.AddOp(r)
-		g := history.Op{Client: probeClient, Cache: lagging.Index(), Kind: history.Get, Mode: in.probeMode, Name: w.Name}
+		g := record.Op{Client: probeClient, Cache: lagging.Index(), Kind: record.Get, Mode: in.probeMode, Name: w.Name}
 		c.do(ctx, &g)
 		in.rec.AddOp(g)
 	}

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Leases: now and then a client grants a lease with etcd's minimum TTL,
@@ -56,7 +56,7 @@ type lease struct {
 	granted int64
 	// ops are the creates of its transaction (not recorded yet while rev
 	// is 0).
-	ops []history.Op
+	ops []record.Op
 	// rev is the transaction's revision; 0 while its outcome is unknown.
 	rev int64
 	// revokeAt: the client revokes the lease if its keys are not deleted by
@@ -89,11 +89,11 @@ func (c *client) startLease(ctx context.Context) bool {
 		return false
 	}
 	n := 2 + c.rng.IntN(leaseKeys-1)
-	ops := make([]history.Op, 0, n)
+	ops := make([]record.Op, 0, n)
 	for _, i := range c.rng.Perm(leaseKeys)[:n] {
-		ops = append(ops, history.Op{
-			Client: c.id, Cache: c.cur, Kind: history.Create, Name: leaseName(c.id, i),
-			Node: nodeName(c.rng.IntN(c.tr.Nodes)), Value: c.value(), Batch: history.BatchLease, BatchID: c.batch,
+		ops = append(ops, record.Op{
+			Client: c.id, Cache: c.cur, Kind: record.Create, Name: leaseName(c.id, i),
+			Node: nodeName(c.rng.IntN(c.tr.Nodes)), Value: c.value(), Batch: record.BatchLease, BatchID: c.batch,
 		})
 	}
 	cmps, then, els, err := txnOps(ops, nil, g.ID)
@@ -123,7 +123,7 @@ func (c *client) startLease(ctx context.Context) bool {
 		return true
 	default:
 		for i := range ops {
-			ops[i].Out, ops[i].Err = history.Unknown, err.Error()
+			ops[i].Out, ops[i].Err = record.Unknown, err.Error()
 		}
 		c.lease = l // settleLease learns the outcome
 		return false
@@ -250,15 +250,15 @@ func (c *client) recordDeletion(l *lease) bool {
 		}
 		revs[i] = rev
 	}
-	batch := history.BatchLeaseExpiry
+	batch := record.BatchLeaseExpiry
 	if l.revoked {
-		batch = history.BatchLeaseRevoke
+		batch = record.BatchLeaseRevoke
 	}
 	now := c.rec.Now()
 	for i, op := range l.ops {
-		c.rec.AddOp(history.Op{
-			Client: c.id, Cache: l.cache, Kind: history.Delete, Name: op.Name, PreRV: l.rev,
-			Call: l.granted, Return: now, Out: history.OK, RV: revs[i], Batch: batch, BatchID: l.batch,
+		c.rec.AddOp(record.Op{
+			Client: c.id, Cache: l.cache, Kind: record.Delete, Name: op.Name, PreRV: l.rev,
+			Call: l.granted, Return: now, Out: record.OK, RV: revs[i], Batch: batch, BatchID: l.batch,
 		})
 		delete(c.known, op.Name)
 		c.observe(revs[i])

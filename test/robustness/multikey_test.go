@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/freshcache/freshcache/test/robustness/checker"
-	h "github.com/freshcache/freshcache/test/robustness/history"
+	h "github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // multiKeyRun is a correct history as txn.go and lease.go record it: a

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Recorder collects a run's history from many goroutines.
@@ -14,9 +14,9 @@ type Recorder struct {
 	// mu guards everything below.
 	mu       sync.Mutex
 	nextID   int
-	ops      []history.Op
-	sessions []history.WatchSession
-	faults   []history.Fault
+	ops      []record.Op
+	sessions []record.WatchSession
+	faults   []record.Fault
 }
 
 // NewRecorder starts the run's clock.
@@ -26,7 +26,7 @@ func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
 
 // AddOp records a finished op and returns its ID.
-func (r *Recorder) AddOp(op history.Op) int {
+func (r *Recorder) AddOp(op record.Op) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.nextID++
@@ -36,14 +36,14 @@ func (r *Recorder) AddOp(op history.Op) int {
 }
 
 // AddSession records a finished watch session.
-func (r *Recorder) AddSession(s history.WatchSession) {
+func (r *Recorder) AddSession(s record.WatchSession) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sessions = append(r.sessions, s)
 }
 
 // AddFault records an injected fault.
-func (r *Recorder) AddFault(f history.Fault) {
+func (r *Recorder) AddFault(f record.Fault) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.faults = append(r.faults, f)
@@ -57,17 +57,17 @@ func (r *Recorder) OpCount() int {
 }
 
 // Faults returns a copy of the faults recorded so far.
-func (r *Recorder) Faults() []history.Fault {
+func (r *Recorder) Faults() []record.Fault {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]history.Fault(nil), r.faults...)
+	return append([]record.Fault(nil), r.faults...)
 }
 
 // Snapshot copies everything recorded into run.
-func (r *Recorder) Snapshot(run *history.Run) {
+func (r *Recorder) Snapshot(run *record.Run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	run.Ops = append([]history.Op(nil), r.ops...)
-	run.Sessions = append([]history.WatchSession(nil), r.sessions...)
-	run.Faults = append([]history.Fault(nil), r.faults...)
+	run.Ops = append([]record.Op(nil), r.ops...)
+	run.Sessions = append([]record.WatchSession(nil), r.sessions...)
+	run.Faults = append([]record.Fault(nil), r.faults...)
 }

@@ -3,9 +3,10 @@ package robustness
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/freshcache/freshcache/test/robustness/checker"
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Summary is what docs/results/robustness.md reports per run.
@@ -36,7 +37,7 @@ type Summary struct {
 	Metrics       map[string]float64 `json:"metrics"`
 }
 
-func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics map[string]float64) Summary {
+func summarize(run *record.Run, r *checker.Report, took time.Duration, metrics map[string]float64) Summary {
 	s := Summary{
 		Variant: run.Variant, Seed: run.Seed, Seconds: took.Seconds(), Ops: len(run.Ops),
 		OpsByKind: map[string]int{}, OpsByOutcome: map[string]int{}, Batches: map[string]int{}, Faults: map[string]int{}, FaultErrors: map[string]int{},
@@ -44,7 +45,7 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 	}
 	type batch struct {
 		client, id int
-		kind       history.Batch
+		kind       record.Batch
 	}
 	batches := map[batch]bool{}
 	for _, op := range run.Ops {
@@ -52,7 +53,7 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 		if op.Mode != "" {
 			k += "/" + string(op.Mode)
 		}
-		if op.Kind == history.List && op.Node != "" {
+		if op.Kind == record.List && op.Node != "" {
 			k += "/by-node"
 		}
 		if op.Batch != "" {
@@ -86,28 +87,28 @@ func summarize(run *history.Run, r *checker.Report, took time.Duration, metrics 
 // transaction or lease end however many keys (ops) it had: a transaction
 // by its outcome ("txn/ok", "lease/unknown"), a lease's end by how it
 // came ("lease-expiry", "lease-revoke").
-func batchLabel(b history.Batch, out history.Outcome) string {
-	if b == history.BatchTxn || b == history.BatchLease {
+func batchLabel(b record.Batch, out record.Outcome) string {
+	if b == record.BatchTxn || b == record.BatchLease {
 		return string(b) + "/" + string(out)
 	}
 	return string(b)
 }
 
 // CommittedTxns is the number of multi-key transactions etcd applied.
-func (s Summary) CommittedTxns() int { return s.Batches[batchLabel(history.BatchTxn, history.OK)] }
+func (s Summary) CommittedTxns() int { return s.Batches[batchLabel(record.BatchTxn, record.OK)] }
 
 // LeaseExpiries is the number of leases whose keys etcd deleted when they
 // expired (not revoked by the client).
-func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(history.BatchLeaseExpiry, "")] }
+func (s Summary) LeaseExpiries() int { return s.Batches[batchLabel(record.BatchLeaseExpiry, "")] }
 
 // String renders the summary for the test log.
 func (s Summary) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "variant %s, seed %d, %.0fs: %d ops, %d watch sessions with %d events, %d etcd events\n", s.Variant, s.Seed, s.Seconds, s.Ops, s.WatchSessions, s.WatchEvents, s.EtcdEvents)
-	fmt.Fprintf(&b, "  ops: %s\n  outcomes: %s\n  faults: %s\n", kv(s.OpsByKind), kv(s.OpsByOutcome), kv(s.Faults))
-	fmt.Fprintf(&b, "  multi-key writes: %s\n", kv(s.Batches))
+	fmt.Fprintf(&b, "  ops: %s\n  outcomes: %s\n  faults: %s\n", kv(s.OpsByKind, "%d"), kv(s.OpsByOutcome, "%d"), kv(s.Faults, "%d"))
+	fmt.Fprintf(&b, "  multi-key writes: %s\n", kv(s.Batches, "%d"))
 	if len(s.FaultErrors) > 0 {
-		fmt.Fprintf(&b, "  faults that failed to inject: %s\n", kv(s.FaultErrors))
+		fmt.Fprintf(&b, "  faults that failed to inject: %s\n", kv(s.FaultErrors, "%d"))
 	}
 	fmt.Fprintf(&b, "  violations: ")
 	for i, n := range checker.Names {
@@ -116,32 +117,16 @@ func (s Summary) String() string {
 		}
 		fmt.Fprintf(&b, "%s=%d", n, s.Violations[n])
 	}
-	fmt.Fprintf(&b, "\n  porcupine: %s\n  metrics: %s\n", s.Porcupine, kvf(s.Metrics))
+	fmt.Fprintf(&b, "\n  porcupine: %s\n  metrics: %s\n", s.Porcupine, kv(s.Metrics, "%g"))
 	return b.String()
 }
 
-func kv(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-func kvf(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%g", k, m[k]))
+// kv formats m as space-separated k=v pairs sorted by key, each value
+// with format.
+func kv[V int | float64](m map[string]V, format string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s="+format, k, m[k]))
 	}
 	return strings.Join(parts, " ")
 }

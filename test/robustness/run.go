@@ -16,7 +16,7 @@ import (
 	fcmetrics "github.com/freshcache/watchcache/metrics"
 
 	"github.com/freshcache/freshcache/test/robustness/checker"
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Config is one robustness run.
@@ -61,7 +61,7 @@ type Config struct {
 
 // Result is a finished run.
 type Result struct {
-	Run     *history.Run
+	Run     *record.Run
 	Report  *checker.Report
 	Summary Summary
 }
@@ -138,9 +138,9 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		cli.etcd = raw
 		wg.Go(func() { cli.run(trafficCtx) })
 	}
-	listMode := history.Consistent
+	listMode := record.Consistent
 	if cfg.Traffic.ZeroReads {
-		listMode = history.Zero
+		listMode = record.Zero
 	}
 	for i := range cfg.Watchers {
 		w := &watcher{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, wd: wd, tr: cfg.Traffic, listMode: listMode}
@@ -150,9 +150,9 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Go(func() { w.run(trafficCtx) })
 	}
 
-	probeMode := history.Consistent
+	probeMode := record.Consistent
 	if cfg.Traffic.ZeroReads {
-		probeMode = history.Zero
+		probeMode = record.Zero
 	}
 	in := &injector{cl: cl, caches: caches, rec: rec, wd: wd, truth: truth, rng: rng, tr: cfg.Traffic, hold: cfg.Hold, probeMode: probeMode}
 	pause(ctx, 2*time.Second) // warm-up: let traffic build some state
@@ -216,13 +216,13 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		if err := c.WaitReady(hctx); err != nil {
 			return nil, err
 		}
-		for _, mode := range []history.ReadMode{history.NotOlder, history.Consistent} {
+		for _, mode := range []record.ReadMode{record.NotOlder, record.Consistent} {
 			// A cache still catching up after the last fault answers with a
 			// retryable error (TooLargeResourceVersion, 429) and Retry-After;
 			// every attempt is recorded and checked, and the harness only
 			// gives up when hctx does.
 			for {
-				op := history.Op{Client: 700 + c.Index(), Cache: c.Index(), Kind: history.List, Mode: mode, MinRV: finalRev}
+				op := record.Op{Client: 700 + c.Index(), Cache: c.Index(), Kind: record.List, Mode: mode, MinRV: finalRev}
 				op.Call = rec.Now()
 				err := c.Do(hctx, &op)
 				op.Return = rec.Now()
@@ -262,7 +262,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, terr
 	}
 
-	run := &history.Run{Seed: cfg.Seed, Variant: cfg.Variant, Truth: events, FinalRev: finalRev, RV0Consistent: cfg.RV0Consistent, ContiguousTruth: cfg.ContiguousTruth}
+	run := &record.Run{Seed: cfg.Seed, Variant: cfg.Variant, Truth: events, FinalRev: finalRev, RV0Consistent: cfg.RV0Consistent, ContiguousTruth: cfg.ContiguousTruth}
 	rec.Snapshot(run)
 	keys := map[string]bool{}
 	for _, k := range cfg.Traffic.keyNames() {

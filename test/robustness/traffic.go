@@ -16,7 +16,7 @@ import (
 	api "k8s.io/kubernetes/pkg/apis/core"
 	registrypod "k8s.io/kubernetes/pkg/registry/core/pod"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Traffic shapes the clients' operations.
@@ -66,7 +66,7 @@ type client struct {
 	// frontier is the highest RV the client observed (for rv=N reads).
 	frontier int64
 	// etcd, when set, lets the client write to etcd directly (Txns,
-	// Leases); batch numbers those writes (history.Op.BatchID).
+	// Leases); batch numbers those writes (record.Op.BatchID).
 	etcd  *rawEtcd
 	batch int
 	// lease is the client's lease whose keys etcd has not been seen to
@@ -94,9 +94,9 @@ func (c *client) run(ctx context.Context) {
 		c.pollLease(ctx)
 		var ok bool
 		switch c.nextBatch() {
-		case history.BatchTxn:
+		case record.BatchTxn:
 			ok = c.txn(ctx)
-		case history.BatchLease:
+		case record.BatchLease:
 			ok = c.startLease(ctx)
 		default:
 			op := c.next()
@@ -116,16 +116,16 @@ func (c *client) run(ctx context.Context) {
 
 // nextBatch picks, now and then, a write straight to etcd instead of an op
 // through an API.
-func (c *client) nextBatch() history.Batch {
+func (c *client) nextBatch() record.Batch {
 	if c.etcd == nil {
 		return ""
 	}
 	n := c.rng.IntN(100)
 	switch {
 	case n < c.tr.Txns:
-		return history.BatchTxn
+		return record.BatchTxn
 	case n < c.tr.Txns+c.tr.Leases && c.lease == nil:
-		return history.BatchLease
+		return record.BatchLease
 	}
 	return ""
 }
@@ -137,51 +137,51 @@ func (c *client) value() string {
 }
 
 // next picks an operation.
-func (c *client) next() history.Op {
-	op := history.Op{Client: c.id, Cache: c.cur}
+func (c *client) next() record.Op {
+	op := record.Op{Client: c.id, Cache: c.cur}
 	name := podName(c.rng.IntN(c.tr.Keys))
 	n := c.rng.IntN(100)
-	read := func(kind history.Kind) {
+	read := func(kind record.Kind) {
 		op.Kind = kind
 		m := c.rng.IntN(10)
 		switch {
 		case c.tr.ZeroReads && m < 4:
-			op.Mode = history.Zero
+			op.Mode = record.Zero
 		case m < 8:
-			op.Mode = history.Consistent
+			op.Mode = record.Consistent
 		default:
-			op.Mode = history.NotOlder
+			op.Mode = record.NotOlder
 			op.MinRV = max(c.frontier, 1)
 		}
 	}
 	switch {
 	case n < 15:
-		op.Kind, op.Name, op.Node = history.Create, name, nodeName(c.rng.IntN(c.tr.Nodes))
+		op.Kind, op.Name, op.Node = record.Create, name, nodeName(c.rng.IntN(c.tr.Nodes))
 		op.Value = c.value()
 	case n < 35:
 		pre, ok := c.known[name]
 		if !ok {
-			read(history.Get)
+			read(record.Get)
 			op.Name = name
 			break
 		}
-		op.Kind, op.Name, op.PreRV = history.Update, name, pre
+		op.Kind, op.Name, op.PreRV = record.Update, name, pre
 		op.Value = c.value()
 	case n < 45:
 		pre, ok := c.known[name]
 		if !ok {
-			read(history.Get)
+			read(record.Get)
 			op.Name = name
 			break
 		}
-		op.Kind, op.Name, op.PreRV = history.Delete, name, pre
+		op.Kind, op.Name, op.PreRV = record.Delete, name, pre
 	case n < 65:
-		read(history.Get)
+		read(record.Get)
 		op.Name = name
 	case n < 88:
-		read(history.List)
+		read(record.List)
 	default:
-		read(history.List)
+		read(record.List)
 		op.Node = nodeName(c.rng.IntN(c.tr.Nodes))
 	}
 	return op
@@ -189,7 +189,7 @@ func (c *client) next() history.Op {
 
 // do runs op on the client's current cache and fills in its result. It
 // reports false on an error that is not a definite answer.
-func (c *client) do(ctx context.Context, op *history.Op) bool {
+func (c *client) do(ctx context.Context, op *record.Op) bool {
 	octx, cancel := context.WithTimeout(ctx, c.tr.OpTimeout)
 	defer cancel()
 	end := c.wd.begin(fmt.Sprintf("client %d: %s (read mode %q) on cache %d", c.id, op.Kind, op.Mode, op.Cache), c.tr.OpTimeout)
@@ -199,42 +199,42 @@ func (c *client) do(ctx context.Context, op *history.Op) bool {
 	op.Return = c.rec.Now()
 	classify(op, err)
 	switch {
-	case op.Out != history.OK:
+	case op.Out != record.OK:
 	case op.IsWrite():
 		c.observe(op.RV)
-		if op.Kind == history.Delete {
+		if op.Kind == record.Delete {
 			delete(c.known, op.Name)
 		} else {
 			c.known[op.Name] = op.RV
 		}
-	case op.Kind == history.Get:
+	case op.Kind == record.Get:
 		if op.Found {
 			c.known[op.Name] = op.RV
 			c.observe(op.RV)
 		} else {
 			delete(c.known, op.Name)
 		}
-	case op.Kind == history.List:
+	case op.Kind == record.List:
 		c.observe(op.RV)
 		for _, it := range op.Items {
 			c.known[it.Name] = it.ModRev
 		}
 	}
-	return op.Out != history.Unknown && (op.Out != history.Failed || op.Reason != "")
+	return op.Out != record.Unknown && (op.Out != record.Failed || op.Reason != "")
 }
 
 func (c *client) observe(rv int64) { c.frontier = max(c.frontier, rv) }
 
 // execute runs op through the storage.Interface.
-func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history.Op) error {
+func execute(ctx context.Context, s storage.Interface, cache *Cache, op *record.Op) error {
 	switch op.Kind {
-	case history.Create:
+	case record.Create:
 		out := &api.Pod{}
 		if err := s.Create(ctx, cache.Key(op.Name), newPod(op.Name, op.Node, op.Value), out, 0); err != nil {
 			return err
 		}
 		op.RV = rvOf(out)
-	case history.Update:
+	case record.Update:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		out := &api.Pod{}
 		err := s.GuaranteedUpdate(ctx, cache.Key(op.Name), out, false, &storage.Preconditions{ResourceVersion: &pre},
@@ -250,14 +250,14 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history
 			return err
 		}
 		op.RV = rvOf(out)
-	case history.Delete:
+	case record.Delete:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		out := &api.Pod{}
 		if err := s.Delete(ctx, cache.Key(op.Name), out, &storage.Preconditions{ResourceVersion: &pre}, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
 			return err
 		}
 		op.RV = rvOf(out)
-	case history.Get:
+	case record.Get:
 		out := &api.Pod{}
 		err := s.Get(ctx, cache.Key(op.Name), storage.GetOptions{ResourceVersion: readRV(op)}, out)
 		if storage.IsNotFound(err) {
@@ -267,7 +267,7 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history
 			return err
 		}
 		op.Found, op.Got, op.RV = true, out.Annotations[ValueAnnotation], rvOf(out)
-	case history.List:
+	case record.List:
 		field := fields.Everything()
 		if op.Node != "" {
 			field = fields.OneTermEqualSelector("spec.nodeName", op.Node)
@@ -277,7 +277,7 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history
 			Recursive:       true,
 			Predicate:       registrypod.MatchPod(labels.Everything(), field),
 		}
-		if op.Mode == history.NotOlder {
+		if op.Mode == record.NotOlder {
 			opts.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 		}
 		out := &api.PodList{}
@@ -289,10 +289,10 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *history
 			return fmt.Errorf("list RV %q: %w", out.ResourceVersion, err)
 		}
 		op.RV = rv
-		op.Items = make([]history.Item, 0, len(out.Items))
+		op.Items = make([]record.Item, 0, len(out.Items))
 		for i := range out.Items {
 			p := &out.Items[i]
-			op.Items = append(op.Items, history.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: rvOf(p)})
+			op.Items = append(op.Items, record.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: rvOf(p)})
 		}
 	}
 	return nil
@@ -306,11 +306,11 @@ func newPod(name, node, value string) *api.Pod {
 	}
 }
 
-func readRV(op *history.Op) string {
+func readRV(op *record.Op) string {
 	switch op.Mode {
-	case history.Zero:
+	case record.Zero:
 		return "0"
-	case history.NotOlder:
+	case record.NotOlder:
 		return strconv.FormatInt(op.MinRV, 10)
 	}
 	return ""
@@ -324,22 +324,22 @@ func rvOf(p *api.Pod) int64 {
 // classify turns err into the op's outcome. Definite answers (exists,
 // conflict, not found) cannot have changed state; anything else on a
 // write may have.
-func classify(op *history.Op, err error) {
+func classify(op *record.Op, err error) {
 	if err == nil {
-		op.Out = history.OK
+		op.Out = record.OK
 		return
 	}
 	op.Err = err.Error()
 	switch {
 	case storage.IsExist(err) || apierrors.IsAlreadyExists(err):
-		op.Out, op.Reason = history.Failed, history.ReasonExists
+		op.Out, op.Reason = record.Failed, record.ReasonExists
 	case storage.IsInvalidObj(err) || storage.IsConflict(err) || apierrors.IsConflict(err):
-		op.Out, op.Reason = history.Failed, history.ReasonConflict
+		op.Out, op.Reason = record.Failed, record.ReasonConflict
 	case storage.IsNotFound(err) || apierrors.IsNotFound(err):
-		op.Out, op.Reason = history.Failed, history.ReasonNotFound
+		op.Out, op.Reason = record.Failed, record.ReasonNotFound
 	case op.IsWrite():
-		op.Out = history.Unknown
+		op.Out = record.Unknown
 	default:
-		op.Out = history.Failed
+		op.Out = record.Failed
 	}
 }

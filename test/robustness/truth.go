@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	clientscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // ValueAnnotation carries the unique value of each write.
@@ -32,7 +32,7 @@ type Truth struct {
 	// mu guards events, written, deleted, last and err; changed is closed
 	// and replaced on every advance.
 	mu     sync.Mutex
-	events []history.TruthEvent
+	events []record.TruthEvent
 	// written maps a value (unique per write) to the revision that stored
 	// it; deleted maps a version (name, modRev) to the revision that
 	// deleted it. Clients that wrote to etcd directly learn their outcomes
@@ -117,9 +117,9 @@ func (t *Truth) fail(err error) {
 }
 
 func (t *Truth) apply(resp clientv3.WatchResponse) {
-	var evs []history.TruthEvent
+	var evs []record.TruthEvent
 	for _, e := range resp.Events {
-		te := history.TruthEvent{Rev: e.Kv.ModRevision, Name: strings.TrimPrefix(string(e.Kv.Key), podPrefix)}
+		te := record.TruthEvent{Rev: e.Kv.ModRevision, Name: strings.TrimPrefix(string(e.Kv.Key), podPrefix)}
 		switch e.Type {
 		case mvccpb.DELETE:
 			te.Deleted = true
@@ -195,10 +195,10 @@ func (t *Truth) WaitFor(ctx context.Context, rev int64) error {
 }
 
 // Events returns what was recorded and the watch's error, if any.
-func (t *Truth) Events() ([]history.TruthEvent, error) {
+func (t *Truth) Events() ([]record.TruthEvent, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]history.TruthEvent(nil), t.events...), t.err
+	return append([]record.TruthEvent(nil), t.events...), t.err
 }
 
 // Written returns the revision at which value was written, if the truth

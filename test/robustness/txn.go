@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Every write through an API changes one key per etcd revision. A
@@ -25,12 +25,12 @@ import (
 // pods (here), and 2-4 new pods attached to a short lease that etcd
 // deletes at one revision when it expires (lease.go).
 //
-// Each such write is recorded as one history.Op per key, all with the
+// Each such write is recorded as one record.Op per key, all with the
 // transaction's Call, Return, outcome and revision, so the checkers judge
 // it unchanged, key by key: porcupine per key, nothing-lost, fresh-list
 // and time-travel take every op as a write on its key at RV; the watch
 // checkers and matches-etcd compare with etcd's history, which
-// history.Truth indexes per revision (AtRev holds all of a revision's
+// record.Truth indexes per revision (AtRev holds all of a revision's
 // events, so watch-atomic wants them delivered together).
 
 // rawEtcd is what a client needs to write to etcd without an API.
@@ -72,25 +72,25 @@ func encodePod(p *api.Pod) (string, error) {
 func (c *client) txn(ctx context.Context) bool {
 	c.batch++
 	n := 2 + c.rng.IntN(3)
-	ops := make([]history.Op, 0, n)
+	ops := make([]record.Op, 0, n)
 	for _, k := range c.rng.Perm(c.tr.Keys)[:n] {
-		op := history.Op{Client: c.id, Cache: c.cur, Name: podName(k), Batch: history.BatchTxn, BatchID: c.batch}
+		op := record.Op{Client: c.id, Cache: c.cur, Name: podName(k), Batch: record.BatchTxn, BatchID: c.batch}
 		pre, known := c.known[op.Name]
 		switch {
 		case !known:
-			op.Kind, op.Node, op.Value = history.Create, nodeName(c.rng.IntN(c.tr.Nodes)), c.value()
+			op.Kind, op.Node, op.Value = record.Create, nodeName(c.rng.IntN(c.tr.Nodes)), c.value()
 		case c.rng.IntN(3) == 0:
-			op.Kind, op.PreRV = history.Delete, pre
+			op.Kind, op.PreRV = record.Delete, pre
 		default:
-			op.Kind, op.PreRV, op.Value = history.Update, pre, c.value()
+			op.Kind, op.PreRV, op.Value = record.Update, pre, c.value()
 		}
 		ops = append(ops, op)
 	}
 	// Every transaction writes a value: when its reply is lost, etcd's
 	// history shows by that value whether, and at which revision, it
 	// applied.
-	if !slices.ContainsFunc(ops, func(o history.Op) bool { return o.Value != "" }) {
-		ops[0].Kind, ops[0].Value = history.Update, c.value()
+	if !slices.ContainsFunc(ops, func(o record.Op) bool { return o.Value != "" }) {
+		ops[0].Kind, ops[0].Value = record.Update, c.value()
 	}
 	member := c.caches[c.cur].Member()
 	cli := c.etcd.cl.Pinned(member)
@@ -121,7 +121,7 @@ func (c *client) txn(ctx context.Context) bool {
 		return true
 	default:
 		for i := range ops {
-			ops[i].Out, ops[i].Err = history.Unknown, err.Error()
+			ops[i].Out, ops[i].Err = record.Unknown, err.Error()
 		}
 		rev, ok := c.learn(ctx, ops)
 		if !ok {
@@ -146,10 +146,10 @@ func (c *client) txn(ctx context.Context) bool {
 // older than the read), so the transaction fails on its compare and the
 // body is never stored; a missing pod gets a fresh one for the same
 // reason.
-func updatedBodies(ctx context.Context, cli *clientv3.Client, ops []history.Op) (map[string]string, error) {
+func updatedBodies(ctx context.Context, cli *clientv3.Client, ops []record.Op) (map[string]string, error) {
 	var gets []clientv3.Op
 	for _, op := range ops {
-		if op.Kind == history.Update {
+		if op.Kind == record.Update {
 			gets = append(gets, clientv3.OpGet(podKey(op.Name)))
 		}
 	}
@@ -168,7 +168,7 @@ func updatedBodies(ctx context.Context, cli *clientv3.Client, ops []history.Op) 
 		}
 	}
 	for _, op := range ops {
-		if op.Kind != history.Update {
+		if op.Kind != record.Update {
 			continue
 		}
 		pod := newPod(op.Name, "", op.Value)
@@ -199,7 +199,7 @@ func updatedBodies(ctx context.Context, cli *clientv3.Client, ops []history.Op) 
 // txnOps builds the transaction of ops: compares, writes (puts attached to
 // lease, if any) and, when a compare fails, a read of every key at the
 // transaction's revision, which says why (failed).
-func txnOps(ops []history.Op, bodies map[string]string, lease clientv3.LeaseID) (cmps []clientv3.Cmp, then, els []clientv3.Op, err error) {
+func txnOps(ops []record.Op, bodies map[string]string, lease clientv3.LeaseID) (cmps []clientv3.Cmp, then, els []clientv3.Op, err error) {
 	var putOpts []clientv3.OpOption
 	if lease != clientv3.NoLease {
 		putOpts = append(putOpts, clientv3.WithLease(lease))
@@ -207,17 +207,17 @@ func txnOps(ops []history.Op, bodies map[string]string, lease clientv3.LeaseID) 
 	for _, op := range ops {
 		key := podKey(op.Name)
 		switch op.Kind {
-		case history.Create:
+		case record.Create:
 			b, err := encodePod(newPod(op.Name, op.Node, op.Value))
 			if err != nil {
 				return nil, nil, nil, err
 			}
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 			then = append(then, clientv3.OpPut(key, b, putOpts...))
-		case history.Update:
+		case record.Update:
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", op.PreRV))
 			then = append(then, clientv3.OpPut(key, bodies[op.Name], putOpts...))
-		case history.Delete:
+		case record.Delete:
 			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", op.PreRV))
 			then = append(then, clientv3.OpDelete(key))
 		default:
@@ -230,11 +230,11 @@ func txnOps(ops []history.Op, bodies map[string]string, lease clientv3.LeaseID) 
 
 // applied marks ops as one transaction etcd applied at rev, records them
 // and learns from them.
-func (c *client) applied(ops []history.Op, rev int64) {
+func (c *client) applied(ops []record.Op, rev int64) {
 	for i := range ops {
 		op := &ops[i]
-		op.Out, op.RV = history.OK, rev
-		if op.Kind == history.Delete {
+		op.Out, op.RV = record.OK, rev
+		if op.Kind == record.Delete {
 			delete(c.known, op.Name)
 		} else {
 			c.known[op.Name] = rev
@@ -248,7 +248,7 @@ func (c *client) applied(ops []history.Op, rev int64) {
 // changed) and records them. The Else branch read every key at the
 // transaction's revision, so each op gets the reason its own key gives;
 // see failReason.
-func (c *client) failed(ops []history.Op, resp *clientv3.TxnResponse) {
+func (c *client) failed(ops []record.Op, resp *clientv3.TxnResponse) {
 	for i := range ops {
 		op := &ops[i]
 		var kv *mvccpb.KeyValue
@@ -257,7 +257,7 @@ func (c *client) failed(ops []history.Op, resp *clientv3.TxnResponse) {
 				kv = kvs[0]
 			}
 		}
-		op.Out, op.Reason = history.Failed, failReason(op, kv)
+		op.Out, op.Reason = record.Failed, failReason(op, kv)
 		op.Err = "etcd txn: compare failed"
 		if kv != nil {
 			c.known[op.Name] = kv.ModRevision
@@ -273,16 +273,16 @@ func (c *client) failed(ops []history.Op, resp *clientv3.TxnResponse) {
 // These are the reasons the storage.Interface would give for the same
 // write alone, so the model checks them; a key whose own compare held gets
 // reasonAborted.
-func failReason(op *history.Op, kv *mvccpb.KeyValue) string {
+func failReason(op *record.Op, kv *mvccpb.KeyValue) string {
 	switch {
-	case op.Kind == history.Create && kv != nil:
-		return history.ReasonExists
-	case op.Kind == history.Create:
+	case op.Kind == record.Create && kv != nil:
+		return record.ReasonExists
+	case op.Kind == record.Create:
 		return reasonAborted
 	case kv == nil:
-		return history.ReasonNotFound
+		return record.ReasonNotFound
 	case kv.ModRevision != op.PreRV:
-		return history.ReasonConflict
+		return record.ReasonConflict
 	}
 	return reasonAborted
 }
@@ -302,7 +302,7 @@ func failReason(op *history.Op, kv *mvccpb.KeyValue) string {
 // keys would look like a linearizability violation. Learning the outcome
 // here, and recording the ops with the revision and the time the client
 // learned it, keeps the checkers unchanged and exact.
-func (c *client) learn(ctx context.Context, ops []history.Op) (int64, bool) {
+func (c *client) learn(ctx context.Context, ops []record.Op) (int64, bool) {
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), learnTimeout)
 	defer cancel()
 	defer c.wd.begin(fmt.Sprintf("client %d: learn the outcome of a txn", c.id), learnTimeout)()
@@ -317,7 +317,7 @@ func (c *client) learn(ctx context.Context, ops []history.Op) (int64, bool) {
 }
 
 // written returns the revision at which the truth has one of ops' values.
-func (e *rawEtcd) written(ops []history.Op) (int64, bool) {
+func (e *rawEtcd) written(ops []record.Op) (int64, bool) {
 	for _, op := range ops {
 		if op.Value == "" {
 			continue
@@ -354,11 +354,11 @@ func (e *rawEtcd) revision(ctx context.Context) (int64, error) {
 type ledger struct {
 	// mu guards held and errs.
 	mu   sync.Mutex
-	held [][]history.Op
+	held [][]record.Op
 	errs []error
 }
 
-func (l *ledger) hold(ops []history.Op) {
+func (l *ledger) hold(ops []record.Op) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held = append(l.held, ops)
@@ -390,7 +390,7 @@ func (l *ledger) settle(e *rawEtcd, rec *Recorder) {
 		now := rec.Now()
 		for _, op := range ops {
 			if ok {
-				op.Out, op.RV, op.Return = history.OK, rev, now
+				op.Out, op.RV, op.Return = record.OK, rev, now
 			}
 			rec.AddOp(op)
 		}

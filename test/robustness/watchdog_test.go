@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 func TestWatchdogInFlight(t *testing.T) {
@@ -101,7 +101,7 @@ type hungAPI struct{ release chan struct{} }
 
 func (h *hungAPI) Index() int  { return 0 }
 func (h *hungAPI) Member() int { return 0 }
-func (h *hungAPI) Do(context.Context, *history.Op) error {
+func (h *hungAPI) Do(context.Context, *record.Op) error {
 	<-h.release
 	return errors.New("released")
 }
@@ -128,7 +128,7 @@ func TestHungStepsAreReported(t *testing.T) {
 			name: "client op",
 			start: func(ctx context.Context, api API, wd *watchdog) {
 				c := newClient(7, 1, []API{api}, NewRecorder(), wd, tr)
-				op := history.Op{Client: 7, Kind: history.Get, Mode: history.Consistent, Name: "a"}
+				op := record.Op{Client: 7, Kind: record.Get, Mode: record.Consistent, Name: "a"}
 				c.do(ctx, &op)
 			},
 			want: `STUCK client 7: get (read mode "consistent") on cache 0`,

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	api "k8s.io/kubernetes/pkg/apis/core"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // watcher is an informer-like client: LIST, then WATCH from the list's RV
@@ -32,7 +32,7 @@ type watcher struct {
 	wd     *watchdog
 	tr     Traffic
 	// listMode is how the watcher (re)lists.
-	listMode history.ReadMode
+	listMode record.ReadMode
 }
 
 func (w *watcher) run(ctx context.Context) {
@@ -42,7 +42,7 @@ func (w *watcher) run(ctx context.Context) {
 	defer retry.Stop()
 	for ctx.Err() == nil {
 		if rv == 0 {
-			op := history.Op{Client: w.id, Cache: w.cur, Kind: history.List, Mode: w.listMode, Node: w.node}
+			op := record.Op{Client: w.id, Cache: w.cur, Kind: record.List, Mode: w.listMode, Node: w.node}
 			octx, cancel := context.WithTimeout(ctx, w.tr.OpTimeout)
 			end := w.wd.begin(fmt.Sprintf("watcher %d: %s list on cache %d", w.id, w.listMode, w.cur), w.tr.OpTimeout)
 			op.Call = w.rec.Now()
@@ -55,7 +55,7 @@ func (w *watcher) run(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			if op.Out != history.OK {
+			if op.Out != record.OK {
 				w.cur = (w.cur + 1) % len(w.caches)
 				<-retry.C
 				continue
@@ -89,10 +89,10 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
-func lastRV(s *history.WatchSession) int64 {
+func lastRV(s *record.WatchSession) int64 {
 	last := s.StartRV
 	for _, e := range s.Events {
-		if e.Type != history.Error && e.RV > last {
+		if e.Type != record.Error && e.RV > last {
 			last = e.RV
 		}
 	}
@@ -102,7 +102,7 @@ func lastRV(s *history.WatchSession) int64 {
 // session runs one Watch from rv until it ends. It returns nil when the
 // Watch call itself failed, and whether the failure or end was a 410.
 // With slow set, it does not read for slowFor after the start.
-func (w *watcher) session(ctx context.Context, chain int, rv int64, slow bool) (*history.WatchSession, bool) {
+func (w *watcher) session(ctx context.Context, chain int, rv int64, slow bool) (*record.WatchSession, bool) {
 	cache := w.caches[w.cur]
 	timeout := 3*time.Second + time.Duration(w.rng.IntN(4000))*time.Millisecond
 	if slow {
@@ -113,7 +113,7 @@ func (w *watcher) session(ctx context.Context, chain int, rv int64, slow bool) (
 	// The session ends when wctx does: the cache must close the watch.
 	end := w.wd.begin(fmt.Sprintf("watcher %d: watch session on cache %d from rv %d", w.id, cache.Index(), rv), timeout)
 	defer end()
-	sess := &history.WatchSession{Watcher: w.id, Chain: chain, Cache: cache.Index(), Node: w.node, StartRV: rv, Start: w.rec.Now(), Slow: slow}
+	sess := &record.WatchSession{Watcher: w.id, Chain: chain, Cache: cache.Index(), Node: w.node, StartRV: rv, Start: w.rec.Now(), Slow: slow}
 	wi, err := cache.Watch(wctx, w.node, rv)
 	if err != nil {
 		return nil, isGone(err)
@@ -141,7 +141,7 @@ func (w *watcher) session(ctx context.Context, chain int, rv int64, slow bool) (
 		if !ok {
 			break
 		}
-		we := history.WatchEvent{Type: history.EventType(ev.Type), Time: w.rec.Now()}
+		we := record.WatchEvent{Type: record.EventType(ev.Type), Time: w.rec.Now()}
 		if ev.Type == watch.Error {
 			st := apierrors.FromObject(ev.Object)
 			we.Err = st.Error()

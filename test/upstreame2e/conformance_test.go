@@ -57,6 +57,9 @@ func TestUpstreamConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The commit the binaries were built from: read before the runs, which
+	// take long enough for HEAD to move.
+	commit := gitCommit()
 	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs}
 	var runs []*Run
 	for _, impl := range impls {
@@ -115,7 +118,7 @@ func TestUpstreamConformance(t *testing.T) {
 		}
 		m := ReportMeta{
 			Command: envOr("FRESHCACHE_E2E_COMMAND", "make test-conformance"),
-			Commit:  gitCommit(), Machine: machine(), Date: time.Now(), Procs: procs,
+			Commit:  commit, Machine: machine(), Date: time.Now(), Procs: procs,
 			Selected: len(sel.Run), Left: len(sel.Skipped),
 		}
 		if err := WriteReport(f, m, sel, runs); err != nil {

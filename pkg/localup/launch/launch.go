@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/watchcache/freeport"
 )
 
 // DefaultReadyTimeout bounds the wait for the ready file.
@@ -69,13 +67,10 @@ func (o *output) String() string {
 // or with an error (local-up exited, ctx is done, or ReadyTimeout passed;
 // then nothing is left running).
 func Start(ctx context.Context, o Options) (*Process, error) {
-	port, err := freeport.Port("127.0.0.1")
-	if err != nil {
-		return nil, err
-	}
 	args := []string{
 		"--data-dir=" + o.DataDir,
-		"--secure-port=" + strconv.Itoa(port),
+		// local-up picks the port; the ready file's URLs name it.
+		"--secure-port=0",
 		"--kube-apiserver=" + filepath.Join(o.BinDir, "kube-apiserver"),
 		"--nodes=0",
 		"--controllers=false",

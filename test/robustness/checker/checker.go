@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // Checker names, in report order.
@@ -68,12 +68,12 @@ type Options struct {
 }
 
 // Check runs every checker on run.
-func Check(run *history.Run, opts Options) *Report {
+func Check(run *record.Run, opts Options) *Report {
 	r := &Report{Counts: map[string]int{}, Details: map[string][]string{}, Checked: map[string]int{}}
 	for _, n := range Names {
 		r.Counts[n] = 0
 	}
-	truth := history.NewTruth(run.Truth)
+	truth := record.NewTruth(run.Truth)
 	checkTruth(r, run, truth)
 	resolved := resolveWrites(r, run, truth)
 	if !opts.SkipPorcupine {
@@ -88,17 +88,17 @@ func Check(run *history.Run, opts Options) *Report {
 
 // consistentRead reports whether op is a read that promises linearizability
 // in this run.
-func consistentRead(run *history.Run, op *history.Op) bool {
-	if op.IsWrite() || op.Out != history.OK {
+func consistentRead(run *record.Run, op *record.Op) bool {
+	if op.IsWrite() || op.Out != record.OK {
 		return false
 	}
-	return op.Mode == history.Consistent || (op.Mode == history.Zero && run.RV0Consistent)
+	return op.Mode == record.Consistent || (op.Mode == record.Zero && run.RV0Consistent)
 }
 
 // checkTruth verifies that etcd's history is complete: revisions of the key
 // space are contiguous up to FinalRev (only the clients write, one key per
 // revision), so no checker below compares against a history with holes.
-func checkTruth(r *Report, run *history.Run, truth *history.Truth) {
+func checkTruth(r *Report, run *record.Run, truth *record.Truth) {
 	evs := truth.Events()
 	r.Checked["truth-events"] = len(evs)
 	if !run.ContiguousTruth {
@@ -117,7 +117,7 @@ func checkTruth(r *Report, run *history.Run, truth *history.Truth) {
 // resolveWrites checks acknowledged writes against etcd's history and
 // returns the ops with every Unknown write either resolved (applied, with
 // its revision and an open-ended return) or dropped (never applied).
-func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.Op {
+func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op {
 	end := int64(0)
 	for _, op := range run.Ops {
 		end = max(end, op.Return)
@@ -127,10 +127,10 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 	// does not claim a revision another write owns.
 	claimed := map[int64]bool{}
 	for _, op := range run.Ops {
-		if op.IsWrite() && op.Out == history.OK {
+		if op.IsWrite() && op.Out == record.OK {
 			if applied, ev := appliedIn(truth, &op); applied && ev.Rev == op.RV {
 				claimed[ev.Rev] = true
-				if op.Kind == history.Delete {
+				if op.Kind == record.Delete {
 					for _, s := range truth.SystemChain(op.Name, op.PreRV) {
 						claimed[s.Rev] = true
 					}
@@ -144,7 +144,7 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 	type ack struct{ rev, ret int64 }
 	var acks []ack
 	for _, op := range run.Ops {
-		if op.IsWrite() && op.Out == history.OK {
+		if op.IsWrite() && op.Out == record.OK {
 			acks = append(acks, ack{op.RV, op.Return})
 		}
 	}
@@ -162,11 +162,11 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 	// A failed write whose effect is in etcd is a violation unless another
 	// op made that change; judged once every op has claimed its own.
 	type failed struct {
-		op  history.Op
+		op  record.Op
 		rev int64
 	}
 	var failedApplied []failed
-	out := make([]history.Op, 0, len(run.Ops))
+	out := make([]record.Op, 0, len(run.Ops))
 	for _, op := range run.Ops {
 		if !op.IsWrite() {
 			out = append(out, op)
@@ -175,19 +175,19 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 		applied, ev := appliedIn(truth, &op)
 		// owns: this op is the one that made ev (an Unknown op only if no
 		// acknowledged op claimed it).
-		owns := applied && ((op.Out == history.OK && ev.Rev == op.RV) || (op.Out == history.Unknown && !claimed[ev.Rev]))
+		owns := applied && ((op.Out == record.OK && ev.Rev == op.RV) || (op.Out == record.Unknown && !claimed[ev.Rev]))
 		// A real kube-apiserver deletes a pod in two writes: it marks it
 		// (deletionTimestamp) and then deletes it, both within the client's
 		// request. The marking is an update in the model. A DELETE whose
 		// outcome is unknown may have applied the marking only.
 		chain := truth.SystemChain(op.Name, op.PreRV)
-		partial := !owns && op.Out == history.Unknown && len(chain) > 0 && !claimed[chain[0].Rev]
-		if (owns || partial) && op.Kind == history.Delete {
+		partial := !owns && op.Out == record.Unknown && len(chain) > 0 && !claimed[chain[0].Rev]
+		if (owns || partial) && op.Kind == record.Delete {
 			for _, s := range chain {
 				claimed[s.Rev] = true
 				mark := op
-				mark.Kind, mark.Value, mark.Out, mark.RV = history.Update, s.Value, history.OK, s.Rev
-				if op.Out == history.Unknown {
+				mark.Kind, mark.Value, mark.Out, mark.RV = record.Update, s.Value, record.OK, s.Rev
+				if op.Out == record.Unknown {
 					mark.Return = returnBound(s.Rev, op.Call)
 				}
 				out = append(out, mark)
@@ -195,7 +195,7 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 			}
 		}
 		switch op.Out {
-		case history.OK:
+		case record.OK:
 			r.Checked["acknowledged-writes"]++
 			if !applied {
 				r.add(NothingLost, "op %d: %s %s acknowledged at revision %d is not in etcd's history", op.ID, op.Kind, op.Name, op.RV)
@@ -203,15 +203,15 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 				r.add(NothingLost, "op %d: %s %s acknowledged at revision %d, etcd applied it at %d", op.ID, op.Kind, op.Name, op.RV, ev.Rev)
 			}
 			out = append(out, op)
-		case history.Failed:
+		case record.Failed:
 			if applied {
 				failedApplied = append(failedApplied, failed{op, ev.Rev})
 			}
 			out = append(out, op)
-		case history.Unknown:
+		case record.Unknown:
 			if owns {
 				claimed[ev.Rev] = true
-				op.Out, op.RV, op.Return = history.OK, ev.Rev, returnBound(ev.Rev, op.Call)
+				op.Out, op.RV, op.Return = record.OK, ev.Rev, returnBound(ev.Rev, op.Call)
 				out = append(out, op)
 			}
 		}
@@ -233,15 +233,15 @@ func resolveWrites(r *Report, run *history.Run, truth *history.Truth) []history.
 
 // appliedIn finds the event a write produced. Values are unique per write;
 // a deletion is identified by the version its precondition named.
-func appliedIn(truth *history.Truth, op *history.Op) (bool, history.TruthEvent) {
+func appliedIn(truth *record.Truth, op *record.Op) (bool, record.TruthEvent) {
 	switch op.Kind {
-	case history.Create, history.Update:
+	case record.Create, record.Update:
 		ev, ok := truth.ByValue(op.Value)
-		if !ok || ev.Name != op.Name || (op.Kind == history.Create) != ev.Created {
+		if !ok || ev.Name != op.Name || (op.Kind == record.Create) != ev.Created {
 			return false, ev
 		}
 		return true, ev
-	case history.Delete:
+	case record.Delete:
 		from := op.PreRV
 		if chain := truth.SystemChain(op.Name, from); len(chain) > 0 {
 			from = chain[len(chain)-1].Rev
@@ -254,16 +254,16 @@ func appliedIn(truth *history.Truth, op *history.Op) (bool, history.TruthEvent) 
 		// resolveWrites lets one claim the event.
 		return true, ev
 	}
-	return false, history.TruthEvent{}
+	return false, record.TruthEvent{}
 }
 
 // checkFreshLists verifies that every consistent LIST's RV covers each write
 // acknowledged before the LIST was called.
-func checkFreshLists(r *Report, run *history.Run, ops []history.Op) {
+func checkFreshLists(r *Report, run *record.Run, ops []record.Op) {
 	type ack struct{ ret, rev int64 }
 	var acks []ack
 	for i := range ops {
-		if ops[i].IsWrite() && ops[i].Out == history.OK {
+		if ops[i].IsWrite() && ops[i].Out == record.OK {
 			acks = append(acks, ack{ops[i].Return, ops[i].RV})
 		}
 	}
@@ -278,7 +278,7 @@ func checkFreshLists(r *Report, run *history.Run, ops []history.Op) {
 	}
 	for i := range ops {
 		op := &ops[i]
-		if op.Kind != history.List || !consistentRead(run, op) {
+		if op.Kind != record.List || !consistentRead(run, op) {
 			continue
 		}
 		r.Checked["consistent-lists"]++
@@ -296,18 +296,18 @@ func checkFreshLists(r *Report, run *history.Run, ops []history.Op) {
 
 // checkReads compares every successful read with etcd's state at the RV it
 // reports.
-func checkReads(r *Report, run *history.Run, truth *history.Truth) {
+func checkReads(r *Report, run *record.Run, truth *record.Truth) {
 	for i := range run.Ops {
 		op := &run.Ops[i]
-		if op.IsWrite() || op.Out != history.OK {
+		if op.IsWrite() || op.Out != record.OK {
 			continue
 		}
 		r.Checked["reads"]++
-		if op.Kind == history.List && op.Mode == history.NotOlder && op.RV < op.MinRV {
+		if op.Kind == record.List && op.Mode == record.NotOlder && op.RV < op.MinRV {
 			r.add(MatchesEtcd, "op %d: %s with rv=%d (NotOlderThan) returned RV %d", op.ID, op.Kind, op.MinRV, op.RV)
 		}
 		switch op.Kind {
-		case history.Get:
+		case record.Get:
 			if !op.Found {
 				continue
 			}
@@ -315,14 +315,14 @@ func checkReads(r *Report, run *history.Run, truth *history.Truth) {
 			if !ok || ev.Deleted || ev.Value != op.Got {
 				r.add(MatchesEtcd, "op %d: GET %s returned value %q at modRev %d; etcd has %+v there", op.ID, op.Name, op.Got, op.RV, ev)
 			}
-		case history.List:
-			want := map[string]history.TruthEvent{}
+		case record.List:
+			want := map[string]record.TruthEvent{}
 			for _, name := range truth.Names() {
 				if ev, exists := truth.StateAt(name, op.RV); exists && (op.Node == "" || ev.Node == op.Node) {
 					want[name] = ev
 				}
 			}
-			got := map[string]history.Item{}
+			got := map[string]record.Item{}
 			for _, it := range op.Items {
 				got[it.Name] = it
 			}

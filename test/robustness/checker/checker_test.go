@@ -6,7 +6,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	h "github.com/freshcache/freshcache/test/robustness/history"
+	h "github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // goodRun is a small, correct history: two pods, an update, a delete, reads

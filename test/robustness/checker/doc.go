@@ -1,4 +1,4 @@
-// Package checker validates a recorded robustness run (package history)
+// Package checker validates a recorded robustness run (package record)
 // against etcd's own history of the key space. Every checker reports
 // violations; none of them needs wall-clock assertions.
 //

@@ -8,7 +8,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // PorcupineResult is the outcome of the porcupine check.
@@ -54,7 +54,7 @@ type keyState struct {
 // of the key space as reads (restricted to a node for LISTs by node).
 type keyInput struct {
 	Name   string
-	Kind   history.Kind
+	Kind   record.Kind
 	Value  string
 	Node   string // create: the pod's node; read: the node filter
 	PreRV  int64
@@ -63,7 +63,7 @@ type keyInput struct {
 }
 
 type keyOutput struct {
-	Out    history.Outcome
+	Out    record.Outcome
 	Reason string
 	RV     int64 // write revision
 	Found  bool
@@ -100,11 +100,11 @@ var Model = porcupine.Model{
 	DescribeOperation: func(in, out any) string {
 		i, o := in.(keyInput), out.(keyOutput)
 		switch i.Kind {
-		case history.Create:
+		case record.Create:
 			return fmt.Sprintf("op%d create(%s=%s@%s) -> %s%s rv=%d", i.OpID, i.Name, i.Value, i.Node, o.Out, o.Reason, o.RV)
-		case history.Update:
+		case record.Update:
 			return fmt.Sprintf("op%d update(%s=%s if rv=%d) -> %s%s rv=%d", i.OpID, i.Name, i.Value, i.PreRV, o.Out, o.Reason, o.RV)
-		case history.Delete:
+		case record.Delete:
 			return fmt.Sprintf("op%d delete(%s if rv=%d) -> %s%s rv=%d", i.OpID, i.Name, i.PreRV, o.Out, o.Reason, o.RV)
 		default:
 			if !o.Found {
@@ -125,33 +125,33 @@ var Model = porcupine.Model{
 func step(s keyState, i keyInput, o keyOutput) (bool, keyState) {
 	matches := s.Exists && s.ModRev == i.PreRV
 	switch i.Kind {
-	case history.Create:
+	case record.Create:
 		switch {
-		case o.Out == history.OK:
+		case o.Out == record.OK:
 			return !s.Exists && o.RV > s.ModRev, keyState{Exists: true, Value: i.Value, Node: i.Node, ModRev: o.RV}
-		case o.Reason == history.ReasonExists:
+		case o.Reason == record.ReasonExists:
 			return s.Exists, s
 		default:
 			return true, s
 		}
-	case history.Update:
+	case record.Update:
 		switch {
-		case o.Out == history.OK:
+		case o.Out == record.OK:
 			return matches && o.RV > s.ModRev, keyState{Exists: true, Value: i.Value, Node: s.Node, ModRev: o.RV}
-		case o.Reason == history.ReasonNotFound:
+		case o.Reason == record.ReasonNotFound:
 			return !s.Exists, s
-		case o.Reason == history.ReasonConflict:
+		case o.Reason == record.ReasonConflict:
 			return s.Exists && !matches, s
 		default:
 			return true, s
 		}
-	case history.Delete:
+	case record.Delete:
 		switch {
-		case o.Out == history.OK:
+		case o.Out == record.OK:
 			return matches && o.RV > s.ModRev, keyState{ModRev: o.RV}
-		case o.Reason == history.ReasonNotFound:
+		case o.Reason == record.ReasonNotFound:
 			return !s.Exists, s
-		case o.Reason == history.ReasonConflict:
+		case o.Reason == record.ReasonConflict:
 			return s.Exists && !matches, s
 		default:
 			return true, s
@@ -176,9 +176,9 @@ func step(s keyState, i keyInput, o keyOutput) (bool, keyState) {
 // writes of a key linearize in revision order). That state, read from
 // etcd's history, seeds the next segment. Writes are checked against etcd's
 // history by nothing-lost, so the seed is what the writes produced.
-func checkLinearizable(r *Report, run *history.Run, ops []history.Op, truth *history.Truth) *PorcupineResult {
+func checkLinearizable(r *Report, run *record.Run, ops []record.Op, truth *record.Truth) *PorcupineResult {
 	byKey := map[string][]porcupine.Operation{}
-	add := func(op *history.Op, in keyInput, out keyOutput) {
+	add := func(op *record.Op, in keyInput, out keyOutput) {
 		in.OpID, in.Client = op.ID, op.Client
 		byKey[in.Name] = append(byKey[in.Name], porcupine.Operation{ClientId: op.Client, Input: in, Output: out, Call: op.Call, Return: op.Return})
 	}
@@ -186,22 +186,22 @@ func checkLinearizable(r *Report, run *history.Run, ops []history.Op, truth *his
 		op := &ops[i]
 		switch {
 		case op.IsWrite():
-			if op.Out == history.Unknown {
+			if op.Out == record.Unknown {
 				continue // resolveWrites dropped or resolved these
 			}
 			add(op, keyInput{Name: op.Name, Kind: op.Kind, Value: op.Value, Node: op.Node, PreRV: op.PreRV},
 				keyOutput{Out: op.Out, Reason: op.Reason, RV: op.RV})
 		case !consistentRead(run, op):
-		case op.Kind == history.Get:
-			add(op, keyInput{Name: op.Name, Kind: history.Get}, keyOutput{Out: op.Out, Found: op.Found, Value: op.Got, ModRev: op.RV})
-		case op.Kind == history.List:
-			got := map[string]history.Item{}
+		case op.Kind == record.Get:
+			add(op, keyInput{Name: op.Name, Kind: record.Get}, keyOutput{Out: op.Out, Found: op.Found, Value: op.Got, ModRev: op.RV})
+		case op.Kind == record.List:
+			got := map[string]record.Item{}
 			for _, it := range op.Items {
 				got[it.Name] = it
 			}
 			for _, name := range run.Keys {
 				it, found := got[name]
-				add(op, keyInput{Name: name, Kind: history.List, Node: op.Node},
+				add(op, keyInput{Name: name, Kind: record.List, Node: op.Node},
 					keyOutput{Out: op.Out, Found: found, Value: it.Value, ModRev: it.ModRev})
 			}
 		}
@@ -256,7 +256,7 @@ type segment struct {
 // segments cuts one key's operations at quiescent points (see
 // checkLinearizable) and seeds each segment with the state etcd had after
 // the previous segment's last successful write.
-func segments(ops []porcupine.Operation, truth *history.Truth, name string) []segment {
+func segments(ops []porcupine.Operation, truth *record.Truth, name string) []segment {
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	var out []segment
 	seed := keyState{}
@@ -272,7 +272,7 @@ func segments(ops []porcupine.Operation, truth *history.Truth, name string) []se
 		var last int64
 		for _, op := range seg.ops {
 			in, o := op.Input.(keyInput), op.Output.(keyOutput)
-			if (in.Kind == history.Create || in.Kind == history.Update || in.Kind == history.Delete) && o.Out == history.OK {
+			if (in.Kind == record.Create || in.Kind == record.Update || in.Kind == record.Delete) && o.Out == record.OK {
 				last = max(last, o.RV)
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	h "github.com/freshcache/freshcache/test/robustness/history"
+	h "github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // TestReplayReport re-checks a dumped run offline:

@@ -4,16 +4,16 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 // observation is one thing a client learned, at a point in its own
 // timeline.
 type observation struct {
 	time int64
-	op   *history.Op           // a read or write result
-	ev   *history.WatchEvent   // or a watch event
-	s    *history.WatchSession // the event's session
+	op   *record.Op           // a read or write result
+	ev   *record.WatchEvent   // or a watch event
+	s    *record.WatchSession // the event's session
 }
 
 // checkTimeTravel replays each client's observations in the order the
@@ -31,11 +31,11 @@ type observation struct {
 //
 // This is kubernetes#59848: a client that saw a pod deleted must never see
 // it alive again, whichever apiserver it asks.
-func checkTimeTravel(r *Report, run *history.Run, truth *history.Truth) {
+func checkTimeTravel(r *Report, run *record.Run, truth *record.Truth) {
 	byClient := map[int][]observation{}
 	for i := range run.Ops {
 		op := &run.Ops[i]
-		if op.Out != history.OK {
+		if op.Out != record.OK {
 			continue
 		}
 		byClient[op.Client] = append(byClient[op.Client], observation{time: op.Return, op: op})
@@ -44,7 +44,7 @@ func checkTimeTravel(r *Report, run *history.Run, truth *history.Truth) {
 		s := &run.Sessions[i]
 		for j := range s.Events {
 			e := &s.Events[j]
-			if e.Type == history.Error {
+			if e.Type == record.Error {
 				continue
 			}
 			byClient[s.Watcher] = append(byClient[s.Watcher], observation{time: e.Time, ev: e, s: s})
@@ -63,7 +63,7 @@ func checkTimeTravel(r *Report, run *history.Run, truth *history.Truth) {
 		for _, o := range obs {
 			r.Checked["client-observations"]++
 			if o.ev != nil {
-				if o.ev.RV < frontier && o.ev.Type != history.Bookmark {
+				if o.ev.RV < frontier && o.ev.Type != record.Bookmark {
 					r.add(TimeTravel, "client %d: watch on cache %d delivered %s %s at RV %d after the client observed RV %d (%s)", c, o.s.Cache, o.ev.Type, o.ev.Name, o.ev.RV, frontier, from)
 				}
 				if o.ev.RV > frontier {
@@ -77,18 +77,18 @@ func checkTimeTravel(r *Report, run *history.Run, truth *history.Truth) {
 				if op.RV > frontier {
 					frontier, from = op.RV, "own "+string(op.Kind)+" op "+itoa(int64(op.ID))
 				}
-			case op.Kind == history.List:
+			case op.Kind == record.List:
 				if op.RV < frontier {
 					r.add(TimeTravel, "client %d: %s LIST (node %q) on cache %d returned RV %d after the client observed RV %d (%s); op %d", c, op.Mode, op.Node, op.Cache, op.RV, frontier, from, op.ID)
 				}
 				if op.RV > frontier {
 					frontier, from = op.RV, string(op.Mode)+" LIST op "+itoa(int64(op.ID))+" on cache "+itoa(int64(op.Cache))
 				}
-			case op.Kind == history.Get && !op.Found:
+			case op.Kind == record.Get && !op.Found:
 				if _, existed := truth.StateAt(op.Name, frontier); existed && !truth.DeletedAfter(op.Name, frontier) {
 					r.add(TimeTravel, "client %d: %s GET %s on cache %d returned not found, but it existed at RV %d, which the client observed (%s), and was never deleted after; op %d", c, op.Mode, op.Name, op.Cache, frontier, from, op.ID)
 				}
-			case op.Kind == history.Get && op.Found:
+			case op.Kind == record.Get && op.Found:
 				if next := truth.NextChange(op.Name, op.RV); next != 0 && next <= frontier {
 					r.add(TimeTravel, "client %d: %s GET %s on cache %d returned the version at %d, which etcd replaced at %d, after the client observed RV %d (%s); op %d", c, op.Mode, op.Name, op.Cache, op.RV, next, frontier, from, op.ID)
 				}

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/freshcache/freshcache/test/robustness/history"
+	"github.com/freshcache/freshcache/test/robustness/record"
 )
 
 type chainKey struct{ watcher, chain int }
@@ -24,8 +24,8 @@ type chainKey struct{ watcher, chain int }
 //
 // A 410 (Gone) ends a chain; the watcher starts a new one with a LIST, which
 // checkReads and checkTimeTravel cover.
-func checkWatches(r *Report, run *history.Run, truth *history.Truth) {
-	chains := map[chainKey][]*history.WatchSession{}
+func checkWatches(r *Report, run *record.Run, truth *record.Truth) {
+	chains := map[chainKey][]*record.WatchSession{}
 	var keys []chainKey
 	for i := range run.Sessions {
 		s := &run.Sessions[i]
@@ -48,20 +48,20 @@ func checkWatches(r *Report, run *history.Run, truth *history.Truth) {
 	}
 }
 
-func selects(node string, e history.TruthEvent) bool { return node == "" || e.Node == node }
+func selects(node string, e record.TruthEvent) bool { return node == "" || e.Node == node }
 
-func eventType(e history.TruthEvent) history.EventType {
+func eventType(e record.TruthEvent) record.EventType {
 	switch {
 	case e.Deleted:
-		return history.Deleted
+		return record.Deleted
 	case e.Created:
-		return history.Added
+		return record.Added
 	default:
-		return history.Modified
+		return record.Modified
 	}
 }
 
-func checkChain(r *Report, truth *history.Truth, k chainKey, ss []*history.WatchSession) {
+func checkChain(r *Report, truth *record.Truth, k chainKey, ss []*record.WatchSession) {
 	node := ss[0].Node
 	// pos: every selected event with revision <= pos has been accounted
 	// for (received or reported missing).
@@ -70,8 +70,8 @@ func checkChain(r *Report, truth *history.Truth, k chainKey, ss []*history.Watch
 	// start. lastEvent: the last event's RV.
 	lastRV, lastEvent := ss[0].StartRV, ss[0].StartRV
 	seen := map[string]bool{}
-	missingIn := func(from, to int64) []history.TruthEvent {
-		var out []history.TruthEvent
+	missingIn := func(from, to int64) []record.TruthEvent {
+		var out []record.TruthEvent
 		for _, e := range truth.Between(from, to) {
 			if selects(node, e) {
 				out = append(out, e)
@@ -90,9 +90,9 @@ func checkChain(r *Report, truth *history.Truth, k chainKey, ss []*history.Watch
 		for i := 0; i < len(s.Events); i++ {
 			e := s.Events[i]
 			switch e.Type {
-			case history.Error:
+			case record.Error:
 				continue
-			case history.Bookmark:
+			case record.Bookmark:
 				r.Checked["watch-bookmarks"]++
 				if e.RV < lastRV {
 					r.add(WatchBookmarkable, "watcher %d chain %d: bookmark at RV %d after RV %d was received", k.watcher, k.chain, e.RV, lastRV)
@@ -126,8 +126,8 @@ func checkChain(r *Report, truth *history.Truth, k chainKey, ss []*history.Watch
 			first = false
 			// Atomic: the revision's selected events, all and only them,
 			// arrive together.
-			got := map[string]history.WatchEvent{e.Name: e}
-			for i+1 < len(s.Events) && s.Events[i+1].Type != history.Bookmark && s.Events[i+1].Type != history.Error && s.Events[i+1].RV == e.RV {
+			got := map[string]record.WatchEvent{e.Name: e}
+			for i+1 < len(s.Events) && s.Events[i+1].Type != record.Bookmark && s.Events[i+1].Type != record.Error && s.Events[i+1].RV == e.RV {
 				i++
 				n := s.Events[i]
 				nid := n.Name + "@" + strconv.FormatInt(n.RV, 10)

@@ -326,15 +326,15 @@ func ptrStr(p *float64) string {
 
 // startTestEnv starts an embedded etcd loaded with shape, and a context that
 // ends after within; the test's cleanup closes both.
-func startTestEnv(t *testing.T, shape Shape, within time.Duration) (context.Context, *Env) {
-	t.Helper()
+func startTestEnv(tb testing.TB, shape Shape, within time.Duration) (context.Context, *Env) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
-	t.Cleanup(cancel)
-	env, err := StartEnv(ctx, t.TempDir(), shape)
+	tb.Cleanup(cancel)
+	env, err := StartEnv(ctx, tb.TempDir(), shape)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(env.Close)
+	tb.Cleanup(env.Close)
 	return ctx, env
 }
 

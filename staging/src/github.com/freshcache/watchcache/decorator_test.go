@@ -98,7 +98,7 @@ func TestDecoratorSharesOneOracle(t *testing.T) {
 // the decorator with that error.
 func TestDecoratorDialOracle(t *testing.T) {
 	e, _ := etcdcluster.StartSingle(t)
-	endpoint := e.Config().AdvertiseClientUrls[0].String()
+	endpoint := etcdcluster.ClientURL(e)
 	cfg := &storagebackend.Config{
 		Type:      "etcd3",
 		Prefix:    "/registry",

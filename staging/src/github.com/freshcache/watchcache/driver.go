@@ -266,12 +266,12 @@ func (d *driver) status() freshness.Status {
 	return d.mu.m.Status()
 }
 
-// processLocked carries out every Ready until the Machine has nothing more
+// processLocked carries out every Output until the Machine has nothing more
 // to ask, then re-arms the timer if needed.
 func (d *driver) processLocked() {
 	m := d.mu.m
-	for m.HasReady() {
-		rd := m.Ready()
+	for m.HasOutput() {
+		rd := m.Output()
 		var at time.Time // one clock read per batch of releases
 		if len(rd.Released) > 0 {
 			at = d.clock.Now()
@@ -289,8 +289,8 @@ func (d *driver) processLocked() {
 			// No new I/O once stopped; waiters leave through stop. The
 			// Machine keeps asking for the fetch or progress request that
 			// a still-registered read needs, and nobody will send it, so
-			// looping on HasReady would spin with mu held (and hang
-			// shutdown, which waits for this goroutine). One Ready has
+			// looping on HasOutput would spin with mu held (and hang
+			// shutdown, which waits for this goroutine). One Output has
 			// handed out every resolution: stop here.
 			break
 		}

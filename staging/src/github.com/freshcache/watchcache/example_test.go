@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/freeport"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
@@ -85,16 +84,10 @@ func exampleEtcd() (endpoint string, stop func(), err error) {
 	cfg.Dir = dir
 	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	var urls [2]url.URL
-	for i := range urls {
-		addr, err := freeport.Addr("127.0.0.1")
-		if err != nil {
-			return "", nil, err
-		}
-		urls[i] = url.URL{Scheme: "http", Host: addr}
-	}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = urls[:1], urls[:1]
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = urls[1:], urls[1:]
+	// Port 0: etcd binds a port the kernel picks; e.Clients says which.
+	anyPort := []url.URL{{Scheme: "http", Host: "127.0.0.1:0"}}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = anyPort, anyPort
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = anyPort, anyPort
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -108,5 +101,5 @@ func exampleEtcd() (endpoint string, stop func(), err error) {
 		_ = os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("embedded etcd not ready")
 	}
-	return urls[0].String(), func() { e.Close(); _ = os.RemoveAll(dir) }, nil
+	return "http://" + e.Clients[0].Addr().String(), func() { e.Close(); _ = os.RemoveAll(dir) }, nil
 }

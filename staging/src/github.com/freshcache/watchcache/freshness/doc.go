@@ -3,7 +3,7 @@
 //
 // A Machine starts no goroutine, does no I/O, reads no clock and holds no
 // lock. Inputs are method calls ("a read arrived", "a fetch answered R", "an
-// event was applied at rv", "it is now t"). Output is a Ready that says what
+// event was applied at rv", "it is now t"). Its output is an Output that says what
 // to do next: issue a revision fetch, send a progress request, release these
 // reads, fail those, time out those. A thin driver in the cache package owns
 // the goroutines, the etcd calls (through the oracle package) and the timer.
@@ -52,7 +52,7 @@
 //     waits for the next fetch, which is issued after it arrived too.
 //  5. No read waits for a target c has reached: releases happen within the
 //     input that advances c or delivers R.
-//  6. Liveness: if the caller carries out every request in every Ready, every
+//  6. Liveness: if the caller carries out every request in every Output, every
 //     fetch is eventually answered or failed (an unanswered one resolves
 //     only the reads that are not patient), and progress requests are
 //     eventually answered with a revision >= the etcd revision at the time
@@ -65,9 +65,9 @@
 // Whoever drives a Machine must:
 //
 //  1. Serialize all calls to it: one goroutine, or one mutex held around
-//     every call (including Ready). The Machine does no locking.
+//     every call (including Output). The Machine does no locking.
 //
-//  2. After every input, or batch of inputs, call Ready (or check HasReady)
+//  2. After every input, or batch of inputs, call Output (or check HasOutput)
 //     and carry out all of it, in any order:
 //
 //     a. For each Release, serve the read from a snapshot taken after the
@@ -91,7 +91,7 @@
 //     ProgressAnswered when the progress notification arrives. A request
 //     that stays unanswered for Options.ProgressStall while something
 //     needs it (the stream broke, etcd was unreachable) is declared lost
-//     by Tick, and the next Ready asks for another: the retry is the
+//     by Tick, and the next Output asks for another: the retry is the
 //     Machine's, the caller only keeps Tick coming (duty 4).
 //
 //  3. Call EventApplied(rv) once every event at rv (all keys of its etcd
@@ -111,7 +111,7 @@
 //     The Machine never reads the clock; "now" is whatever Tick was told.
 //
 //  5. Call ReadCancelled when a client gives up before its read resolved.
-//     A false result means the read was resolved already, maybe in a Ready
+//     A false result means the read was resolved already, maybe in an Output
 //     not yet processed; handle that resolution as usual.
 //
 //  6. Use ReadIDs that are unique among unresolved reads.
@@ -121,7 +121,7 @@
 // raft's Ready is acknowledged with Advance because raft must know when its
 // output was persisted. Here the two requests are acknowledged by the inputs
 // that say they happened (FetchIssued, ProgressRequestSent): the flags stay
-// set in every Ready until then. The resolutions are handed over by Ready
+// set in every Output until then. The resolutions are handed over by Output
 // itself and never returned twice. One call fewer, one duty fewer.
 //
 // # Invariants

@@ -7,7 +7,7 @@ import (
 	"github.com/freshcache/watchcache/freshness"
 )
 
-// A consistent read through the Machine: the caller carries out each Ready
+// A consistent read through the Machine: the caller carries out each Output
 // (issue the fetch, send the progress request) and reports what happened;
 // the Machine says when the read may be served.
 func ExampleMachine() {
@@ -18,19 +18,19 @@ func ExampleMachine() {
 	now := time.Unix(0, 0)
 	_ = m.ReadArrived(freshness.Read{ID: 1, Kind: freshness.Consistent, Deadline: now.Add(3 * time.Second)})
 
-	rd := m.Ready()
+	rd := m.Output()
 	fmt.Println("issue a fetch:", rd.IssueFetch)
 	_, _ = m.FetchIssued()       // before the linearizable request leaves
 	_ = m.FetchAnswered(12, now) // etcd is at 12, the cache at 10
 
-	rd = m.Ready()
+	rd = m.Output()
 	fmt.Println("send a progress request:", rd.SendProgress, "released:", len(rd.Released))
 	_ = m.ProgressRequestSent(now)
 	m.EventApplied(11)     // an event of the resource
 	m.ProgressNotified(12) // etcd: every event up to 12 was delivered
 	m.ProgressAnswered()
 
-	for _, r := range m.Ready().Released {
+	for _, r := range m.Output().Released {
 		fmt.Printf("read %d released: target %d, cache at %d\n", r.ID, r.Target, r.RV)
 	}
 	// Output:

@@ -9,7 +9,7 @@ import (
 )
 
 // harness drives a Machine with a simulated etcd and a reference model, and
-// checks every Ready against both the protocol's properties and the model.
+// checks every Output against both the protocol's properties and the model.
 // The randomized test and the fuzz target feed it (op, arg) pairs.
 //
 // The simulated world:
@@ -42,8 +42,8 @@ type harness struct {
 	// noProgress: the Machine runs with Options.NoProgress.
 	noProgress bool
 
-	lastReady Ready // flags from the last drain, to decide whether to act
-	lastOp    byte
+	lastOutput Output // flags from the last drain, to decide whether to act
+	lastOp     byte
 	// cooperative makes every answer the freshest possible (etcd's current
 	// revision), as drain needs.
 	cooperative bool
@@ -156,7 +156,7 @@ func (h *harness) do(op, arg byte) error {
 		h.etcd += 1 + int64(arg%3)
 		h.note("write E=%d", h.etcd)
 	case 3: // issue a fetch: when asked, and sometimes unasked (prefetch)
-		if !h.lastReady.IssueFetch && arg%2 == 0 {
+		if !h.lastOutput.IssueFetch && arg%2 == 0 {
 			h.note("fetchIssue skipped")
 			break
 		}
@@ -240,7 +240,7 @@ func (h *harness) do(op, arg byte) error {
 		h.c = max(h.c, rv)
 		h.note("event rv=%d c=%d", rv, h.c)
 	case 7: // send a progress request: when asked, and sometimes unasked
-		if !h.lastReady.SendProgress && arg%2 == 0 {
+		if !h.lastOutput.SendProgress && arg%2 == 0 {
 			h.note("progressSend skipped")
 			break
 		}
@@ -366,7 +366,7 @@ func (h *harness) progressWanted() bool {
 	return false
 }
 
-// check drains the Machine's Ready and compares it with the model.
+// check drains the Machine's Output and compares it with the model.
 func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch FetchID) error {
 	if err := h.m.verify(); err != nil {
 		return h.errorf("invariants: %v", err)
@@ -379,12 +379,12 @@ func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch 
 		return h.errorf("status %+v, model fetch=%d progress=%v", st, h.fetchInFlight, h.progressInFlight)
 	}
 
-	hasReady := h.m.HasReady()
-	rd := h.m.Ready()
-	if hasReady == rd.Empty() {
-		return h.errorf("HasReady=%v but Ready=%+v", hasReady, rd)
+	hasOutput := h.m.HasOutput()
+	rd := h.m.Output()
+	if hasOutput == rd.Empty() {
+		return h.errorf("HasOutput=%v but Output=%+v", hasOutput, rd)
 	}
-	if h.m.HasReady() && (len(h.m.out.Released) > 0 || len(h.m.out.Failed) > 0 || len(h.m.out.TimedOut) > 0) {
+	if h.m.HasOutput() && (len(h.m.out.Released) > 0 || len(h.m.out.Failed) > 0 || len(h.m.out.TimedOut) > 0) {
 		return h.errorf("resolutions returned twice")
 	}
 
@@ -504,7 +504,7 @@ func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch 
 	if got, ok := h.m.NextDeadline(); ok != !want.IsZero() || (ok && !got.Equal(want)) {
 		return h.errorf("NextDeadline=%v,%v, want %v", h.rel(got), ok, h.rel(want))
 	}
-	h.lastReady = rd
+	h.lastOutput = rd
 	return nil
 }
 
@@ -537,7 +537,7 @@ func (h *harness) drain() error {
 				return err
 			}
 		}
-		if h.lastReady.IssueFetch {
+		if h.lastOutput.IssueFetch {
 			if err := h.do(3, 1); err != nil {
 				return err
 			}
@@ -547,7 +547,7 @@ func (h *harness) drain() error {
 				return err
 			}
 		}
-		if h.lastReady.SendProgress {
+		if h.lastOutput.SendProgress {
 			if err := h.do(7, 1); err != nil {
 				return err
 			}

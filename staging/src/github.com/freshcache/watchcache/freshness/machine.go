@@ -61,7 +61,7 @@ type Machine struct {
 	waiting   targetHeap   // stageWaiting reads by target
 	deadlines deadlineHeap // unresolved reads that have a deadline
 
-	out Ready // resolutions not yet handed out by Ready
+	out Output // resolutions not yet handed out by Output
 }
 
 // Options configures a Machine. The zero value is valid.
@@ -161,7 +161,7 @@ func (m *Machine) ReadArrived(rd Read) error {
 // it and will share its answer. The caller must call it before it sends
 // the request, never after. It returns the new fetch's ID.
 //
-// The caller may issue a fetch that Ready did not ask for (e.g. to prefetch);
+// The caller may issue a fetch that Output did not ask for (e.g. to prefetch);
 // it then covers whatever reads are pending, possibly none.
 func (m *Machine) FetchIssued() (FetchID, error) {
 	if m.fetchInFlight {
@@ -297,7 +297,7 @@ func (m *Machine) ProgressNotified(rv int64) {
 // RevisionPending reports that the cache has received events of revision
 // rv that it cannot apply yet, because nothing proves that rv is complete:
 // etcd gives every key of one transaction the same revision, and a later
-// event of it may still be on its way. While rv > c, Ready asks for a
+// event of it may still be on its way. While rv > c, Output asks for a
 // progress request, whose notification (at >= rv) proves rv complete;
 // EventApplied(rv) then ends the need.
 func (m *Machine) RevisionPending(rv int64) {
@@ -310,7 +310,7 @@ func (m *Machine) RevisionPending(rv int64) {
 // ProgressRequestSent records that the caller is sending a progress
 // request at time at (on the clock Tick is given). If no notification
 // answers it within Options.ProgressStall while reads wait or a revision is
-// pending, Tick declares it lost and Ready asks for another.
+// pending, Tick declares it lost and Output asks for another.
 func (m *Machine) ProgressRequestSent(at time.Time) error {
 	if m.progressInFlight {
 		return ErrProgressInFlight
@@ -323,7 +323,7 @@ func (m *Machine) ProgressRequestSent(at time.Time) error {
 
 // ProgressAnswered records that the progress request in flight is over:
 // answered, or lost because the watch stream broke. If reads still wait,
-// the next Ready asks for another. Calling it with no request in flight
+// the next Output asks for another. Calling it with no request in flight
 // (e.g. for an unsolicited notification) does nothing.
 func (m *Machine) ProgressAnswered() {
 	m.progressInFlight = false
@@ -372,7 +372,7 @@ func (m *Machine) stallDeadline() (time.Time, bool) {
 
 // ReadCancelled forgets an unresolved read (its client went away). It
 // produces no output. It reports whether the read was unresolved; false
-// means it was resolved already (possibly in a Ready the caller has not
+// means it was resolved already (possibly in an Output the caller has not
 // processed yet) or never existed.
 func (m *Machine) ReadCancelled(id ReadID) bool {
 	r, ok := m.reads[id]
@@ -384,21 +384,21 @@ func (m *Machine) ReadCancelled(id ReadID) bool {
 	return true
 }
 
-// HasReady reports whether Ready would return a non-empty Ready.
-func (m *Machine) HasReady() bool {
+// HasOutput reports whether Output would return a non-empty Output.
+func (m *Machine) HasOutput() bool {
 	return m.issueFetch() || m.sendProgress() ||
 		len(m.out.Released) > 0 || len(m.out.Failed) > 0 || len(m.out.TimedOut) > 0
 }
 
-// Ready returns what the caller must do next. The resolutions in it are
+// Output returns what the caller must do next. The resolutions in it are
 // handed over: they are never returned again. The two requests stay asked
 // for until the caller acknowledges them with FetchIssued and
 // ProgressRequestSent.
-func (m *Machine) Ready() Ready {
+func (m *Machine) Output() Output {
 	rd := m.out
 	rd.IssueFetch = m.issueFetch()
 	rd.SendProgress = m.sendProgress()
-	m.out = Ready{}
+	m.out = Output{}
 	return rd
 }
 

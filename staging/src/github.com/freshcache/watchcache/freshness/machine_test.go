@@ -25,7 +25,7 @@ import (
 //	unanswered         FetchUnanswered
 //	tick MS            Tick(epoch+MS)
 //	cancel ID          ReadCancelled, must return true  (cancel! ID: false)
-//	ready WANT...      Ready() must equal WANT, written as: "-" for nothing,
+//	output WANT...     Output() must equal WANT, written as: "-" for nothing,
 //	                   "fetch", "progress", "rel:ID@TARGET/RV",
 //	                   "fail:ID", "timeout:ID:STAGE", sorted as printed
 //	status K=V...      Status fields: c, fetch, pending, covered, waiting
@@ -106,9 +106,9 @@ func runScript(t *testing.T, script string) {
 			if got, want := m.ReadCancelled(ReadID(arg(1))), f[0] == "cancel"; got != want {
 				t.Fatalf("line %d %q: ReadCancelled=%v", n+1, line, got)
 			}
-		case "ready":
-			if got, want := formatReady(m.Ready()), strings.Join(f[1:], " "); got != want {
-				t.Fatalf("line %d %q:\n got ready %s\nwant ready %s", n+1, line, got, want)
+		case "output":
+			if got, want := formatOutput(m.Output()), strings.Join(f[1:], " "); got != want {
+				t.Fatalf("line %d %q:\n got output %s\nwant output %s", n+1, line, got, want)
 			}
 		case "status":
 			st := m.Status()
@@ -136,7 +136,7 @@ func runScript(t *testing.T, script string) {
 	}
 }
 
-func formatReady(rd Ready) string {
+func formatOutput(rd Output) string {
 	var out []string
 	if rd.IssueFetch {
 		out = append(out, "fetch")
@@ -167,11 +167,11 @@ func TestScenarios(t *testing.T) {
 		{"fast path: c >= R releases at once", `
 			rev 10
 			read 1
-			ready fetch
+			output fetch
 			issue
-			ready -
+			output -
 			answer 8
-			ready rel:1@8/10
+			output rel:1@8/10
 			status c=10 pending=0 covered=0 waiting=0
 		`},
 		{"slow path: progress request at once, no tick", `
@@ -179,43 +179,43 @@ func TestScenarios(t *testing.T) {
 			read 1
 			issue
 			answer 8
-			# the waiter appears; the progress request is asked for in the same Ready
-			ready progress
+			# the waiter appears; the progress request is asked for in the same Output
+			output progress
 			psent
-			ready -
+			output -
 			rev 7
-			ready -
+			output -
 			progress 8
-			ready rel:1@8/8
+			output rel:1@8/8
 			panswer
-			ready -
+			output -
 		`},
 		{"a read arriving while a fetch is in flight waits for the next fetch", `
 			read 1
 			issue
 			read 2
 			# no second fetch while one is in flight
-			ready -
+			output -
 			status pending=1 covered=1
 			rev 10
 			answer 10
-			ready fetch rel:1@10/10
+			output fetch rel:1@10/10
 			issue
 			answer 12
-			ready progress
+			output progress
 			rev 12
-			ready rel:2@12/12
+			output rel:2@12/12
 		`},
 		{"all reads waiting when a fetch is issued share its answer", `
 			read 1
 			read 2
 			read 3
-			ready fetch
+			output fetch
 			issue
 			status covered=3 fetch=1
 			rev 4
 			answer 4
-			ready rel:1@4/4 rel:2@4/4 rel:3@4/4
+			output rel:1@4/4 rel:2@4/4 rel:3@4/4
 			status fetch=1
 		`},
 		{"a failed fetch fails only the reads it covered", `
@@ -223,41 +223,41 @@ func TestScenarios(t *testing.T) {
 			issue
 			read 2
 			fail
-			ready fetch fail:1
+			output fetch fail:1
 			issue
 			answer 3
-			ready progress
+			output progress
 			rev 3
-			ready rel:2@3/3
+			output rel:2@3/3
 		`},
 		{"progress requests repeat while waiters remain", `
 			read 1 min=10
-			ready progress
+			output progress
 			psent
 			progress 5
 			panswer
-			ready progress
+			output progress
 			psent
-			ready -
+			output -
 			progress 10
-			ready rel:1@10/10
+			output rel:1@10/10
 			panswer
-			ready -
+			output -
 		`},
 		{"no progress request while reads only wait for a fetch", `
 			read 1
-			ready fetch
+			output fetch
 			issue
-			ready -
+			output -
 		`},
 		{"NotOlderThan: satisfied at arrival, min=0, waits", `
 			rev 7
 			read 1 min=7
 			read 2 min=0
 			read 3 min=9
-			ready progress rel:1@7/7 rel:2@0/7
+			output progress rel:1@7/7 rel:2@0/7
 			rev 9
-			ready rel:3@9/9
+			output rel:3@9/9
 		`},
 		{"the cache revision never goes backward", `
 			rev 10
@@ -265,7 +265,7 @@ func TestScenarios(t *testing.T) {
 			progress 3
 			status c=10
 			read 1 min=7
-			ready rel:1@7/10
+			output rel:1@7/10
 		`},
 		{"deadlines in every stage", `
 			read 1 deadline=10
@@ -273,52 +273,52 @@ func TestScenarios(t *testing.T) {
 			read 2 deadline=20
 			read 3 min=5 deadline=30
 			read 4
-			ready progress
+			output progress
 			psent
 			tick 9
-			ready -
+			output -
 			tick 10
-			ready timeout:1:fetch
+			output timeout:1:fetch
 			answer 2
-			ready fetch
+			output fetch
 			tick 20
-			ready fetch timeout:2:fetch
+			output fetch timeout:2:fetch
 			tick 30
-			ready fetch timeout:3:cache
+			output fetch timeout:3:cache
 			issue
 			answer 3
-			ready -
+			output -
 			rev 3
-			ready rel:4@3/3
+			output rel:4@3/3
 		`},
 		{"a read that timed out while covered is not released by the answer", `
 			read 1 deadline=5
 			issue
 			tick 5
-			ready timeout:1:fetch
+			output timeout:1:fetch
 			rev 9
 			answer 9
-			ready -
+			output -
 		`},
 		{"cancellation in every stage", `
 			read 1
 			cancel 1
-			ready -
+			output -
 			cancel! 1
 			read 2
 			issue
 			cancel 2
 			answer 5
-			ready -
+			output -
 			read 3 min=4
 			status waiting=1
 			cancel 3
 			status waiting=0
 			rev 9
-			ready -
+			output -
 			# an ID may be reused once resolved
 			read 3 min=2
-			ready rel:3@2/9
+			output rel:3@2/9
 		`},
 		{"protocol misuse is refused and changes nothing", `
 			answer 1 !! no revision fetch in flight
@@ -338,63 +338,63 @@ func TestScenarios(t *testing.T) {
 		{"a patient read outwaits unanswered fetches, then has CatchUp from the answer", `
 			read 1 catchup=100
 			read 2 deadline=50
-			ready fetch
+			output fetch
 			issue
 			status covered=2
 			unanswered
 			# the other read fails; the patient one waits for the next fetch
-			ready fetch fail:2
+			output fetch fail:2
 			status pending=1 covered=0
 			issue
 			# no deadline while it waits for its revision
 			tick 1000
-			ready -
+			output -
 			unanswered
-			ready fetch
+			output fetch
 			issue
 			answer 7 at=2000
-			ready progress
+			output progress
 			tick 2099
-			ready progress
+			output progress
 			tick 2100
-			ready timeout:1:cache
+			output timeout:1:cache
 		`},
 		{"a patient read keeps its place and shares the next fetch", `
 			read 1 catchup=100
 			issue
 			read 2
 			unanswered
-			ready fetch
+			output fetch
 			status pending=2 covered=0
 			issue
 			status covered=2
 			rev 5
 			answer 5 at=10
-			ready rel:1@5/5 rel:2@5/5
+			output rel:1@5/5 rel:2@5/5
 		`},
 		{"a patient read: released once c reaches R, or at once", `
 			rev 10
 			read 1 catchup=100
 			issue
 			answer 8 at=5
-			ready rel:1@8/10
+			output rel:1@8/10
 			read 2 catchup=100
 			issue
 			answer 12 at=5
-			ready progress
+			output progress
 			rev 12
-			ready rel:2@12/12
+			output rel:2@12/12
 		`},
 		{"a failed fetch fails patient reads too; cancelled ones are forgotten", `
 			read 1 catchup=100
 			issue
 			fail
-			ready fail:1
+			output fail:1
 			read 2 catchup=100
 			issue
 			cancel 2
 			unanswered
-			ready -
+			output -
 			status pending=0 covered=0 waiting=0
 		`},
 		{"patient reads: misuse is refused", `
@@ -408,7 +408,7 @@ func TestScenarios(t *testing.T) {
 			issue
 			read 1
 			answer 1
-			ready fetch
+			output fetch
 		`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { runScript(t, tc.script) })
@@ -423,7 +423,7 @@ func TestFailureError(t *testing.T) {
 	if err := m.FetchFailed(cause); err != nil {
 		t.Fatal(err)
 	}
-	rd := m.Ready()
+	rd := m.Output()
 	if len(rd.Failed) != 1 {
 		t.Fatalf("ready %+v", rd)
 	}
@@ -504,7 +504,7 @@ func BenchmarkRound(b *testing.B) {
 				_ = m.ProgressRequestSent(epoch)
 				m.ProgressNotified(rev)
 				m.ProgressAnswered()
-				if rd := m.Ready(); len(rd.Released) != n {
+				if rd := m.Output(); len(rd.Released) != n {
 					b.Fatalf("released %d of %d", len(rd.Released), n)
 				}
 			}

@@ -144,16 +144,16 @@ type Timeout struct {
 	Target int64
 }
 
-// Ready is the Machine's output: what the caller must do next. See the
+// Output is the Machine's output: what the caller must do next. See the
 // package documentation for the caller's duties.
-type Ready struct {
+type Output struct {
 	// IssueFetch asks the caller to issue one revision fetch: call
-	// FetchIssued, then send the request. It stays set in later Readys
+	// FetchIssued, then send the request. It stays set in later Outputs
 	// until FetchIssued is called.
 	IssueFetch bool
 	// SendProgress asks the caller to send one progress request on the
 	// cache's watch stream: call ProgressRequestSent, then send it. It
-	// stays set in later Readys until ProgressRequestSent is called.
+	// stays set in later Outputs until ProgressRequestSent is called.
 	SendProgress bool
 
 	// Released, Failed and TimedOut are resolutions. Each read appears in
@@ -164,7 +164,7 @@ type Ready struct {
 }
 
 // Empty reports whether rd asks for nothing.
-func (rd Ready) Empty() bool {
+func (rd Output) Empty() bool {
 	return !rd.IssueFetch && !rd.SendProgress &&
 		len(rd.Released) == 0 && len(rd.Failed) == 0 && len(rd.TimedOut) == 0
 }

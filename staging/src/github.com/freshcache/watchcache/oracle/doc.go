@@ -40,7 +40,7 @@
 // # Who calls it
 //
 // The watchcache package, from the driver of each resource's
-// freshness.Machine: when a Ready asks for a fetch, the driver calls
+// freshness.Machine: when an Output asks for a fetch, the driver calls
 // Machine.FetchIssued and then Revision, and reports the outcome with
 // FetchAnswered or FetchFailed. Because FetchIssued precedes the call and the
 // Oracle only answers with fetches issued after the call, the Machine's
@@ -61,7 +61,7 @@
 // many caches, each with its own Machine. That is one mutex, two round
 // pointers and a channel per round (oracle.go), small enough to check by
 // eye, and the randomized tests of both packages cover the same rule from
-// each side. Driving a Machine here would add a Ready loop and per-read IDs
+// each side. Driving a Machine here would add an Output loop and per-read IDs
 // for nothing.
 //
 // # Concurrency

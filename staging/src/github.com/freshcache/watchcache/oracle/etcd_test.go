@@ -38,7 +38,7 @@ type single struct {
 func startEtcd(t testing.TB) (single, *clientv3.Client) {
 	t.Helper()
 	e, stop := etcdcluster.StartSingle(t)
-	endpoint := e.Config().AdvertiseClientUrls[0].String()
+	endpoint := etcdcluster.ClientURL(e)
 	return single{endpoint: endpoint, stop: stop}, newClient(t, endpoint)
 }
 

@@ -153,15 +153,9 @@ func New(cfg Config) *Checker {
 // overlap and a slow etcd slows them down instead of piling them up. A
 // round in flight when stop closes is cancelled and not reported.
 func (c *Checker) Run(stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	// ctx ends when stop closes or Run returns.
+	ctx, cancel := context.WithCancel(wait.ContextForChannel(stop))
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		t := c.cfg.Clock.NewTimer(c.pause())
 		select {

@@ -203,15 +203,9 @@ type watchEnd struct {
 
 // Run lists and watches until stop is closed.
 func (r *Reflector) Run(stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
+	// ctx ends when stop closes or Run returns.
+	ctx, cancel := context.WithCancel(wait.ContextForChannel(stop))
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 30 * time.Second}
 	cur := backoff
 	reason := metrics.RelistInitial

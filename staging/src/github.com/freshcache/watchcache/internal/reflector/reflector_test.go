@@ -448,29 +448,48 @@ func (e *env) counts() (replaces, unready int, reasons []string, batches []int) 
 	return e.sink.replaces, e.sink.unready, append([]string(nil), e.sink.reasons...), append([]int(nil), e.sink.batches...)
 }
 
-func internalError() watch.Event {
-	st := apierrors.NewInternalError(errors.New("etcdserver: no leader")).ErrStatus
+// errorEvent is the watch ERROR event the etcd3 store sends for err.
+func errorEvent(err *apierrors.StatusError) watch.Event {
+	st := err.ErrStatus
 	return watch.Event{Type: watch.Error, Object: &st}
 }
 
+func internalError() watch.Event {
+	return errorEvent(apierrors.NewInternalError(errors.New("etcdserver: no leader")))
+}
+
 // TestTransientErrorRewatchesWithoutRelist: an etcd leader loss reaches the
-// reflector as an internal-error watch event. Like upstream's cacher, it
-// watches again from its revision: no relist, the sink stays ready, and
-// nothing is lost.
+// reflector as an internal-error watch event; an overloaded or unreachable
+// etcd as 429, 503 or a timeout. Like upstream's cacher, it watches again
+// from its revision: no relist, the sink stays ready, and nothing is lost.
 func TestTransientErrorRewatchesWithoutRelist(t *testing.T) {
-	ctx := context.Background()
-	e, first := following(ctx, t)
-	first.send(t, internalError())
-	second := nextWatch(t, e)
-	e.create(ctx, t, "after-error")
-	e.converge(ctx, t)
-	second.send(t, internalError())
-	nextWatch(t, e)
-	e.delete(ctx, t, "pod-0")
-	e.converge(ctx, t)
-	e.checkMonotonic(t)
-	if replaces, unready, _, _ := e.counts(); replaces != 1 || unready != 0 {
-		t.Fatalf("%d lists and %d unready after transient errors, want 1 and 0", replaces, unready)
+	pods := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name string
+		ev   watch.Event
+	}{
+		{"internal error (no leader)", internalError()},
+		{"429", errorEvent(apierrors.NewTooManyRequests("etcdserver: too many requests", 1))},
+		{"503", errorEvent(apierrors.NewServiceUnavailable("etcdserver: unavailable"))},
+		{"504 timeout", errorEvent(apierrors.NewTimeoutError("etcdserver: request timed out", 1))},
+		{"server timeout", errorEvent(apierrors.NewServerTimeout(pods, "watch", 1))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e, first := following(ctx, t)
+			first.send(t, tc.ev)
+			second := nextWatch(t, e)
+			e.create(ctx, t, "after-error")
+			e.converge(ctx, t)
+			second.send(t, tc.ev)
+			nextWatch(t, e)
+			e.delete(ctx, t, "pod-0")
+			e.converge(ctx, t)
+			e.checkMonotonic(t)
+			if replaces, unready, _, _ := e.counts(); replaces != 1 || unready != 0 {
+				t.Fatalf("%d lists and %d unready after transient errors, want 1 and 0", replaces, unready)
+			}
+		})
 	}
 }
 

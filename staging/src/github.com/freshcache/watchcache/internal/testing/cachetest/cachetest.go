@@ -288,11 +288,46 @@ func (e *Env) Compact(ctx context.Context, t *testing.T, rv string) {
 	}
 }
 
+// increaseRVKey is the key IncreaseRV writes, outside every resource.
+const increaseRVKey = "increaseRV"
+
 // IncreaseRV writes a key outside the resource, advancing etcd's revision.
+//
+// It first waits (at most 3 s) for the cache to apply the newest write to
+// its keys. freshcache applies a revision's events once a progress
+// notification proves the revision complete, and asks etcd for one at
+// once; a write that etcd serves before that request carries its own
+// revision in the answer, and the cache moves past it. Upstream's suite
+// (RunTestConsistentList) expects an rv=0 LIST right after IncreaseRV to
+// be at most at the resource's last write: that holds for a cache that has
+// not heard from etcd since, and freshcache may be fresher. Without the
+// wait the test's outcome would depend on which of the two etcd serves
+// first.
 func (e *Env) IncreaseRV(ctx context.Context, t *testing.T) int64 {
-	resp, err := e.Client.Put(ctx, "increaseRV", "ok")
+	if last := e.lastResourceWrite(ctx, t); last > 0 {
+		_ = wait.PollUntilContextTimeout(ctx, time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+			return e.Cache.RV() >= uint64(last), nil
+		})
+	}
+	resp, err := e.Client.Put(ctx, increaseRVKey, "ok")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp.Header.Revision
+}
+
+// lastResourceWrite is the newest modification revision of any key but
+// IncreaseRV's own (the test resources share one etcd).
+func (e *Env) lastResourceWrite(ctx context.Context, t *testing.T) int64 {
+	resp, err := e.Client.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range resp.Kvs {
+		if string(kv.Key) != increaseRVKey {
+			return kv.ModRevision
+		}
+	}
+	return 0
 }

@@ -17,8 +17,6 @@ import (
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
-
-	"github.com/freshcache/watchcache/freeport"
 )
 
 // Cluster is a 3-member embedded etcd whose peer traffic runs through
@@ -32,23 +30,15 @@ type Cluster struct {
 
 const clusterStartTimeout = 60 * time.Second
 
-// FreeAddr is a loopback host:port nothing listens on now, outside the
-// kernel's ephemeral range (package freeport).
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	addr, err := freeport.Addr("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
-// HTTPURL is http://addr.
-func HTTPURL(addr string) url.URL { return url.URL{Scheme: "http", Host: addr} }
+// anyPort is a loopback URL on port 0: etcd binds it and the kernel picks
+// the port at that moment, so no test ever picks a port that something
+// else takes before the bind. ClientURL reads back where a member listens.
+var anyPort = url.URL{Scheme: "http", Host: "127.0.0.1:0"}
 
 // MemberConfig is an embedded etcd member for tests: its own data
-// directory, no fsync, no logs, and a client URL on a free loopback port.
-// Peer URLs and the initial cluster are the caller's.
+// directory, no fsync, no logs, and a client listener on a loopback port
+// the kernel picks (ClientURL names it). Peer URLs and the initial cluster
+// are the caller's.
 func MemberConfig(t testing.TB, name string) *embed.Config {
 	t.Helper()
 	cfg := embed.NewConfig()
@@ -59,11 +49,15 @@ func MemberConfig(t testing.TB, name string) *embed.Config {
 	}
 	cfg.UnsafeNoFsync = true
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	clientURL := HTTPURL(FreeAddr(t))
-	cfg.ListenClientUrls = []url.URL{clientURL}
-	cfg.AdvertiseClientUrls = []url.URL{clientURL}
+	cfg.ListenClientUrls = []url.URL{anyPort}
+	// Published in the member list only; every client here dials
+	// ClientURL.
+	cfg.AdvertiseClientUrls = []url.URL{anyPort}
 	return cfg
 }
+
+// ClientURL is the client endpoint e listens on.
+func ClientURL(e *embed.Etcd) string { return "http://" + e.Clients[0].Addr().String() }
 
 // WaitReady waits until e serves, or fails the test after a minute.
 func WaitReady(t testing.TB, e *embed.Etcd) {
@@ -82,9 +76,9 @@ func WaitReady(t testing.TB, e *embed.Etcd) {
 func StartSingle(t testing.TB) (*embed.Etcd, func()) {
 	t.Helper()
 	cfg := MemberConfig(t, "single")
-	peerURL := HTTPURL(FreeAddr(t))
-	cfg.ListenPeerUrls = []url.URL{peerURL}
-	cfg.AdvertisePeerUrls = []url.URL{peerURL}
+	// A single member never dials its peer URL.
+	cfg.ListenPeerUrls = []url.URL{anyPort}
+	cfg.AdvertisePeerUrls = []url.URL{anyPort}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -106,12 +100,13 @@ func Start(t testing.TB) *Cluster {
 	var initial []string
 	for i := range n {
 		cfg := MemberConfig(t, fmt.Sprintf("m%d", i))
-		listen := FreeAddr(t)
-		p := newPeerProxy(t, listen)
+		p := newPeerProxy(t)
 		cl.proxies = append(cl.proxies, p)
-		cfg.ListenPeerUrls = []url.URL{HTTPURL(listen)}
-		// Peers dial the proxy, never the member directly.
-		cfg.AdvertisePeerUrls = []url.URL{HTTPURL(p.addr())}
+		// The member's own peer listener is on a port the kernel picks;
+		// its proxy learns it once the member has bound it. Peers dial
+		// the proxy, never the member directly.
+		cfg.ListenPeerUrls = []url.URL{anyPort}
+		cfg.AdvertisePeerUrls = []url.URL{{Scheme: "http", Host: p.addr()}}
 		cfg.InitialClusterToken = "freshcache-etcdcluster"
 		cfgs[i] = cfg
 		initial = append(initial, fmt.Sprintf("%s=%s", cfg.Name, cfg.AdvertisePeerUrls[0].String()))
@@ -125,6 +120,9 @@ func Start(t testing.TB) *Cluster {
 		go func() { // members must start together to elect a leader
 			defer wg.Done()
 			cl.Members[i], errs[i] = embed.StartEtcd(cfg)
+			if errs[i] == nil {
+				cl.proxies[i].setTarget(cl.Members[i].Peers[0].Addr().String())
+			}
 		}()
 	}
 	wg.Wait()
@@ -141,9 +139,7 @@ func Start(t testing.TB) *Cluster {
 }
 
 // ClientURL is member i's client endpoint.
-func (cl *Cluster) ClientURL(i int) string {
-	return cl.Members[i].Config().AdvertiseClientUrls[0].String()
-}
+func (cl *Cluster) ClientURL(i int) string { return ClientURL(cl.Members[i]) }
 
 // Roles returns the index of a member that sees itself as leader and of a
 // follower, or -1s if there is no leader yet.
@@ -202,24 +198,24 @@ func (cl *Cluster) Heal() {
 // every request, and each connection carries requests of one sender only,
 // so the proxy reads the first request's headers to learn who is talking.
 type peerProxy struct {
-	ln     net.Listener
-	target string
+	ln net.Listener
 
 	mu struct {
 		sync.Mutex
+		target  string                // the member's peer listener; "" until it is bound
 		blocked map[string]bool       // sender IDs; "*" blocks everyone
 		conns   map[net.Conn]string   // accepted connection -> sender ID
 		peers   map[net.Conn]net.Conn // accepted connection -> upstream
 	}
 }
 
-func newPeerProxy(t testing.TB, target string) *peerProxy {
+func newPeerProxy(t testing.TB) *peerProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &peerProxy{ln: ln, target: target}
+	p := &peerProxy{ln: ln}
 	p.mu.blocked = map[string]bool{}
 	p.mu.conns = map[net.Conn]string{}
 	p.mu.peers = map[net.Conn]net.Conn{}
@@ -244,6 +240,13 @@ func newPeerProxy(t testing.TB, target string) *peerProxy {
 
 func (p *peerProxy) addr() string { return p.ln.Addr().String() }
 
+// setTarget names the member's peer listener once it is bound.
+func (p *peerProxy) setTarget(addr string) {
+	p.mu.Lock()
+	p.mu.target = addr
+	p.mu.Unlock()
+}
+
 func (p *peerProxy) serve(c net.Conn) {
 	br := bufio.NewReader(c)
 	tp := textproto.NewReader(br)
@@ -261,7 +264,14 @@ func (p *peerProxy) serve(c net.Conn) {
 	_ = c.SetReadDeadline(time.Time{})
 	from := hdr.Get("X-Server-From")
 
-	up, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	target := p.mu.target
+	p.mu.Unlock()
+	if target == "" { // the member is still starting; raft dials again
+		_ = c.Close()
+		return
+	}
+	up, err := net.Dial("tcp", target)
 	if err != nil {
 		_ = c.Close()
 		return

@@ -1,5 +1,5 @@
-// Package history holds what a robustness run records: the operations the
-// clients ran with their results, the watch sessions with every event they
+// Package record holds what a robustness run records: the operations the
+// clients ran with their results (porcupine's input), the watch sessions with every event they
 // received, the faults injected, and etcd's own history of the key space
 // (the ground truth every checker compares against).
 //
@@ -13,4 +13,7 @@
 // package checker reads both; the failure report writes them out as JSON.
 // Truth orders etcd's events by revision and indexes them by key, revision
 // and value for the checkers; judging the run is the checkers' job.
-package history
+//
+// It is not the watch cache's event window (the library's internal/history):
+// that is product state, this is a test's evidence.
+package record
