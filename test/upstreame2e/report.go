@@ -29,6 +29,7 @@ func WriteReport(w io.Writer, m ReportMeta, sel *Selection, runs []*Run) error {
 	for _, r := range runs {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", r.Impl.Name, r.Counts.Passed, r.Counts.Failed, r.Counts.Skipped, r.Duration.Round(time.Second))
 	}
+	b.WriteString("\nRun times are wall-clock times on a shared machine, not a benchmark.\n")
 	b.WriteString("\n```\n")
 	for _, r := range runs {
 		b.WriteString(r.ClosingLine() + "\n")
