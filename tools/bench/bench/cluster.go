@@ -178,8 +178,10 @@ func (c ClusterConfig) cells() []cell {
 	return out
 }
 
-// RunCluster runs every cell and returns the rows it measured; on an error
-// it returns the rows so far with it.
+// RunCluster runs every cell and returns the rows it measured. A cell that
+// fails is reported and the run goes on (a long sweep should not lose its
+// other cells to one of them); the error then names every failed cell.
+// When ctx is done it stops at once.
 func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -187,19 +189,29 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	var rows []ClusterRow
-	for i, c := range cfg.cells() {
-		fmt.Fprintf(cfg.Progress, "# [%d/%d] %s, %s, %d nodes\n", i+1, len(cfg.cells()), c.config, c.mode, c.nodes)
+	var (
+		rows []ClusterRow
+		errs []error
+	)
+	cells := cfg.cells()
+	for i, c := range cells {
+		fmt.Fprintf(cfg.Progress, "# [%d/%d] %s, %s, %d nodes\n", i+1, len(cells), c.config, c.mode, c.nodes)
 		began := time.Now()
 		row, err := runCell(ctx, cfg, c)
+		if ctx.Err() != nil {
+			return rows, errors.Join(append(errs, ctx.Err())...)
+		}
 		if err != nil {
-			return rows, fmt.Errorf("bench: %s %s at %d nodes: %w", c.config, c.mode, c.nodes, err)
+			err = fmt.Errorf("bench: %s %s at %d nodes: %w", c.config, c.mode, c.nodes, err)
+			fmt.Fprintf(cfg.Progress, "# failed: %v\n", err)
+			errs = append(errs, err)
+			continue
 		}
 		row.WallSeconds = time.Since(began).Seconds()
 		fmt.Fprintf(cfg.Progress, "# %s\n", row.summary())
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, errors.Join(errs...)
 }
 
 // localUpArgs are local-up's flags for c.

@@ -20,7 +20,8 @@ type ClusterReport struct {
 	Cells     []ClusterRow   `json:"cells"`
 	Models    []CostModel    `json:"cost_models,omitempty"`
 	Estimates []CostEstimate `json:"cost_estimates,omitempty"`
-	// Error says why the run stopped early; the cells before it are kept.
+	// Error names the cells that failed, or why the run stopped; the
+	// cells that ran are kept.
 	Error string `json:"error,omitempty"`
 }
 
@@ -188,7 +189,7 @@ func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 		fmt.Fprintf(&b, "- note: %s\n", n)
 	}
 	if r.Error != "" {
-		fmt.Fprintf(&b, "\n**Stopped early:** %s\n", r.Error)
+		fmt.Fprintf(&b, "\n**Not every cell ran:** %s\n", strings.ReplaceAll(r.Error, "\n", "; "))
 	}
 	ratios := ComputeClusterRatios(r.Cells)
 	where := "No node count has both upstream and freshcache-fresh-rv0 on a single apiserver, so there are no ratios."
