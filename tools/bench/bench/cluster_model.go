@@ -94,6 +94,16 @@ type CostTerm struct {
 	Clamped bool `json:"clamped,omitempty"`
 }
 
+// clamp takes a negative cost (calibration noise below the idle rate) as
+// zero, and says so.
+func (t *CostTerm) clamp() {
+	for _, v := range []*float64{&t.APICPU, &t.EtcdCPU, &t.EtcdReads} {
+		if *v < 0 {
+			*v, t.Clamped = 0, true
+		}
+	}
+}
+
 // CostModel is one configuration's measured costs.
 type CostModel struct {
 	Config string `json:"config"`
@@ -197,11 +207,7 @@ func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
 			return
 		}
 		t := CostTerm{Name: name, Scale: scale, Rate: rate, APICPU: c.APICPUMsPerReq / 1000, EtcdCPU: c.EtcdCPUMsPerReq / 1000, EtcdReads: c.EtcdReadsPerReq}
-		for _, v := range []*float64{&t.APICPU, &t.EtcdCPU, &t.EtcdReads} {
-			if *v < 0 {
-				*v, t.Clamped = 0, true
-			}
-		}
+		t.clamp()
 		readAPI += rate * t.APICPU
 		readEtcd += rate * t.EtcdCPU
 		readReads += rate * t.EtcdReads
@@ -248,11 +254,7 @@ func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
 			APICPU:    (top.APICPUSec/w - top.Idle.APICPUPerSec - readAPI) / rate,
 			EtcdCPU:   (top.EtcdCPUSec/w - top.Idle.EtcdCPUPerSec - readEtcd) / rate,
 			EtcdReads: (top.EtcdReads/w - top.Idle.EtcdReadsPerSec - readReads) / rate}
-		for _, v := range []*float64{&t.APICPU, &t.EtcdCPU, &t.EtcdReads} {
-			if *v < 0 {
-				*v, t.Clamped = 0, true
-			}
-		}
+		t.clamp()
 		m.Terms = append(m.Terms, t)
 	}
 	return m, true

@@ -4,11 +4,9 @@ package bench
 // the markdown report.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 )
@@ -41,13 +39,7 @@ func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) Cluste
 }
 
 // WriteJSON writes r, indented, to path.
-func (r ClusterReport) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (r ClusterReport) WriteJSON(path string) error { return writeJSONFile(path, r) }
 
 // ClusterRatios are the closing line's figures: freshcache with
 // FreshResourceVersionZero over upstream at the largest single-apiserver

@@ -102,8 +102,11 @@ func GitCommit() string {
 }
 
 // WriteJSON writes r, indented, to path.
-func (r Report) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+func (r Report) WriteJSON(path string) error { return writeJSONFile(path, r) }
+
+// writeJSONFile writes v as indented JSON to path.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
