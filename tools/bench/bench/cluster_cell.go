@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // clusterClient is one client of one apiserver, on connections of its own.
@@ -299,7 +300,10 @@ func setupWorkload(ctx context.Context, cs kubernetes.Interface, sizes []int32) 
 }
 
 // waitDeployments waits until every Deployment is rolled out (updated,
-// available and no more pods than it wants) and returns the Running pods.
+// available and no more pods than it wants) and as many of their pods
+// Running as they want, and returns the Running pods. A rolled-out
+// Deployment is not enough here: a hollow kubelet reports a pod Ready
+// while it is still Pending (ContainerCreating in the fake runtime).
 func waitDeployments(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -309,16 +313,22 @@ func waitDeployments(ctx context.Context, cs kubernetes.Interface, timeout time.
 	for {
 		l, err := cs.AppsV1().Deployments(clusterNamespace).List(ctx, metav1.ListOptions{})
 		if err == nil {
-			pending := 0
+			pending, want := 0, 0
 			for i := range l.Items {
+				want += int(ptr.Deref(l.Items[i].Spec.Replicas, 1))
 				if !rolledOut(&l.Items[i]) {
 					pending++
 				}
 			}
-			if pending == 0 {
-				return countRunningIn(ctx, cs)
+			running, rerr := countRunningIn(ctx, cs)
+			switch {
+			case rerr != nil:
+				last = rerr.Error()
+			case pending == 0 && running >= want:
+				return running, nil
+			default:
+				last = fmt.Sprintf("%d of %d Deployments not rolled out, %d of %d pods Running", pending, len(l.Items), running, want)
 			}
-			last = fmt.Sprintf("%d of %d Deployments not rolled out", pending, len(l.Items))
 		} else {
 			last = err.Error()
 		}
@@ -331,10 +341,7 @@ func waitDeployments(ctx context.Context, cs kubernetes.Interface, timeout time.
 }
 
 func rolledOut(d *appsv1.Deployment) bool {
-	want := int32(1)
-	if d.Spec.Replicas != nil {
-		want = *d.Spec.Replicas
-	}
+	want := ptr.Deref(d.Spec.Replicas, 1)
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
 }
