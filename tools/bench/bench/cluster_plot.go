@@ -53,6 +53,10 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 		p.X.Label.Text = "hollow nodes"
 		p.Y.Label.Text = cp.ylabel
 		p.X.Min, p.Y.Min = 0, 0
+		for _, r := range rows {
+			// Room right of the largest N, so its points are not on the edge.
+			p.X.Max = max(p.X.Max, float64(r.Nodes)*1.08)
+		}
 		any := false
 		for _, config := range AllClusterConfigs {
 			var line, ha plotter.XYs

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"image/png"
+	"os"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,62 @@ func TestPromisedStale(t *testing.T) {
 	}
 	if got := promisedStale(ClusterRow{Config: ClusterFreshRV0, Probe: ProbeStats{Stale: stale}}); got != 15 {
 		t.Errorf("freshcache-fresh-rv0: %d, want all (15)", got)
+	}
+}
+
+// TestClusterReportAndPlots renders a two-configuration, two-N report with
+// an HA row: the markdown carries the closing line, every section and the
+// plots' links, and each plot is a PNG.
+func TestClusterReportAndPlots(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	row := func(config, mode string, nodes int, cpu float64) ClusterRow {
+		return ClusterRow{Config: config, Mode: mode, Nodes: nodes, Pods: 10 * nodes, WindowSeconds: 10, APICPUSec: cpu, EtcdReads: 100, ListP99Ms: p(cpu),
+			Probe:       ProbeStats{Writes: 3, Reads: map[string]int64{`get rv=""`: 3}, Stale: map[string]int64{}},
+			Reads:       []ReadStats{{Kind: ReadListNode, RV: RVConsistent, Rate: 1, Sent: 10, OK: 10}},
+			Informers:   []InformerStats{{WatchListClient: true, Informers: 1, Syncs: 2, SyncMs: []float64{5, 7}, Requests: map[string]int64{"watch-list": 2}}},
+			Idle:        IdleRates{Seconds: 3, APICPUPerSec: 0.1},
+			Calibration: []CalibRow{{Kind: ReadListNode, RV: RVConsistent, Requests: 10, APICPUMsPerReq: 2}},
+			Latency:     []VerbLatency{{Key: "LIST cluster", Count: 10, P50Ms: 3, P99Ms: cpu}},
+			PodsCreated: 5, PodsDeleted: 5}
+	}
+	rows := []ClusterRow{
+		row(ClusterUpstream, ModeSingle, 2, 4), row(ClusterFreshRV0, ModeSingle, 2, 4),
+		row(ClusterUpstream, ModeSingle, 4, 8), row(ClusterFreshRV0, ModeSingle, 4, 6),
+		row(ClusterFreshRV0, ModeHA, 4, 9),
+	}
+	cfg := ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{2, 4}, HANodes: 4}
+	rep := NewClusterReport(cfg, rows, nil)
+	if len(rep.Models) != 2 || len(rep.Estimates) != 2 {
+		t.Fatalf("%d models, %d estimates", len(rep.Models), len(rep.Estimates))
+	}
+	dir := t.TempDir()
+	plots, err := PlotCluster(rows, dir, "cluster")
+	if err != nil || len(plots) != len(clusterPlots) {
+		t.Fatalf("plots %v, %v", plots, err)
+	}
+	for _, path := range plots {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.DecodeConfig(f); err != nil {
+			t.Errorf("%s is not a PNG: %v", path, err)
+		}
+		_ = f.Close()
+	}
+	var b strings.Builder
+	if err := WriteClusterMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"cluster-bench ratios: apiserver-cpu=0.75 etcd-reads=1.00 list-p99=0.75 stale=0",
+		"## Per configuration", "## etcd requests in the window", "## Pod request latency by verb and scope",
+		"## Calibration", "## Cost model: 5000 nodes", "What the extrapolation assumes", "## What this cannot measure",
+		"![cluster-apiserver-cpu](cluster-apiserver-cpu.png)", "| freshcache-fresh-rv0 | ha | 4 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 }
