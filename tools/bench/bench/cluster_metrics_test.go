@@ -9,6 +9,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // requestMetrics builds an apiserver_request_duration_seconds family, one
@@ -120,5 +122,20 @@ func TestPodRequestKind(t *testing.T) {
 		if got := podRequestKind(&http.Request{Method: c.method, URL: u}); got != c.want {
 			t.Errorf("%s %s = %q, want %q", c.method, c.url, got, c.want)
 		}
+	}
+}
+
+func TestStatusStartLatency(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1000+int64(s), 0)) }
+	p := &corev1.Pod{Status: corev1.PodStatus{
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at(1)}},
+		ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}}},
+	}}
+	if d, ok := statusStartLatency(p); !ok || d != 2*time.Second {
+		t.Errorf("got %v, %v; want 2s", d, ok)
+	}
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	if _, ok := statusStartLatency(p); ok {
+		t.Error("a container not running has no start")
 	}
 }

@@ -5,7 +5,8 @@ package bench
 // timestamps have whole seconds only (metav1.Time), too coarse for a
 // latency of a second or less; both instants here come from one watch, so
 // its delivery delay cancels out of their difference except for how it
-// varies.
+// varies. The status's own figure (PodScheduled's transition to the
+// container's startedAt) is kept beside it, in whole seconds.
 
 import (
 	"context"
@@ -25,14 +26,16 @@ type podWatch struct {
 	mu   struct {
 		sync.Mutex
 		bound, running map[types.UID]time.Time
-		created        []time.Time // first seen, after the initial list
-		deleted        []time.Time
+		// fromStatus is startedAt - PodScheduled's transition, per pod.
+		fromStatus map[types.UID]time.Duration
+		created    []time.Time // first seen, after the initial list
+		deleted    []time.Time
 	}
 }
 
 func startPodWatch(ctx context.Context, cs kubernetes.Interface) (*podWatch, error) {
 	w := &podWatch{stop: make(chan struct{})}
-	w.mu.bound, w.mu.running = map[types.UID]time.Time{}, map[types.UID]time.Time{}
+	w.mu.bound, w.mu.running, w.mu.fromStatus = map[types.UID]time.Time{}, map[types.UID]time.Time{}, map[types.UID]time.Duration{}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(clusterNamespace))
 	inf := f.Core().V1().Pods().Informer()
 	synced := false
@@ -52,6 +55,9 @@ func startPodWatch(ctx context.Context, cs kubernetes.Interface) (*podWatch, err
 		}
 		if _, ok := w.mu.running[p.UID]; !ok && p.Status.Phase == corev1.PodRunning {
 			w.mu.running[p.UID] = now
+			if d, ok := statusStartLatency(p); ok {
+				w.mu.fromStatus[p.UID] = d
+			}
 		}
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -83,15 +89,35 @@ func (w *podWatch) close() { close(w.stop) }
 func (w *podWatch) latency(from, to time.Time) PodLatency {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var d []time.Duration
+	var d, st []time.Duration
 	for uid, b := range w.mu.bound {
 		r, ok := w.mu.running[uid]
 		if ok && !b.Before(from) && !b.After(to) {
 			d = append(d, r.Sub(b))
+			if s, ok := w.mu.fromStatus[uid]; ok {
+				st = append(st, s)
+			}
 		}
 	}
 	sortDurations(d)
-	return PodLatency{Count: len(d), P50Ms: ms(percentile(d, 50)), P99Ms: ms(percentile(d, 99))}
+	sortDurations(st)
+	return PodLatency{Count: len(d), P50Ms: ms(percentile(d, 50)), P99Ms: ms(percentile(d, 99)),
+		StatusCount: len(st), StatusP50S: percentile(st, 50).Seconds(), StatusP99S: percentile(st, 99).Seconds()}
+}
+
+// statusStartLatency is the pod's first container's startedAt less its
+// PodScheduled condition's transition: whole seconds, from the status.
+func statusStartLatency(p *corev1.Pod) (time.Duration, bool) {
+	var scheduled time.Time
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			scheduled = c.LastTransitionTime.Time
+		}
+	}
+	if scheduled.IsZero() || len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Running == nil {
+		return 0, false
+	}
+	return p.Status.ContainerStatuses[0].State.Running.StartedAt.Sub(scheduled), true
 }
 
 // counts are the pods created and deleted in [from, to].

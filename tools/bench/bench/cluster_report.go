@@ -224,19 +224,19 @@ func optMs(p *float64) string {
 func joinFloats(v []float64, format string) string { return fmtList(v, format) }
 
 func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
-	b.WriteString("\n## Per configuration\n\nCPU over the measured window from /proc/<pid>/stat (utime+stime; cores = CPU seconds / window). etcd is local-up's process: every embedded member runs in it. Peak RSS is the highest VmRSS sampled each second in the window (per apiserver). etcd reads are KV.Range + KV.RangeStream handled by etcd. LIST p99 is kube-apiserver's `apiserver_request_duration_seconds` for pod LISTs (every client, every scope), interpolated in its buckets. Stale is the probe's answers older than its write, every read kind. Bound→Running is seen by a watch on kube-apiserver-1.\n\n")
-	b.WriteString("| configuration | mode | nodes | pods | window s | apiserver CPU s (cores) | apiserver peak RSS MB | etcd CPU s (cores) | etcd peak RSS MB | etcd reads (/s) | pod LIST p99 ms | freshness wait p99 ms | probe stale / reads | pod bound→Running p50 / p99 ms (pods) | pods created, deleted | ready, setup, cell s |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n## Per configuration\n\nCPU over the measured window from /proc/<pid>/stat (utime+stime; cores = CPU seconds / window). etcd is local-up's process: every embedded member runs in it. Peak RSS is the highest VmRSS sampled each second in the window (per apiserver). etcd reads are KV.Range + KV.RangeStream handled by etcd. LIST p99 is kube-apiserver's `apiserver_request_duration_seconds` for pod LISTs (every client, every scope), interpolated in its buckets. Stale is the probe's answers older than its write, every read kind. Bound→Running is seen by a watch on kube-apiserver-1 (ms); scheduled→started is the pods' own PodScheduled transition and container startedAt, which have whole seconds only.\n\n")
+	b.WriteString("| configuration | mode | nodes | pods | window s | apiserver CPU s (cores) | apiserver peak RSS MB | etcd CPU s (cores) | etcd peak RSS MB | etcd reads (/s) | pod LIST p99 ms | freshness wait p99 ms | probe stale / reads | pod bound→Running p50 / p99 ms (pods) | pod scheduled→started from status, p50 / p99 s | pods created, deleted | ready, setup, cell s |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		var reads int64
 		for _, v := range r.Probe.Reads {
 			reads += v
 		}
 		w := max(r.WindowSeconds, 1e-9)
-		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %.1f (%.2f) | %s | %.1f (%.2f) | %.0f | %.0f (%.1f) | %s | %s | %d / %d | %.0f / %.0f (%d) | %d, %d | %.0f, %.0f, %.0f |\n",
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %.1f (%.2f) | %s | %.1f (%.2f) | %.0f | %.0f (%.1f) | %s | %s | %d / %d | %.0f / %.0f (%d) | %.0f / %.0f | %d, %d | %.0f, %.0f, %.0f |\n",
 			r.Config, r.Mode, r.Nodes, r.Pods, r.WindowSeconds, r.APICPUSec, r.APICPUSec/w, joinFloats(r.APIPeakRSSMB, "%.0f"),
 			r.EtcdCPUSec, r.EtcdCPUSec/w, r.EtcdPeakRSSMB, r.EtcdReads, r.EtcdReads/w, optMs(r.ListP99Ms), optMs(r.FreshWaitP99Ms),
-			r.Probe.StaleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodsCreated, r.PodsDeleted,
+			r.Probe.StaleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodLatency.StatusP50S, r.PodLatency.StatusP99S, r.PodsCreated, r.PodsDeleted,
 			r.ReadySeconds, r.SetupSeconds, r.WallSeconds)
 	}
 	b.WriteString("\nThe probe, per read (stale / answered); a write completes before its reads are sent, all four at once:\n\n| configuration | mode | nodes | writes | ")
@@ -432,6 +432,6 @@ const clusterLimits = `
 - **etcd CPU alone.** local-up runs etcd embedded in its own process (pkg/etcdlocal; all three members in HA), so "etcd CPU" is that process: the members plus local-up's supervision of its children, which is idle once they run. Nothing is subtracted.
 - **Linearizable vs serializable Range.** etcd v3.7's metrics count Range by gRPC method only (grpc_server_handled_total, etcd_mvcc_range_total); no label says which. Every Range kube-apiserver sends here is linearizable (the etcd3 store never asks for serializable; freshcache's revision fetch is linearizable by design), so Range is the count of linearizable reads, GETs, LISTs and revision fetches together; the apiservers' etcd_requests_total splits them by operation.
 - **Progress requests.** etcd counts them only as messages on Watch streams, together with watch creations and cancellations. freshcache counts its own; upstream's cacher exports no such counter.
-- **Pod start latency from timestamps.** Pod conditions and status times have whole seconds (metav1.Time), so bound→Running comes from a watch's observation times instead, which include the watch's delivery variation.
+- **Pod start latency to the millisecond from the pods themselves.** Pod conditions and status times have whole seconds (metav1.Time), so the status figure (scheduled→started) moves in steps of a second; the millisecond one (bound→Running) is when a watch saw each state, which adds the watch's delivery variation.
 - **A quiet machine.** Every process, the benchmark's clients and informer children included, shares the same cores; the CPU figures are per process and hold up better than the latencies.
 `

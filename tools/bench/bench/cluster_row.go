@@ -92,11 +92,15 @@ type VerbLatency struct {
 	P99Ms float64 `json:"p99_ms"`
 }
 
-// PodLatency is bound-to-Running as the benchmark's watch saw it.
+// PodLatency is bound-to-Running as the benchmark's watch saw it, and
+// scheduled-to-started from the pods' own status (whole seconds).
 type PodLatency struct {
-	Count int     `json:"count"`
-	P50Ms float64 `json:"p50_ms"`
-	P99Ms float64 `json:"p99_ms"`
+	Count       int     `json:"count"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	StatusCount int     `json:"status_count"`
+	StatusP50S  float64 `json:"status_p50_s"`
+	StatusP99S  float64 `json:"status_p99_s"`
 }
 
 // IdleRates is the cluster with no churn and no benchmark reads: the
