@@ -29,7 +29,7 @@ import (
 // the last cache (cluster.go).
 // The etcd version guard runs when that client is dialled.
 func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
-	opts := dopts.Options.withGatesResolved()
+	opts := dopts.withGatesResolved()
 	return func(
 		storageConfig *storagebackend.ConfigForResource,
 		resourcePrefix string,
