@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"image/png"
-	"os"
 	"strings"
 	"testing"
 )
@@ -84,16 +82,7 @@ func TestClusterReportAndPlots(t *testing.T) {
 	if err != nil || len(plots) != len(clusterPlots) {
 		t.Fatalf("plots %v, %v", plots, err)
 	}
-	for _, path := range plots {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := png.DecodeConfig(f); err != nil {
-			t.Errorf("%s is not a PNG: %v", path, err)
-		}
-		_ = f.Close()
-	}
+	checkPNGs(t, plots)
 	var b strings.Builder
 	if err := WriteClusterMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
 		t.Fatal(err)
