@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes demo-59848 e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short demo-59848 e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -231,6 +231,26 @@ bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on bu
 HOLLOW_NODES ?= 10,30,60
 bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn (~12 min).
 	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(BENCH_OUT)/hollow-nodes.md $(BENCH_ARGS)
+
+# bench-cluster is the cluster-level A/B benchmark (project issue 19): for
+# upstream, freshcache and freshcache with FreshResourceVersionZero, a fresh
+# local-up cluster (controller-manager, scheduler, N hollow nodes) per node
+# count, and HA (2 kube-apiservers, 3 etcd members) at the largest, all
+# under the same seeded load: Deployment churn, LIST clients at rv="" and
+# rv=0, informers with and without WatchListClient, a freshness probe
+# (freshcache-bench cluster; docs/results/cluster.md, plots cluster-*.png).
+# It ends with one line: cluster-bench ratios: apiserver-cpu=... etcd-reads=...
+# list-p99=... stale=... Run it on a quiet machine; CLUSTER_NODES lists the
+# node counts. bench-cluster-short is the same at 3 nodes with short
+# windows, to check the harness; it writes under _output, never docs.
+CLUSTER_NODES ?= 10,50,100
+CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
+bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 100 hollow nodes + HA at 100 (~80 min, quiet machine); writes docs/results/cluster.md.
+	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
+
+bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
+	@mkdir -p $(OUT)/bench
+	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

@@ -153,7 +153,13 @@ func TestHarnessTinyShape(t *testing.T) {
 	if len(pngs) != 3 {
 		t.Errorf("wrote %d plots, want 3: %v", len(pngs), pngs)
 	}
-	for _, p := range pngs {
+	checkPNGs(t, pngs)
+}
+
+// checkPNGs fails t for each path that is not a PNG.
+func checkPNGs(t *testing.T, paths []string) {
+	t.Helper()
+	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {
 			t.Fatal(err)

@@ -196,9 +196,8 @@ func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, wo
 	secs := time.Since(start).Seconds()
 	n1, c1 := cpuTicks(nodes), cpuTicks(control)
 	idle1, total1 := machineTicks()
-	const hz = 100 // USER_HZ on Linux
-	w.nodeCPU = (n1 - n0) / hz / secs * 1000 / float64(max(len(nodes), 1))
-	w.controlCPU = (c1 - c0) / hz / secs * 1000
+	w.nodeCPU = (n1 - n0) / clockTicksPerSec / secs * 1000 / float64(max(len(nodes), 1))
+	w.controlCPU = (c1 - c0) / clockTicksPerSec / secs * 1000
 	if total1 > total0 {
 		w.machineIdle = 100 * (idle1 - idle0) / (total1 - total0)
 	}
@@ -217,7 +216,8 @@ func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, wo
 	return w, nil
 }
 
-// cpuTicks sums utime+stime of pids (clock ticks).
+// cpuTicks sums utime+stime of pids (clock ticks); a pid that is gone
+// counts nothing.
 func cpuTicks(pids []int) float64 {
 	var sum float64
 	for _, p := range pids {
@@ -225,16 +225,37 @@ func cpuTicks(pids []int) float64 {
 		if err != nil {
 			continue
 		}
-		s := string(data)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) > 12 {
-			u, _ := strconv.ParseFloat(f[11], 64)
-			k, _ := strconv.ParseFloat(f[12], 64)
-			sum += u + k
+		if t, ok := parseStatTicks(string(data)); ok {
+			sum += t
 		}
 	}
 	return sum
 }
+
+// parseStatTicks reads utime+stime (fields 14 and 15, in clock ticks) of a
+// /proc/<pid>/stat line. The command name (field 2) is in parentheses and
+// may itself hold spaces and parentheses, so fields count from the last
+// ')'.
+func parseStatTicks(stat string) (float64, bool) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) <= 12 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	k, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return u + k, true
+}
+
+// clockTicksPerSec is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
+// every Linux architecture Go supports (the kernel's ABI, whatever CONFIG_HZ).
+const clockTicksPerSec = 100
 
 // machineTicks are the idle (idle+iowait) and total ticks of all cores.
 func machineTicks() (idle, total float64) {
@@ -264,7 +285,13 @@ func statusKB(path, key string) float64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	return parseStatusKB(string(data), key)
+}
+
+// parseStatusKB is the number after key ("VmRSS:") in a /proc status or
+// meminfo text, in kB; zero when the key is absent.
+func parseStatusKB(text, key string) float64 {
+	for _, line := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(v)
 			if len(f) > 0 {

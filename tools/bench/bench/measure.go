@@ -171,29 +171,56 @@ type histogram map[float64]float64
 // series when resource is ""; series without a resource label always
 // count); nil when the family is absent.
 func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
+	return histogramWhere(mfs, name, func(m *dto.Metric) bool {
+		r := label(m, "resource")
+		return resource == "" || r == "" || r == resource
+	})
+}
+
+// histogramWhere sums the series of histogram name that keep accepts; nil
+// when the family is absent.
+func histogramWhere(mfs []*dto.MetricFamily, name string, keep func(*dto.Metric) bool) histogram {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		h := histogram{}
 		for _, m := range mf.GetMetric() {
-			if r := label(m, "resource"); resource != "" && r != "" && r != resource {
-				continue
+			if keep(m) {
+				h.addSeries(m.GetHistogram())
 			}
-			hist := m.GetHistogram()
-			for _, b := range hist.GetBucket() {
-				// The text format lists le="+Inf" as a bucket; the sample
-				// count below stands for it.
-				if math.IsInf(b.GetUpperBound(), 1) {
-					continue
-				}
-				h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-			}
-			h[math.Inf(1)] += float64(hist.GetSampleCount())
 		}
 		return h
 	}
 	return nil
+}
+
+func (h histogram) addSeries(hist *dto.Histogram) {
+	for _, b := range hist.GetBucket() {
+		// The text format lists le="+Inf" as a bucket; the sample count
+		// below stands for it.
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+	}
+	h[math.Inf(1)] += float64(hist.GetSampleCount())
+}
+
+// plus is h and o summed bucket by bucket (two servers' histograms with the
+// same buckets); nil only when both are.
+func (h histogram) plus(o histogram) histogram {
+	if h == nil && o == nil {
+		return nil
+	}
+	out := histogram{}
+	for b, c := range h {
+		out[b] += c
+	}
+	for b, c := range o {
+		out[b] += c
+	}
+	return out
 }
 
 // quantileDelta estimates quantile q of the observations made between

@@ -102,8 +102,11 @@ func GitCommit() string {
 }
 
 // WriteJSON writes r, indented, to path.
-func (r Report) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+func (r Report) WriteJSON(path string) error { return writeJSONFile(path, r) }
+
+// writeJSONFile writes v as indented JSON to path.
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -349,13 +352,7 @@ func fmtList(v []float64, format string) string {
 // WriteReportMarkdown writes the report's identity, headline ratios and
 // table as markdown.
 func WriteReportMarkdown(w io.Writer, r Report) {
-	fmt.Fprintf(w, "# freshcache-bench %s: %s\n\n", r.Kind, r.Date.Format("2006-01-02 15:04 UTC"))
-	gcEnv := ""
-	if r.Machine.GCEnv != "" {
-		gcEnv = ", " + r.Machine.GCEnv
-	}
-	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s%s\n- command: `%s`\n",
-		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, gcEnv, r.Command)
+	writeIdentity(w, r)
 	if c := r.Config; c != nil {
 		fmt.Fprintf(w, "- shape: %d pods on %d nodes in %d namespaces; %v per row after %v warm-up; background load %g pod writes/s and %g lease writes/s; fan-out: %d watched nodes, %g pod writes/s on them\n",
 			c.Shape.Pods, c.Shape.Nodes, c.Shape.Namespaces, c.Duration, c.Warmup, c.Load.PodWritesPerSec, c.Load.LeaseWritesPerSec, c.WatchNodes, c.WatchWritesPerSec)
@@ -393,6 +390,17 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 		fmt.Fprintf(w, "\n## Through kube-apiserver\n\n")
 		WriteServerMarkdown(w, r.Servers)
 	}
+}
+
+// writeIdentity writes the report's title, commit, machine and command.
+func writeIdentity(w io.Writer, r Report) {
+	fmt.Fprintf(w, "# freshcache-bench %s: %s\n\n", r.Kind, r.Date.Format("2006-01-02 15:04 UTC"))
+	gcEnv := ""
+	if r.Machine.GCEnv != "" {
+		gcEnv = ", " + r.Machine.GCEnv
+	}
+	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s%s\n- command: `%s`\n",
+		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, gcEnv, r.Command)
 }
 
 // writeCPUSplit writes, for the rows with a CPU profile, their CPU per op

@@ -9,6 +9,7 @@
 //	freshcache-bench trace-wait [flags] TRACE...  where the freshness waits in an execution trace went
 //	freshcache-bench netpoll-floor [flags]  a socket round trip against a channel one, on busy cores
 //	freshcache-bench hollow-nodes [flags]  what a kubemark hollow node costs (local-up --nodes=N)
+//	freshcache-bench cluster [flags]  cluster-level A/B: local-up clusters under the same seeded load
 package main
 
 import (
@@ -18,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
 func main() {
@@ -45,6 +48,10 @@ func main() {
 		err = runNetpollFloor(ctx, os.Args[2:])
 	case "hollow-nodes":
 		err = runHollowNodes(ctx, os.Args[2:])
+	case "cluster":
+		err = runCluster(ctx, os.Args[2:])
+	case bench.InformerChildSubcommand:
+		err = runClusterInformers(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
@@ -59,7 +66,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor|hollow-nodes [flags]
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor|hollow-nodes|cluster [flags]
   storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
@@ -68,6 +75,7 @@ func usage() {
   trace-wait where the freshness waits in an execution trace went (storage --trace-dir)
   netpoll-floor  a loopback TCP round trip against a channel one while busy goroutines saturate the cores
   hollow-nodes   what a kubemark hollow node costs: local-up --nodes=N, idle and under pod churn
+  cluster        cluster-level A/B: upstream, freshcache, freshcache+FreshResourceVersionZero on local-up clusters under the same load
 Run a subcommand with -h for its flags.
 `)
 }

@@ -1,0 +1,228 @@
+package bench
+
+// The cluster-level A/B benchmark (project issue 19): for each
+// configuration a fresh local-up cluster (kube-apiserver(s), embedded etcd,
+// kube-controller-manager, kube-scheduler, N kubemark hollow nodes) under
+// the same seeded load, measured from /proc and the servers' own metrics.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cluster configurations: which watch cache the apiservers run.
+const (
+	ClusterUpstream   = "upstream"
+	ClusterFreshcache = "freshcache"
+	// ClusterFreshRV0 is freshcache with FreshResourceVersionZero: rv=0
+	// reads are consistent reads too.
+	ClusterFreshRV0 = "freshcache-fresh-rv0"
+)
+
+// AllClusterConfigs in report order.
+var AllClusterConfigs = []string{ClusterUpstream, ClusterFreshcache, ClusterFreshRV0}
+
+// clusterArgs are the kube-apiserver flags (through local-up) of a
+// configuration.
+func clusterArgs(config string) []string {
+	switch config {
+	case ClusterUpstream:
+		return []string{"--watch-cache-implementation=upstream"}
+	case ClusterFreshcache:
+		return []string{"--watch-cache-implementation=freshcache"}
+	case ClusterFreshRV0:
+		return []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}
+	}
+	return nil
+}
+
+// clusterImpl is the implementation behind a configuration (which
+// freshness-wait metric it exports).
+func clusterImpl(config string) string {
+	if config == ClusterUpstream {
+		return BackendUpstream
+	}
+	return BackendFreshcache
+}
+
+// Modes of a run.
+const (
+	ModeSingle = "single" // one kube-apiserver, one etcd member
+	ModeHA     = "ha"     // two kube-apiservers, three etcd members
+)
+
+// ClusterConfig is one `freshcache-bench cluster` run. Every duration and
+// rate is the same for every configuration, and so is the seed, so every
+// configuration gets the same churn schedule and the same read sequence.
+type ClusterConfig struct {
+	// BinDir holds local-up and what it runs (make build).
+	BinDir string
+	// Self is the freshcache-bench binary, run again as the informer
+	// children.
+	Self    string
+	Configs []string
+	// Nodes are the hollow-node counts of the single-apiserver sweep.
+	Nodes []int
+	// HANodes is the node count of the HA runs; 0 runs none.
+	HANodes int
+	// PodsPerNode sizes the Deployments (PodsPerNode*N pods in all), in
+	// Deployments of ReplicasPerDeployment.
+	PodsPerNode           int
+	ReplicasPerDeployment int
+	// PodRate is the churn: pods created plus deleted per second.
+	PodRate float64
+	// NodeListRate and AllListRate are LISTs per second of each rv (""
+	// and 0): of one node's pods (spec.nodeName), and of every pod.
+	NodeListRate, AllListRate float64
+	// Informers is the number of pod informers (half with WatchListClient
+	// on), each restarted every InformerRestart during the warm-up and
+	// the window.
+	Informers       int
+	InformerRestart time.Duration
+	// ProbeRate is freshness-probe writes per second (each read back four
+	// ways).
+	ProbeRate float64
+	Seed      uint64
+	// Warmup runs the churn before the window; Window is measured.
+	Warmup, Window time.Duration
+	// CalibWindow is the length of the idle window and of each per-kind
+	// calibration window after it, at CalibRate reads per second
+	// (CalibListAllRate for LISTs of every pod).
+	CalibWindow                 time.Duration
+	CalibRate, CalibListAllRate float64
+	// ReadyTimeout bounds local-up's start and the Deployments' rollout.
+	ReadyTimeout time.Duration
+	DataDir      string
+	Progress     io.Writer `json:"-"`
+}
+
+// Validate checks the configuration; errors name the flag at fault.
+func (c ClusterConfig) Validate() error {
+	var errs []error
+	if len(c.Configs) == 0 {
+		errs = append(errs, errors.New("--configs: at least one configuration is needed"))
+	}
+	for _, n := range c.Configs {
+		if !slices.Contains(AllClusterConfigs, n) {
+			errs = append(errs, fmt.Errorf("--configs: unknown configuration %q (known: %s)", n, strings.Join(AllClusterConfigs, ", ")))
+		}
+	}
+	if len(c.Nodes) == 0 && c.HANodes == 0 {
+		errs = append(errs, errors.New("--nodes: at least one node count is needed (or --ha-nodes)"))
+	}
+	for _, n := range c.Nodes {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("--nodes: %d hollow nodes; each count must be at least 1", n))
+		}
+	}
+	if c.HANodes < 0 {
+		errs = append(errs, fmt.Errorf("--ha-nodes: %d hollow nodes; must be 0 (no HA runs) or more", c.HANodes))
+	}
+	positive := []struct {
+		flag string
+		v    float64
+	}{
+		{"--pods-per-node", float64(c.PodsPerNode)}, {"--replicas-per-deployment", float64(c.ReplicasPerDeployment)},
+		{"--window", c.Window.Seconds()}, {"--calibration-window", c.CalibWindow.Seconds()},
+		{"--calibration-rate", c.CalibRate}, {"--calibration-list-all-rate", c.CalibListAllRate},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %v; must be more than 0", p.flag, p.v))
+		}
+	}
+	nonNegative := []struct {
+		flag string
+		v    float64
+	}{
+		{"--pod-rate", c.PodRate}, {"--node-list-rate", c.NodeListRate}, {"--all-list-rate", c.AllListRate},
+		{"--informers", float64(c.Informers)}, {"--probe-rate", c.ProbeRate}, {"--warmup", c.Warmup.Seconds()},
+		{"--informer-restart", c.InformerRestart.Seconds()},
+	}
+	for _, p := range nonNegative {
+		if p.v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %v; must not be negative", p.flag, p.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cell is one cluster: a configuration at a node count in a mode.
+type cell struct {
+	config, mode string
+	nodes        int
+}
+
+// cells lists the runs in order: for each node count every configuration
+// in turn (so a noisy minute on the shared machine hits neighbours of the
+// same N, not one configuration), then the HA runs.
+func (c ClusterConfig) cells() []cell {
+	var out []cell
+	for _, n := range c.Nodes {
+		for _, cf := range c.Configs {
+			out = append(out, cell{cf, ModeSingle, n})
+		}
+	}
+	if c.HANodes > 0 {
+		for _, cf := range c.Configs {
+			out = append(out, cell{cf, ModeHA, c.HANodes})
+		}
+	}
+	return out
+}
+
+// RunCluster runs every cell and returns the rows it measured. A cell that
+// fails is reported and the run goes on (a long sweep should not lose its
+// other cells to one of them); the error then names every failed cell.
+// When ctx is done it stops at once.
+func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	var (
+		rows []ClusterRow
+		errs []error
+	)
+	cells := cfg.cells()
+	for i, c := range cells {
+		fmt.Fprintf(cfg.Progress, "# [%d/%d] %s, %s, %d nodes\n", i+1, len(cells), c.config, c.mode, c.nodes)
+		began := time.Now()
+		row, err := runCell(ctx, cfg, c)
+		if ctx.Err() != nil {
+			return rows, errors.Join(append(errs, ctx.Err())...)
+		}
+		if err != nil {
+			err = fmt.Errorf("bench: %s %s at %d nodes: %w", c.config, c.mode, c.nodes, err)
+			fmt.Fprintf(cfg.Progress, "# failed: %v\n", err)
+			errs = append(errs, err)
+			continue
+		}
+		row.WallSeconds = time.Since(began).Seconds()
+		fmt.Fprintf(cfg.Progress, "# %s\n", row.summary())
+		rows = append(rows, row)
+	}
+	return rows, errors.Join(errs...)
+}
+
+// localUpArgs are local-up's flags for c.
+func (cfg ClusterConfig) localUpArgs(c cell) []string {
+	args := []string{"--controllers=true", "--nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
+	if c.mode == ModeHA {
+		args = append(args, "--apiservers=2", "--etcd-members=3")
+	}
+	return append(args, clusterArgs(c.config)...)
+}
+
+func cellDir(root string, c cell) string {
+	return filepath.Join(root, fmt.Sprintf("%s-%d-%s", c.mode, c.nodes, c.config))
+}

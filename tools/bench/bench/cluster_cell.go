@@ -1,0 +1,423 @@
+package bench
+
+// One cell of the cluster benchmark: start local-up, roll the Deployments
+// out, start the informer children, run the churn (warm-up, then the
+// measured window with the LIST clients and the probe), then measure the
+// idle cluster and each read kind alone.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+// clusterClient is one client of one apiserver, on connections of its own.
+type clusterClient struct {
+	cs   *kubernetes.Clientset
+	http *serverHTTP
+}
+
+// newClusterClient builds a client from kubeconfig. A Dial of its own
+// keeps client-go from sharing a cached transport with the other clients
+// of the process, so the probe's reader and writer, and the LIST clients,
+// do not queue behind one another on one connection.
+func newClusterClient(kubeconfig string) (*clusterClient, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = -1, 0
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	h, err := newServerHTTP(rest.CopyConfig(rc))
+	if err != nil {
+		return nil, err
+	}
+	return &clusterClient{cs: cs, http: h}, nil
+}
+
+func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, err error) {
+	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: waitMetric[clusterImpl(c.config)]}
+	dir := cellDir(cfg.DataDir, c)
+	began := time.Now()
+	lu, err := startLocalUp(ctx, cfg.BinDir, dir, cfg.localUpArgs(c))
+	if err != nil {
+		return row, err
+	}
+	defer lu.stop()
+	row.ReadySeconds = time.Since(began).Seconds()
+	fmt.Fprintf(cfg.Progress, "#   local-up ready in %.0fs\n", row.ReadySeconds)
+
+	var apis []*clusterClient
+	var kubeconfigs []string
+	probe := &clusterProbe{impl: clusterImpl(c.config), etcdPID: lu.ready.PID, etcdURL: lu.etcdURL, etcdHTTP: &http.Client{}}
+	for _, a := range lu.ready.APIServers {
+		cl, err := newClusterClient(a.Kubeconfig)
+		if err != nil {
+			return row, err
+		}
+		apis = append(apis, cl)
+		kubeconfigs = append(kubeconfigs, a.Kubeconfig)
+		probe.apis = append(probe.apis, cl.http)
+		probe.apiPIDs = append(probe.apiPIDs, a.PID)
+	}
+	var nodes []string
+	for _, n := range lu.ready.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+
+	// Set-up: the Deployments and the probe pod, through apiserver 1 (the
+	// controllers' apiserver).
+	sizes := deploymentSizes(cfg.PodsPerNode*c.nodes, cfg.ReplicasPerDeployment)
+	for _, s := range sizes {
+		row.Pods += int(s)
+	}
+	t0 := time.Now()
+	if err := setupWorkload(ctx, apis[0].cs, sizes); err != nil {
+		return row, err
+	}
+	if row.PodsRunning, err = waitDeployments(ctx, apis[0].cs, cfg.ReadyTimeout); err != nil {
+		return row, err
+	}
+	row.SetupSeconds = time.Since(t0).Seconds()
+	fmt.Fprintf(cfg.Progress, "#   %d pods in %d Deployments running after %.0fs\n", row.PodsRunning, len(sizes), row.SetupSeconds)
+
+	pw, err := startPodWatch(ctx, apis[0].cs)
+	if err != nil {
+		return row, err
+	}
+	defer pw.close()
+
+	children, err := startInformers(ctx, cfg, kubeconfigs, dir)
+	defer func() {
+		stats, serr := stopInformers(children)
+		row.Informers = stats
+		if err == nil {
+			err = serr
+		}
+	}()
+	if err != nil {
+		return row, err
+	}
+
+	// The load: churn from now, over the warm-up and the window; the
+	// readers and the probe over the window only.
+	schedule := ChurnSchedule(ChurnPlan{Seed: cfg.Seed, Replicas: sizes, PodRate: cfg.PodRate, Duration: cfg.Warmup + cfg.Window})
+	row.ChurnPlanned = len(schedule)
+	for _, a := range schedule {
+		row.ChurnPlannedPods += a.Pods
+	}
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); row.Churn = runChurn(loadCtx, apis[0].cs, schedule) }()
+	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+		return row, err
+	}
+
+	before, err := probe.sample(ctx)
+	if err != nil {
+		return row, err
+	}
+	end := time.Now().Add(cfg.Window)
+	target := readTarget{nodes: nodes}
+	for _, a := range apis {
+		target.clients = append(target.clients, a.cs)
+	}
+	kinds := clusterReadKinds(cfg)
+	row.Reads = make([]ReadStats, len(kinds))
+	for i, k := range kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			row.Reads[i] = target.runReads(ctx, end, k.kind, k.rv, k.rate, cfg.Seed+uint64(i))
+		}()
+	}
+	writer, reader, through := apis[0].cs, apis[len(apis)-1].cs, "written through kube-apiserver-1, read through kube-apiserver-2"
+	if len(apis) == 1 {
+		second, err := newClusterClient(kubeconfigs[0])
+		if err != nil {
+			return row, err
+		}
+		reader, through = second.cs, "written and read through kube-apiserver-1, by two clients"
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); row.Probe = runProbe(ctx, end, writer, reader, cfg.ProbeRate, through) }()
+	rssCtx, cancelRSS := context.WithDeadline(ctx, end)
+	defer cancelRSS()
+	peaks := make(chan []float64, 1)
+	go func() {
+		peaks <- peakRSS(rssCtx, append(append([]int(nil), probe.apiPIDs...), probe.etcdPID), time.Second)
+	}()
+	if err := sleepCtx(ctx, time.Until(end)); err != nil {
+		return row, err
+	}
+	after, err := probe.sample(ctx)
+	if err != nil {
+		return row, err
+	}
+	windowStart, windowEnd := before.at, after.at
+	cancelLoad()
+	wg.Wait()
+	peak := <-peaks
+	row.APIPeakRSSMB, row.EtcdPeakRSSMB = peak[:len(apis)], peak[len(apis)]
+	for _, p := range probe.apiPIDs {
+		row.APIHWMMB = append(row.APIHWMMB, hwmMB(p))
+	}
+	row.fillWindow(diffSamples(before, after))
+	for i, p := range probe.apiPIDs {
+		if !processAlive(p) {
+			return row, fmt.Errorf("bench: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.ready.APIServers[i].Log)
+		}
+	}
+
+	// After the window: let the Deployments settle, then the idle cluster
+	// and each read kind alone on apiserver 1.
+	if _, err := waitDeployments(ctx, apis[0].cs, cfg.ReadyTimeout); err != nil {
+		row.Notes = append(row.Notes, fmt.Sprintf("Deployments still rolling at the calibration: %v", err))
+	}
+	row.PodLatency = pw.latency(windowStart, windowEnd)
+	row.PodsCreated, row.PodsDeleted = pw.counts(windowStart, windowEnd)
+	row.Idle, row.Calibration, err = calibrate(ctx, cfg, probe, readTarget{clients: []kubernetes.Interface{apis[0].cs}, nodes: nodes})
+	return row, err
+}
+
+// clusterRead is one kind of the LIST clients' reads, at its rate.
+type clusterRead struct {
+	kind, rv string
+	rate     float64
+}
+
+func clusterReadKinds(cfg ClusterConfig) []clusterRead {
+	return []clusterRead{
+		{ReadListNode, RVConsistent, cfg.NodeListRate}, {ReadListNode, RVZero, cfg.NodeListRate},
+		{ReadListAll, RVConsistent, cfg.AllListRate}, {ReadListAll, RVZero, cfg.AllListRate},
+	}
+}
+
+// calibrationKinds are the read kinds whose cost the cost model uses.
+func calibrationKinds(cfg ClusterConfig) []clusterRead {
+	return []clusterRead{
+		{ReadListNode, RVConsistent, cfg.CalibRate}, {ReadListNode, RVZero, cfg.CalibRate},
+		{ReadListAll, RVConsistent, cfg.CalibListAllRate}, {ReadListAll, RVZero, cfg.CalibListAllRate},
+		{ReadGet, RVConsistent, cfg.CalibRate}, {ReadGet, RVZero, cfg.CalibRate},
+	}
+}
+
+// calibrate measures the idle cluster for CalibWindow, then each
+// calibration kind alone for CalibWindow, and charges each kind what the
+// servers did beyond the idle rates.
+func calibrate(ctx context.Context, cfg ClusterConfig, probe *clusterProbe, target readTarget) (IdleRates, []CalibRow, error) {
+	var idle IdleRates
+	s0, err := probe.sample(ctx)
+	if err != nil {
+		return idle, nil, err
+	}
+	if err := sleepCtx(ctx, cfg.CalibWindow); err != nil {
+		return idle, nil, err
+	}
+	s1, err := probe.sample(ctx)
+	if err != nil {
+		return idle, nil, err
+	}
+	d := diffSamples(s0, s1)
+	idle = IdleRates{Seconds: d.Seconds, APICPUPerSec: d.APICPUSec / d.Seconds, EtcdCPUPerSec: d.EtcdCPUSec / d.Seconds, EtcdReadsPerSec: d.etcdReads() / d.Seconds}
+	var rows []CalibRow
+	for i, k := range calibrationKinds(cfg) {
+		b, err := probe.sample(ctx)
+		if err != nil {
+			return idle, rows, err
+		}
+		st := target.runReads(ctx, time.Now().Add(cfg.CalibWindow), k.kind, k.rv, k.rate, cfg.Seed+100+uint64(i))
+		a, err := probe.sample(ctx)
+		if err != nil {
+			return idle, rows, err
+		}
+		rows = append(rows, calibRow(k, st, diffSamples(b, a), idle))
+	}
+	return idle, rows, nil
+}
+
+// calibRow charges one kind's window, less the idle rates over its
+// length, to its answered requests.
+func calibRow(k clusterRead, st ReadStats, d windowDelta, idle IdleRates) CalibRow {
+	r := CalibRow{Kind: k.kind, RV: k.rv, Requests: st.OK, Errors: st.Errors, Items: st.Items, P99Ms: st.P99Ms}
+	if st.OK == 0 {
+		return r
+	}
+	n := float64(st.OK)
+	r.APICPUMsPerReq = (d.APICPUSec - idle.APICPUPerSec*d.Seconds) * 1000 / n
+	r.EtcdCPUMsPerReq = (d.EtcdCPUSec - idle.EtcdCPUPerSec*d.Seconds) * 1000 / n
+	r.EtcdReadsPerReq = (d.etcdReads() - idle.EtcdReadsPerSec*d.Seconds) / n
+	return r
+}
+
+// setupWorkload creates the namespace, its default service account (so
+// that pods are admitted before the controller makes it), the probe pod
+// and the Deployments.
+func setupWorkload(ctx context.Context, cs kubernetes.Interface, sizes []int32) error {
+	ignoreExists := func(err error) error {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}}, metav1.CreateOptions{}); ignoreExists(err) != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().ServiceAccounts(clusterNamespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); ignoreExists(err) != nil {
+		return err
+	}
+	if _, err := cs.CoreV1().Pods(clusterNamespace).Create(ctx, probePod(), metav1.CreateOptions{}); ignoreExists(err) != nil {
+		return err
+	}
+	for d, n := range sizes {
+		if _, err := cs.AppsV1().Deployments(clusterNamespace).Create(ctx, churnDeployment(d, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitDeployments waits until every Deployment is rolled out (updated,
+// available and no more pods than it wants) and as many of their pods
+// Running as they want, and returns the Running pods. A rolled-out
+// Deployment is not enough here: a hollow kubelet reports a pod Ready
+// while it is still Pending (ContainerCreating in the fake runtime).
+func waitDeployments(ctx context.Context, cs kubernetes.Interface, timeout time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	last := ""
+	for {
+		l, err := cs.AppsV1().Deployments(clusterNamespace).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			pending, want := 0, 0
+			for i := range l.Items {
+				want += int(ptr.Deref(l.Items[i].Spec.Replicas, 1))
+				if !rolledOut(&l.Items[i]) {
+					pending++
+				}
+			}
+			running, rerr := countRunningIn(ctx, cs)
+			switch {
+			case rerr != nil:
+				last = rerr.Error()
+			case pending == 0 && running >= want:
+				return running, nil
+			default:
+				last = fmt.Sprintf("%d of %d Deployments not rolled out, %d of %d pods Running", pending, len(l.Items), running, want)
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("after %s: %s", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+func rolledOut(d *appsv1.Deployment) bool {
+	want := ptr.Deref(d.Spec.Replicas, 1)
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want && s.Replicas == want
+}
+
+func countRunningIn(ctx context.Context, cs kubernetes.Interface) (int, error) {
+	l, err := cs.CoreV1().Pods(clusterNamespace).List(ctx, metav1.ListOptions{LabelSelector: churnLabel})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range l.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// startInformers starts the informer children: for each WatchListClient
+// value and each apiserver one child, the informers split evenly.
+func startInformers(ctx context.Context, cfg ClusterConfig, kubeconfigs []string, dir string) ([]*informerChild, error) {
+	self := cfg.Self
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	var out []*informerChild
+	slots := 2 * len(kubeconfigs)
+	for s := range slots {
+		n := cfg.Informers/slots + btoi(s < cfg.Informers%slots)
+		if n == 0 {
+			continue
+		}
+		gate := s%2 == 0
+		api := s / 2
+		cc := InformerChildConfig{Kubeconfig: kubeconfigs[api], WatchListClient: gate, Informers: n, RestartEvery: cfg.InformerRestart, RestartFor: cfg.Warmup + cfg.Window}
+		log := filepath.Join(dir, "logs", fmt.Sprintf("informers-%d-watchlist-%v.log", api+1, gate))
+		ch, err := startInformerChild(ctx, self, cc, log, cfg.ReadyTimeout)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stopInformers stops every child and merges their stats per gate value
+// (on first, then off).
+func stopInformers(children []*informerChild) ([]InformerStats, error) {
+	byGate := map[bool]*InformerStats{}
+	var errs error
+	for _, ch := range children {
+		st, err := ch.stop()
+		if err != nil {
+			errs = err
+			continue
+		}
+		if byGate[ch.gate] == nil {
+			byGate[ch.gate] = &InformerStats{}
+		}
+		byGate[ch.gate].add(st)
+	}
+	var out []InformerStats
+	for _, g := range []bool{true, false} {
+		if s := byGate[g]; s != nil {
+			out = append(out, *s)
+		}
+	}
+	return out, errs
+}

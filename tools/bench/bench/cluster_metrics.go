@@ -1,0 +1,304 @@
+package bench
+
+// What the cluster benchmark reads around a window: each kube-apiserver's
+// /metrics and /proc CPU, and etcd's /metrics and the CPU of local-up's
+// process, which runs every embedded etcd member.
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// requestDurationMetric is kube-apiserver's request latency histogram
+// (verb, resource, subresource, scope, ...).
+const requestDurationMetric = "apiserver_request_duration_seconds"
+
+// apiMetrics is what one kube-apiserver's /metrics says, reduced to what
+// the cluster report shows.
+type apiMetrics struct {
+	// requests are request_duration_seconds for pods, by requestKey.
+	requests map[string]histogram
+	// wait is the implementation's freshness-wait histogram for pods
+	// (waitMetric); nil when the server does not expose it.
+	wait histogram
+	// etcdOps is etcd_requests_total by operation, over every resource:
+	// the apiserver's own count of what it asked etcd.
+	etcdOps map[string]float64
+	// fetches counts freshcache's revision fetches, progress its progress
+	// requests; zero on upstream's cacher, which exports neither.
+	fetches, progress float64
+}
+
+// requestKey names a series of request_duration_seconds: "LIST cluster",
+// "GET namespace", "PATCH namespace status".
+func requestKey(verb, scope, subresource string) string {
+	k := verb + " " + scope
+	if subresource != "" {
+		k += " " + subresource
+	}
+	return k
+}
+
+// apiMetricsFrom reduces a scrape; impl picks the freshness-wait metric.
+func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
+	a := apiMetrics{requests: map[string]histogram{}, etcdOps: map[string]float64{}}
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case requestDurationMetric:
+			for _, m := range mf.GetMetric() {
+				if label(m, "resource") != "pods" || label(m, "group") != "" {
+					continue
+				}
+				k := requestKey(label(m, "verb"), label(m, "scope"), label(m, "subresource"))
+				if a.requests[k] == nil {
+					a.requests[k] = histogram{}
+				}
+				a.requests[k].addSeries(m.GetHistogram())
+			}
+		case "etcd_requests_total":
+			for _, m := range mf.GetMetric() {
+				a.etcdOps[label(m, "operation")] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	a.wait = histogramFrom(mfs, waitMetric[impl], "pods")
+	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
+	a.progress = counterFrom(mfs, progressMetric[BackendFreshcache])
+	return a
+}
+
+// etcdMetrics is what etcd's /metrics says. Every member of local-up's
+// embedded etcd runs in one process and registers on one Prometheus
+// registry, so one scrape counts all members together.
+type etcdMetrics struct {
+	// handled is grpc_server_handled_total by "Service.Method"
+	// (etcdserverpb.KV.Range -> "KV.Range"): unary RPCs when they finish,
+	// streams when they close.
+	handled map[string]float64
+	// watchMsgs counts messages clients sent on Watch streams: watch
+	// creations, cancellations and progress requests, which etcd does not
+	// tell apart.
+	watchMsgs float64
+	// mvcc is etcd_mvcc_{range,put,delete,txn}_total by the part after
+	// "etcd_mvcc_": what the members' stores did, each member counting its
+	// own (a write is applied by every member).
+	mvcc map[string]float64
+}
+
+func etcdMetricsFrom(mfs []*dto.MetricFamily) etcdMetrics {
+	e := etcdMetrics{handled: map[string]float64{}, mvcc: map[string]float64{}}
+	for _, mf := range mfs {
+		name := mf.GetName()
+		switch {
+		case name == "grpc_server_handled_total":
+			for _, m := range mf.GetMetric() {
+				svc := strings.TrimPrefix(label(m, "grpc_service"), "etcdserverpb.")
+				if v := m.GetCounter().GetValue(); v > 0 {
+					e.handled[svc+"."+label(m, "grpc_method")] += v
+				}
+			}
+		case name == "grpc_server_msg_received_total":
+			for _, m := range mf.GetMetric() {
+				if label(m, "grpc_service") == "etcdserverpb.Watch" && label(m, "grpc_method") == "Watch" {
+					e.watchMsgs += m.GetCounter().GetValue()
+				}
+			}
+		case strings.HasPrefix(name, "etcd_mvcc_") && strings.HasSuffix(name, "_total") && mf.GetType() == dto.MetricType_COUNTER:
+			for _, m := range mf.GetMetric() {
+				e.mvcc[strings.TrimPrefix(name, "etcd_mvcc_")] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return e
+}
+
+// clusterSample is everything read at one instant of a run.
+type clusterSample struct {
+	at time.Time
+	// apiTicks and api are per kube-apiserver, in the ready file's order.
+	apiTicks []float64
+	api      []apiMetrics
+	// etcdTicks is local-up's CPU: the embedded etcd members, plus
+	// local-up's own supervision of its children.
+	etcdTicks float64
+	etcd      etcdMetrics
+}
+
+// clusterProbe reads one cluster's servers.
+type clusterProbe struct {
+	impl     string
+	apis     []*serverHTTP
+	apiPIDs  []int
+	etcdPID  int
+	etcdURL  string
+	etcdHTTP *http.Client
+}
+
+func (p *clusterProbe) sample(ctx context.Context) (clusterSample, error) {
+	s := clusterSample{at: time.Now()}
+	for i, h := range p.apis {
+		s.apiTicks = append(s.apiTicks, cpuTicks([]int{p.apiPIDs[i]}))
+		mfs, err := h.metrics(ctx)
+		if err != nil {
+			return s, err
+		}
+		s.api = append(s.api, apiMetricsFrom(mfs, p.impl))
+	}
+	s.etcdTicks = cpuTicks([]int{p.etcdPID})
+	sctx, cancel := context.WithTimeout(ctx, metricsTimeout)
+	defer cancel()
+	emfs, err := scrape(sctx, p.etcdHTTP, strings.TrimSuffix(p.etcdURL, "/")+"/metrics")
+	if err != nil {
+		return s, err
+	}
+	s.etcd = etcdMetricsFrom(emfs)
+	return s, nil
+}
+
+// windowDelta is what happened between two samples.
+type windowDelta struct {
+	Seconds float64
+	// APICPUSec is every kube-apiserver's CPU, summed; APICPUSecEach per
+	// server.
+	APICPUSec     float64
+	APICPUSecEach []float64
+	EtcdCPUSec    float64
+	// Requests are the servers' pods request histograms, summed.
+	requests map[string]histogram
+	wait     histogram
+	// Etcd* are counts in the window.
+	EtcdHandled map[string]float64
+	EtcdWatch   float64
+	EtcdMVCC    map[string]float64
+	APIEtcdOps  map[string]float64
+	Fetches     float64
+	Progress    float64
+}
+
+func (d windowDelta) etcdReads() float64 {
+	return d.EtcdHandled["KV.Range"] + d.EtcdHandled["KV.RangeStream"]
+}
+
+func diffSamples(before, after clusterSample) windowDelta {
+	d := windowDelta{
+		Seconds:     after.at.Sub(before.at).Seconds(),
+		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / clockTicksPerSec,
+		requests:    map[string]histogram{},
+		EtcdHandled: subMaps(after.etcd.handled, before.etcd.handled),
+		EtcdWatch:   after.etcd.watchMsgs - before.etcd.watchMsgs,
+		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
+		APIEtcdOps:  map[string]float64{},
+	}
+	for i := range after.api {
+		if i >= len(before.api) {
+			break
+		}
+		cpu := (after.apiTicks[i] - before.apiTicks[i]) / clockTicksPerSec
+		d.APICPUSec += cpu
+		d.APICPUSecEach = append(d.APICPUSecEach, cpu)
+		a, b := after.api[i], before.api[i]
+		for k, h := range a.requests {
+			d.requests[k] = d.requests[k].plus(histogramMinus(h, b.requests[k]))
+		}
+		if a.wait != nil {
+			d.wait = d.wait.plus(histogramMinus(a.wait, b.wait))
+		}
+		for k, v := range subMaps(a.etcdOps, b.etcdOps) {
+			d.APIEtcdOps[k] += v
+		}
+		d.Fetches += a.fetches - b.fetches
+		d.Progress += a.progress - b.progress
+	}
+	return d
+}
+
+// histogramMinus is the observations of after that before had not seen.
+func histogramMinus(after, before histogram) histogram {
+	out := histogram{}
+	for b, c := range after {
+		out[b] = c - before[b]
+	}
+	return out
+}
+
+// subMaps is after-before per key, leaving out keys that did not move.
+func subMaps(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if dv := v - before[k]; dv != 0 {
+			out[k] = dv
+		}
+	}
+	return out
+}
+
+// latencyOf is the count, p50 and p99 (ms) of the histograms of keys whose
+// verb and, when scope is not "", scope match.
+func latencyOf(reqs map[string]histogram, verb, scope string) (count, p50, p99 float64, ok bool) {
+	var sum histogram
+	for k, h := range reqs {
+		f := strings.Fields(k)
+		if len(f) < 2 || f[0] != verb || len(f) > 2 || (scope != "" && f[1] != scope) {
+			continue
+		}
+		sum = sum.plus(h)
+	}
+	if sum == nil {
+		return 0, 0, 0, false
+	}
+	count = sum[posInf()]
+	q50, ok50 := quantileDelta(nil, sum, 0.5)
+	q99, ok99 := quantileDelta(nil, sum, 0.99)
+	if !ok50 || !ok99 {
+		return count, 0, 0, false
+	}
+	return count, q50 * 1000, q99 * 1000, true
+}
+
+// peakRSS samples VmRSS of pids every interval until ctx is done and
+// returns each one's highest (MB).
+func peakRSS(ctx context.Context, pids []int, interval time.Duration) []float64 {
+	peak := make([]float64, len(pids))
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		for i, p := range pids {
+			peak[i] = max(peak[i], rssMB(p))
+		}
+		select {
+		case <-ctx.Done():
+			return peak
+		case <-tick.C:
+		}
+	}
+}
+
+// hwmMB is the process's lifetime peak RSS (VmHWM), MB.
+func hwmMB(pid int) float64 {
+	return statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), "VmHWM:") / 1024
+}
+
+// processAlive tells whether pid still exists (for a clear error when a
+// server died mid-run instead of a zero CPU figure).
+func processAlive(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
+}
+
+// sortedKeys lists m's keys in order, for stable tables.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

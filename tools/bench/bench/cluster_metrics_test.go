@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"math"
+	"net/http"
+	"net/url"
+	"reflect"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// requestMetrics builds an apiserver_request_duration_seconds family, one
+// series per (verb, scope) with the given bucket counts (cumulative, for
+// upper bounds 0.005, 0.025, 0.1, then the count).
+func requestMetrics(series map[[2]string][4]uint64) []*dto.MetricFamily {
+	bounds := []float64{0.005, 0.025, 0.1}
+	mf := &dto.MetricFamily{Name: ptrTo(requestDurationMetric), Type: dto.MetricType_HISTOGRAM.Enum()}
+	for k, c := range series {
+		h := &dto.Histogram{SampleCount: ptrTo(c[3])}
+		for i, b := range bounds {
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptrTo(b), CumulativeCount: ptrTo(c[i])})
+		}
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptrTo(math.Inf(1)), CumulativeCount: ptrTo(c[3])})
+		mf.Metric = append(mf.Metric, &dto.Metric{Histogram: h, Label: []*dto.LabelPair{
+			{Name: ptrTo("verb"), Value: ptrTo(k[0])}, {Name: ptrTo("scope"), Value: ptrTo(k[1])},
+			{Name: ptrTo("resource"), Value: ptrTo("pods")}, {Name: ptrTo("group"), Value: ptrTo("")},
+			{Name: ptrTo("subresource"), Value: ptrTo("")},
+		}})
+	}
+	return []*dto.MetricFamily{mf}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestRequestLatencyFromHistogramDeltas: two scrapes of two servers; the
+// quantiles come from the observations between them only.
+func TestRequestLatencyFromHistogramDeltas(t *testing.T) {
+	before := apiMetricsFrom(requestMetrics(map[[2]string][4]uint64{
+		{"LIST", "cluster"}: {1000, 1000, 1000, 1000}, // old, fast: must not count
+		{"GET", "resource"}: {10, 10, 10, 10},
+	}), BackendUpstream)
+	after := apiMetricsFrom(requestMetrics(map[[2]string][4]uint64{
+		// 100 new LISTs: 50 in (5, 25] ms, 50 in (25, 100] ms.
+		{"LIST", "cluster"}: {1000, 1050, 1100, 1100},
+		{"GET", "resource"}: {20, 20, 20, 20},
+	}), BackendUpstream)
+	d := diffSamples(
+		clusterSample{at: time.Unix(0, 0), apiTicks: []float64{100, 50}, api: []apiMetrics{before, before}},
+		clusterSample{at: time.Unix(10, 0), apiTicks: []float64{300, 150}, api: []apiMetrics{after, after}},
+	)
+	if d.Seconds != 10 || d.APICPUSec != 3 || !reflect.DeepEqual(d.APICPUSecEach, []float64{2, 1}) {
+		t.Errorf("window %vs, CPU %v %v", d.Seconds, d.APICPUSec, d.APICPUSecEach)
+	}
+	count, p50, p99, ok := latencyOf(d.requests, "LIST", "")
+	if !ok || count != 200 {
+		t.Fatalf("LIST: count %v, ok %v", count, ok)
+	}
+	// p50 is the top of the (5, 25] bucket; p99 inside (25, 100].
+	if math.Abs(p50-25) > 1e-9 || p99 <= 25 || p99 > 100 {
+		t.Errorf("LIST p50 %.2f ms, p99 %.2f ms", p50, p99)
+	}
+	if count, p50, _, ok := latencyOf(d.requests, "GET", "resource"); !ok || count != 20 || p50 > 5 {
+		t.Errorf("GET: count %v, p50 %v, ok %v", count, p50, ok)
+	}
+	if _, _, _, ok := latencyOf(d.requests, "DELETE", ""); ok {
+		t.Error("a verb nobody sent must have no quantiles")
+	}
+	var row ClusterRow
+	row.fillWindow(d)
+	if row.ListP99Ms == nil || *row.ListP99Ms != p99 || len(row.Latency) != 2 {
+		t.Errorf("row: LIST p99 %v, latency %+v", row.ListP99Ms, row.Latency)
+	}
+}
+
+func TestEtcdMetricsByMethod(t *testing.T) {
+	counter := func(v float64, labels ...string) *dto.Metric {
+		m := &dto.Metric{Counter: &dto.Counter{Value: ptrTo(v)}}
+		for i := 0; i < len(labels); i += 2 {
+			m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(labels[i]), Value: ptrTo(labels[i+1])})
+		}
+		return m
+	}
+	mfs := []*dto.MetricFamily{
+		{Name: ptrTo("grpc_server_handled_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+			counter(10, "grpc_service", "etcdserverpb.KV", "grpc_method", "Range", "grpc_code", "OK"),
+			counter(2, "grpc_service", "etcdserverpb.KV", "grpc_method", "Range", "grpc_code", "Unavailable"),
+			counter(5, "grpc_service", "etcdserverpb.KV", "grpc_method", "Txn", "grpc_code", "OK"),
+			counter(3, "grpc_service", "etcdserverpb.KV", "grpc_method", "RangeStream", "grpc_code", "OK"),
+		}},
+		{Name: ptrTo("grpc_server_msg_received_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+			counter(7, "grpc_service", "etcdserverpb.Watch", "grpc_method", "Watch"),
+			counter(9, "grpc_service", "etcdserverpb.KV", "grpc_method", "Range"),
+		}},
+		{Name: ptrTo("etcd_mvcc_range_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{counter(40)}},
+	}
+	e := etcdMetricsFrom(mfs)
+	if e.handled["KV.Range"] != 12 || e.handled["KV.Txn"] != 5 || e.watchMsgs != 7 || e.mvcc["range_total"] != 40 {
+		t.Errorf("got %+v", e)
+	}
+	d := diffSamples(clusterSample{etcd: etcdMetrics{handled: map[string]float64{"KV.Range": 2}}}, clusterSample{etcd: e})
+	if d.etcdReads() != 13 {
+		t.Errorf("reads = %v, want 10 Range + 3 RangeStream", d.etcdReads())
+	}
+}
+
+func TestPodRequestKind(t *testing.T) {
+	for _, c := range []struct{ method, url, want string }{
+		{"GET", "/api/v1/pods?resourceVersion=0&limit=500", `list rv="0"`},
+		{"GET", "/api/v1/pods?limit=500", `list rv=""`},
+		{"GET", "/api/v1/pods?resourceVersion=123", "list rv=N"},
+		{"GET", "/api/v1/pods?watch=true&resourceVersion=12&allowWatchBookmarks=true", "watch"},
+		{"GET", "/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "watch-list"},
+		{"GET", "/api/v1/namespaces/x/pods/p", ""},
+		{"POST", "/api/v1/namespaces/x/pods", ""},
+		{"GET", "/api/v1/nodes", ""},
+	} {
+		u, _ := url.Parse("https://127.0.0.1:6443" + c.url)
+		if got := podRequestKind(&http.Request{Method: c.method, URL: u}); got != c.want {
+			t.Errorf("%s %s = %q, want %q", c.method, c.url, got, c.want)
+		}
+	}
+}
+
+func TestStatusStartLatency(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Unix(1000+int64(s), 0)) }
+	p := &corev1.Pod{Status: corev1.PodStatus{
+		Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at(9)}, {Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: at(1)}},
+		ContainerStatuses: []corev1.ContainerStatus{{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at(3)}}}},
+	}}
+	if d, ok := statusStartLatency(p); !ok || d != 2*time.Second {
+		t.Errorf("got %v, %v; want 2s", d, ok)
+	}
+	p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	if _, ok := statusStartLatency(p); ok {
+		t.Error("a container not running has no start")
+	}
+}

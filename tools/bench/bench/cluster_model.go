@@ -1,0 +1,273 @@
+package bench
+
+// The cost model: what the measured per-request costs say about a cluster
+// of 5,000 nodes and 150,000 pods (KEP-2340's scale). Pure arithmetic on
+// ClusterRows; what it assumes is in costModelAssumptions, which the report
+// prints.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// CostTarget is the cluster the model extrapolates to.
+type CostTarget struct {
+	Nodes int `json:"nodes"`
+	Pods  int `json:"pods"`
+}
+
+// KEPScale is KEP-2340's 5,000-node figure.
+var KEPScale = CostTarget{Nodes: 5000, Pods: 150000}
+
+// KEP-2340's published gains of consistent reads from cache at 5,000
+// nodes, against consistent reads from etcd.
+const (
+	kepAPICPURatio  = 0.70 // ~30% less kube-apiserver CPU
+	kepEtcdCPURatio = 0.75 // ~25% less etcd CPU
+	kepListP99From  = 5.0  // pod LIST p99, seconds, before
+	kepListP99To    = 1.5  // and after
+)
+
+// Line is y = A + B*x, from a least-squares fit.
+type Line struct {
+	A      float64 `json:"a"`
+	B      float64 `json:"b"`
+	Points int     `json:"points"`
+}
+
+func (l Line) at(x float64) float64 { return l.A + l.B*x }
+
+// fitLine fits y = A + B*x. With one distinct x the line goes through the
+// origin (everything is taken as growing with x); with none it is zero.
+func fitLine(xs, ys []float64) Line {
+	n := float64(len(xs))
+	l := Line{Points: len(xs)}
+	if len(xs) == 0 {
+		return l
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	den := n*sxx - sx*sx
+	if math.Abs(den) < 1e-12 {
+		if sx != 0 {
+			l.B = sy / sx
+		}
+		return l
+	}
+	l.B = (n*sxy - sx*sy) / den
+	l.A = (sy - l.B*sx) / n
+	return l
+}
+
+// How a term's rate and per-request cost grow from the measured cluster
+// to the target.
+const (
+	// ScaleNodes: one client per node (kubelet-like LISTs of a node's
+	// pods, GETs); rate grows with nodes, cost with pods per node.
+	ScaleNodes = "per-node"
+	// ScaleNodesOne: per-node clients reading one object (GETs): rate
+	// grows with nodes, cost stays.
+	ScaleNodesOne = "per-node, one object"
+	// ScaleCluster: a fixed set of cluster-wide clients (monitoring,
+	// informers); rate stays, cost grows with pods.
+	ScaleCluster = "cluster-wide"
+	// ScaleChurn: the pod churn; grows with pods (the same share of pods
+	// replaced per second), cost per pod change constant.
+	ScaleChurn = "churn"
+)
+
+// CostTerm is one part of the load: its rate and costs where measured.
+type CostTerm struct {
+	Name  string  `json:"name"`
+	Scale string  `json:"scale"`
+	Rate  float64 `json:"rate"` // requests (churn: pods created or deleted) per second where measured
+	// Per request where measured: apiserver and etcd CPU (seconds) and
+	// etcd reads.
+	APICPU    float64 `json:"apiserver_cpu"`
+	EtcdCPU   float64 `json:"etcd_cpu"`
+	EtcdReads float64 `json:"etcd_reads"`
+	// Clamped notes a negative measurement (noise below the idle rate)
+	// taken as zero.
+	Clamped bool `json:"clamped,omitempty"`
+}
+
+// clamp takes a negative cost (calibration noise below the idle rate) as
+// zero, and says so.
+func (t *CostTerm) clamp() {
+	for _, v := range []*float64{&t.APICPU, &t.EtcdCPU, &t.EtcdReads} {
+		if *v < 0 {
+			*v, t.Clamped = 0, true
+		}
+	}
+}
+
+// CostModel is one configuration's measured costs.
+type CostModel struct {
+	Config string `json:"config"`
+	// Nodes and Pods are where the terms were measured (the largest
+	// single-apiserver run).
+	Nodes int `json:"nodes"`
+	Pods  int `json:"pods"`
+	// Idle* are the idle cluster's rates (cores, reads/s) against nodes,
+	// fitted over the sweep.
+	IdleAPI   Line       `json:"idle_apiserver"`
+	IdleEtcd  Line       `json:"idle_etcd"`
+	IdleReads Line       `json:"idle_etcd_reads"`
+	Terms     []CostTerm `json:"terms"`
+}
+
+// CostEstimate is a model at a target: cores and etcd reads per second.
+type CostEstimate struct {
+	Config          string      `json:"config"`
+	Target          CostTarget  `json:"target"`
+	APICores        float64     `json:"apiserver_cores"`
+	EtcdCores       float64     `json:"etcd_cores"`
+	EtcdReadsPerSec float64     `json:"etcd_reads_per_sec"`
+	Parts           []CostShare `json:"parts"`
+}
+
+// CostShare is one term (or the idle cluster) at the target.
+type CostShare struct {
+	Name            string  `json:"name"`
+	APICores        float64 `json:"apiserver_cores"`
+	EtcdCores       float64 `json:"etcd_cores"`
+	EtcdReadsPerSec float64 `json:"etcd_reads_per_sec"`
+}
+
+// Extrapolate applies the model at t.
+func (m CostModel) Extrapolate(t CostTarget) CostEstimate {
+	e := CostEstimate{Config: m.Config, Target: t}
+	add := func(s CostShare) {
+		e.Parts = append(e.Parts, s)
+		e.APICores += s.APICores
+		e.EtcdCores += s.EtcdCores
+		e.EtcdReadsPerSec += s.EtcdReadsPerSec
+	}
+	n := float64(t.Nodes)
+	add(CostShare{Name: "idle cluster", APICores: max(0, m.IdleAPI.at(n)), EtcdCores: max(0, m.IdleEtcd.at(n)), EtcdReadsPerSec: max(0, m.IdleReads.at(n))})
+	for _, term := range m.Terms {
+		rate, cost := term.Rate, 1.0
+		switch term.Scale {
+		case ScaleNodes:
+			rate *= ratio(float64(t.Nodes), float64(m.Nodes))
+			cost = ratio(float64(t.Pods)/float64(max(t.Nodes, 1)), float64(m.Pods)/float64(max(m.Nodes, 1)))
+		case ScaleNodesOne:
+			rate *= ratio(float64(t.Nodes), float64(m.Nodes))
+		case ScaleCluster:
+			cost = ratio(float64(t.Pods), float64(m.Pods))
+		case ScaleChurn:
+			rate *= ratio(float64(t.Pods), float64(m.Pods))
+		}
+		// etcd reads per request do not grow with the answer's size: an
+		// etcd read is one Range however many keys it returns.
+		add(CostShare{Name: term.Name, APICores: rate * term.APICPU * cost, EtcdCores: rate * term.EtcdCPU * cost, EtcdReadsPerSec: rate * term.EtcdReads})
+	}
+	return e
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// buildCostModel makes config's model from its single-apiserver rows:
+// the idle lines over every node count, the terms at the largest. ok is
+// false when config has no such row.
+func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
+	var mine []ClusterRow
+	for _, r := range rows {
+		if r.Config == config && r.Mode == ModeSingle {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return CostModel{}, false
+	}
+	var xs, api, etcd, reads []float64
+	for _, r := range mine {
+		xs = append(xs, float64(r.Nodes))
+		api, etcd, reads = append(api, r.Idle.APICPUPerSec), append(etcd, r.Idle.EtcdCPUPerSec), append(reads, r.Idle.EtcdReadsPerSec)
+	}
+	top := slices.MaxFunc(mine, func(a, b ClusterRow) int { return a.Nodes - b.Nodes })
+	m := CostModel{Config: config, Nodes: top.Nodes, Pods: top.Pods, IdleAPI: fitLine(xs, api), IdleEtcd: fitLine(xs, etcd), IdleReads: fitLine(xs, reads)}
+
+	calib := map[string]CalibRow{}
+	for _, c := range top.Calibration {
+		calib[c.Kind+" "+c.RV] = c
+	}
+	var readAPI, readEtcd, readReads float64
+	term := func(name, scale, kind, rv string, rate float64) {
+		c, ok := calib[kind+" "+rv]
+		if !ok || rate <= 0 {
+			return
+		}
+		t := CostTerm{Name: name, Scale: scale, Rate: rate, APICPU: c.APICPUMsPerReq / 1000, EtcdCPU: c.EtcdCPUMsPerReq / 1000, EtcdReads: c.EtcdReadsPerReq}
+		t.clamp()
+		readAPI += rate * t.APICPU
+		readEtcd += rate * t.EtcdCPU
+		readReads += rate * t.EtcdReads
+		m.Terms = append(m.Terms, t)
+	}
+	for _, rd := range top.Reads {
+		scale := ScaleCluster
+		if rd.Kind == ReadListNode {
+			scale = ScaleNodes
+		}
+		term(fmt.Sprintf("LIST %s %s", rd.Kind, rvLabel(rd.RV)), scale, rd.Kind, rd.RV, rd.Rate)
+	}
+	// The probe's reads: GETs as per-node clients, its LISTs by name cost
+	// about what a LIST of one node's pods does.
+	if w := top.WindowSeconds; w > 0 && top.Probe.Writes > 0 {
+		rate := float64(top.Probe.Writes) / w
+		term(`probe GET rv=""`, ScaleNodesOne, ReadGet, RVConsistent, rate)
+		term("probe GET rv=0", ScaleNodesOne, ReadGet, RVZero, rate)
+		term(`probe LIST by name rv=""`, ScaleNodesOne, ReadListNode, RVConsistent, rate)
+		term("probe LIST by name rv=0", ScaleNodesOne, ReadListNode, RVZero, rate)
+	}
+	// Informer relists: a watch-list costs about a consistent LIST of
+	// every pod, a relist without it is a LIST of every pod at rv=0. The
+	// restarts span the warm-up and the window; each informer's first
+	// sync came before them.
+	for _, inf := range top.Informers {
+		relists := inf.Syncs - int64(inf.Informers)
+		if top.WindowSeconds <= 0 || relists <= 0 {
+			continue
+		}
+		rate := float64(relists) / (top.WindowSeconds + top.WarmupSeconds)
+		if inf.WatchListClient {
+			term("informer relist (watch-list)", ScaleCluster, ReadListAll, RVConsistent, rate)
+		} else {
+			term("informer relist (LIST rv=0)", ScaleCluster, ReadListAll, RVZero, rate)
+		}
+	}
+	// The rest of the window over the idle cluster and the reads above is
+	// the churn's: controllers, scheduler, kubelets and the watches that
+	// carry their writes, charged per pod created or deleted.
+	if w := top.WindowSeconds; w > 0 && top.PodsCreated+top.PodsDeleted > 0 {
+		rate := float64(top.PodsCreated+top.PodsDeleted) / w
+		t := CostTerm{Name: "pod churn and its watches, per pod created or deleted", Scale: ScaleChurn, Rate: rate,
+			APICPU:    (top.APICPUSec/w - top.Idle.APICPUPerSec - readAPI) / rate,
+			EtcdCPU:   (top.EtcdCPUSec/w - top.Idle.EtcdCPUPerSec - readEtcd) / rate,
+			EtcdReads: (top.EtcdReads/w - top.Idle.EtcdReadsPerSec - readReads) / rate}
+		t.clamp()
+		m.Terms = append(m.Terms, t)
+	}
+	return m, true
+}
+
+// costModelAssumptions is printed under the model's table.
+var costModelAssumptions = []string{
+	"The idle cluster (node heartbeats and status, leases, controllers, the informers' watches) grows along a straight line in nodes, fitted over the sweep's idle windows; with one node count the line goes through zero.",
+	"Per-node clients (LISTs of one node's pods, GETs, the probe) send as many requests per node as here, so their rate grows with nodes; a LIST of a node's pods costs in proportion to the pods per node, a GET or the probe's one-pod LIST what it cost here.",
+	"Cluster-wide clients (LISTs of every pod, informer relists) keep their rate; each request costs in proportion to the pods it returns. A watch-list is costed as a consistent LIST of every pod.",
+	"The churn replaces the same share of pods per second, so its rate grows with pods, at a constant cost per pod change. It is what the window cost beyond the idle rate and the reads above.",
+	"etcd reads per request are what calibration measured: freshcache's coalescing makes a revision fetch serve more reads when reads come faster, so its figure is an upper bound at 5,000 nodes; upstream sends one per consistent LIST at any rate.",
+	"etcd CPU is local-up's process (all embedded members); per request it is what calibration measured beyond the idle rate. Writes cost the same on both implementations and are in the churn term.",
+	"A negative per-request cost (calibration noise below the idle rate) is taken as zero and marked.",
+	"Latency is not extrapolated: queueing at 5,000 nodes depends on the cores the servers get, which this model does not know.",
+}

@@ -1,0 +1,114 @@
+package bench
+
+// The cluster report's plots: apiserver CPU, etcd reads and pod LIST p99
+// against the node count, one line per configuration (single apiserver),
+// the HA runs as lone diamonds.
+
+import (
+	"image/color"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// configColor keeps one color per configuration across the plots.
+func configColor(config string) color.Color {
+	if config == ClusterFreshRV0 {
+		return color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
+	}
+	return backendColor(config)
+}
+
+// clusterPlot is one figure: a value per row, absent when ok is false.
+type clusterPlot struct {
+	file, title, ylabel string
+	value               func(ClusterRow) (float64, bool)
+}
+
+var clusterPlots = []clusterPlot{
+	{"apiserver-cpu", "kube-apiserver CPU in the window (all apiservers)", "cores", func(r ClusterRow) (float64, bool) {
+		return r.APICPUSec / r.WindowSeconds, r.WindowSeconds > 0
+	}},
+	{"etcd-reads", "etcd reads (Range + RangeStream)", "reads/s", func(r ClusterRow) (float64, bool) {
+		return r.EtcdReads / r.WindowSeconds, r.WindowSeconds > 0
+	}},
+	{"list-p99", "pod LIST p99 (apiserver_request_duration_seconds)", "ms", func(r ClusterRow) (float64, bool) {
+		if r.ListP99Ms == nil {
+			return 0, false
+		}
+		return *r.ListP99Ms, true
+	}},
+}
+
+// PlotCluster writes NAME-<figure>.png into dir for each figure and
+// returns their paths.
+func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
+	var paths []string
+	for _, cp := range clusterPlots {
+		p := plot.New()
+		p.X.Label.Text = "hollow nodes"
+		p.Y.Label.Text = cp.ylabel
+		p.X.Min, p.Y.Min = 0, 0
+		for _, r := range rows {
+			// Room right of the largest N, so its points are not on the edge.
+			p.X.Max = max(p.X.Max, float64(r.Nodes)*1.08)
+		}
+		any := false
+		for _, config := range AllClusterConfigs {
+			var line, ha plotter.XYs
+			for _, r := range rows {
+				v, ok := cp.value(r)
+				if r.Config != config || !ok {
+					continue
+				}
+				pt := plotter.XY{X: float64(r.Nodes), Y: v}
+				if r.Mode == ModeHA {
+					ha = append(ha, pt)
+				} else {
+					line = append(line, pt)
+				}
+			}
+			slices.SortFunc(line, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+			if len(line) > 0 {
+				l, s, err := plotter.NewLinePoints(line)
+				if err != nil {
+					return paths, err
+				}
+				l.Color, s.Color = configColor(config), configColor(config)
+				l.Width = vg.Points(1.5)
+				p.Add(l, s)
+				p.Legend.Add(config, l, s)
+				any = true
+			}
+			if len(ha) > 0 {
+				s, err := plotter.NewScatter(ha)
+				if err != nil {
+					return paths, err
+				}
+				s.Color = configColor(config)
+				s.Shape = draw.PyramidGlyph{}
+				s.Radius = vg.Points(5)
+				p.Add(s)
+				p.Legend.Add(config+" HA", s)
+				any = true
+			}
+		}
+		if !any {
+			continue
+		}
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Legend.TextStyle.Font.Size = vg.Points(7)
+		path := filepath.Join(dir, name+"-"+cp.file+".png")
+		if err := saveGrid([]*plot.Plot{p}, 1, path, cp.title); err != nil {
+			return paths, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}

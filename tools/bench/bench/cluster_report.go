@@ -1,0 +1,437 @@
+package bench
+
+// The cluster benchmark's outputs: the closing ratio line, the JSON and
+// the markdown report.
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// ClusterReport is the JSON a cluster run writes.
+type ClusterReport struct {
+	Report
+	Settings  ClusterConfig  `json:"settings"`
+	Cells     []ClusterRow   `json:"cells"`
+	Models    []CostModel    `json:"cost_models,omitempty"`
+	Estimates []CostEstimate `json:"cost_estimates,omitempty"`
+	// Error names the cells that failed, or why the run stopped; the
+	// cells that ran are kept.
+	Error string `json:"error,omitempty"`
+}
+
+// NewClusterReport fills the run's identity and the cost models.
+func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) ClusterReport {
+	r := ClusterReport{Report: NewReport("cluster"), Settings: cfg, Cells: rows}
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
+	for _, c := range AllClusterConfigs {
+		if m, ok := buildCostModel(rows, c); ok {
+			r.Models = append(r.Models, m)
+			r.Estimates = append(r.Estimates, m.Extrapolate(KEPScale))
+		}
+	}
+	return r
+}
+
+// WriteJSON writes r, indented, to path.
+func (r ClusterReport) WriteJSON(path string) error { return writeJSONFile(path, r) }
+
+// ClusterRatios are the closing line's figures: freshcache with
+// FreshResourceVersionZero over upstream at the largest single-apiserver
+// node count both ran, and freshcache's stale answers.
+type ClusterRatios struct {
+	Nodes                      int
+	APICPU, EtcdReads, ListP99 *float64
+	// Stale counts, over every freshcache run, the stale answers to reads
+	// that configuration promises fresh: rv="" reads on freshcache,
+	// every read on freshcache-fresh-rv0. Nil when no freshcache run
+	// probed anything.
+	Stale *int64
+}
+
+// ComputeClusterRatios finds the ratios in rows.
+func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
+	var r ClusterRatios
+	find := func(config string, n int) (ClusterRow, bool) {
+		for _, x := range rows {
+			if x.Config == config && x.Mode == ModeSingle && x.Nodes == n {
+				return x, true
+			}
+		}
+		return ClusterRow{}, false
+	}
+	for _, x := range rows {
+		_, up := find(ClusterUpstream, x.Nodes)
+		if x.Config == ClusterFreshRV0 && x.Mode == ModeSingle && up && x.Nodes > r.Nodes {
+			r.Nodes = x.Nodes
+		}
+	}
+	if r.Nodes > 0 {
+		f, _ := find(ClusterFreshRV0, r.Nodes)
+		u, _ := find(ClusterUpstream, r.Nodes)
+		r.APICPU = ratioPtr(f.APICPUSec, u.APICPUSec)
+		r.EtcdReads = ratioPtr(f.EtcdReads, u.EtcdReads)
+		if f.ListP99Ms != nil && u.ListP99Ms != nil {
+			r.ListP99 = ratioPtr(*f.ListP99Ms, *u.ListP99Ms)
+		}
+	}
+	for _, x := range rows {
+		if x.Config != ClusterFreshcache && x.Config != ClusterFreshRV0 {
+			continue
+		}
+		if x.Probe.Writes == 0 {
+			continue
+		}
+		n := promisedStale(x)
+		if r.Stale == nil {
+			r.Stale = new(int64)
+		}
+		*r.Stale += n
+	}
+	return r
+}
+
+// promisedStale is the stale answers to reads row's configuration
+// promises fresh.
+func promisedStale(x ClusterRow) int64 {
+	var n int64
+	for k, v := range x.Probe.Stale {
+		if x.Config == ClusterFreshRV0 || !strings.HasSuffix(k, "rv=0") {
+			n += v
+		}
+	}
+	return n
+}
+
+func ratioPtr(a, b float64) *float64 {
+	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return nil
+	}
+	v := a / b
+	return &v
+}
+
+// Line is the closing line: "cluster-bench ratios: apiserver-cpu=A
+// etcd-reads=B list-p99=C stale=D", n/a for what the run could not say.
+func (r ClusterRatios) Line() string {
+	f := func(p *float64) string {
+		if p == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	}
+	stale := "n/a"
+	if r.Stale != nil {
+		stale = fmt.Sprint(*r.Stale)
+	}
+	return fmt.Sprintf("cluster-bench ratios: apiserver-cpu=%s etcd-reads=%s list-p99=%s stale=%s", f(r.APICPU), f(r.EtcdReads), f(r.ListP99), stale)
+}
+
+// clusterTargets are the issue's targets for the closing line, reported
+// and not asserted.
+func clusterTargets(r ClusterRatios) [][4]string {
+	met := func(p *float64, limit float64) string {
+		switch {
+		case p == nil:
+			return "not measured"
+		case *p <= limit:
+			return "yes"
+		}
+		return "no"
+	}
+	val := func(p *float64) string {
+		if p == nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.2f", *p)
+	}
+	staleMet, staleVal := "not measured", "n/a"
+	if r.Stale != nil {
+		staleVal = fmt.Sprint(*r.Stale)
+		staleMet = map[bool]string{true: "yes", false: "no"}[*r.Stale == 0]
+	}
+	return [][4]string{
+		{"apiserver CPU, freshcache-fresh-rv0 / upstream", val(r.APICPU), "≤ 1.05", met(r.APICPU, 1.05)},
+		{"etcd reads (Range + RangeStream), freshcache-fresh-rv0 / upstream", val(r.EtcdReads), "≤ 0.5", met(r.EtcdReads, 0.5)},
+		{"pod LIST p99, freshcache-fresh-rv0 / upstream", val(r.ListP99), "≤ 1", met(r.ListP99, 1)},
+		{"stale answers freshcache promised fresh", staleVal, "0", staleMet},
+	}
+}
+
+// WriteClusterMarkdown writes the report; plots are the PNGs' file names,
+// next to the markdown.
+func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
+	var b strings.Builder
+	writeIdentity(&b, r.Report)
+	s := r.Settings
+	fmt.Fprintf(&b, "- configurations: %s; single apiserver at %s hollow nodes", strings.Join(s.Configs, ", "), joinInts(s.Nodes))
+	if s.HANodes > 0 {
+		fmt.Fprintf(&b, "; HA (2 kube-apiservers, 3 etcd members) at %d", s.HANodes)
+	}
+	fmt.Fprintf(&b, "\n- load (the same for every configuration, seed %d): %d pods per node in Deployments of %d; churn %g pods created+deleted/s (scale up, scale down, rollouts); LISTs of one node's pods %g/s and of every pod %g/s, each at rv=\"\" and at rv=0; %d pod informers (half WatchListClient on), each restarted every %s; freshness probe %g writes/s\n",
+		s.Seed, s.PodsPerNode, s.ReplicasPerDeployment, s.PodRate, s.NodeListRate, s.AllListRate, s.Informers, s.InformerRestart, s.ProbeRate)
+	fmt.Fprintf(&b, "- windows: %s warm-up (churn only), %s measured, then %s idle and %s per calibrated read kind (%g/s, %g/s for LISTs of every pod)\n",
+		s.Warmup, s.Window, s.CalibWindow, s.CalibWindow, s.CalibRate, s.CalibListAllRate)
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- note: %s\n", n)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n**Not every cell ran:** %s\n", strings.ReplaceAll(r.Error, "\n", "; "))
+	}
+	ratios := ComputeClusterRatios(r.Cells)
+	where := "No node count has both upstream and freshcache-fresh-rv0 on a single apiserver, so there are no ratios."
+	if ratios.Nodes > 0 {
+		where = fmt.Sprintf("Ratios at %d nodes, single apiserver; stale over every freshcache run.", ratios.Nodes)
+	}
+	fmt.Fprintf(&b, "\n## Targets (reported, not asserted)\n\n%s\n\n    %s\n\n| figure | value | target | met |\n|---|---:|---:|---|\n", where, ratios.Line())
+	for _, t := range clusterTargets(ratios) {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t[0], t[1], t[2], t[3])
+	}
+	for _, p := range plots {
+		fmt.Fprintf(&b, "\n![%s](%s)\n", strings.TrimSuffix(p, ".png"), p)
+	}
+	writeClusterMain(&b, r.Cells)
+	writeClusterEtcd(&b, r.Cells)
+	writeClusterLatency(&b, r.Cells)
+	writeClusterClients(&b, r.Cells)
+	writeClusterCalibration(&b, r.Cells)
+	writeCostModel(&b, r)
+	b.WriteString(clusterLimits)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func optMs(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", *p)
+}
+
+func joinFloats(v []float64, format string) string { return fmtList(v, format) }
+
+func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
+	b.WriteString("\n## Per configuration\n\nCPU over the measured window from /proc/<pid>/stat (utime+stime; cores = CPU seconds / window). etcd is local-up's process: every embedded member runs in it. Peak RSS is the highest VmRSS sampled each second in the window (per apiserver). etcd reads are KV.Range + KV.RangeStream handled by etcd. LIST p99 is kube-apiserver's `apiserver_request_duration_seconds` for pod LISTs (every client, every scope), interpolated in its buckets. Stale is the probe's answers older than its write, every read kind. Bound→Running is seen by a watch on kube-apiserver-1 (ms); scheduled→started is the pods' own PodScheduled transition and container startedAt, which have whole seconds only.\n\n")
+	b.WriteString("| configuration | mode | nodes | pods | window s | apiserver CPU s (cores) | apiserver peak RSS MB | etcd CPU s (cores) | etcd peak RSS MB | etcd reads (/s) | pod LIST p99 ms | freshness wait p99 ms | probe stale / reads | pod bound→Running p50 / p99 ms (pods) | pod scheduled→started from status, p50 / p99 s | pods created, deleted | ready, setup, cell s |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		var reads int64
+		for _, v := range r.Probe.Reads {
+			reads += v
+		}
+		w := max(r.WindowSeconds, 1e-9)
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %.1f (%.2f) | %s | %.1f (%.2f) | %.0f | %.0f (%.1f) | %s | %s | %d / %d | %.0f / %.0f (%d) | %.0f / %.0f | %d, %d | %.0f, %.0f, %.0f |\n",
+			r.Config, r.Mode, r.Nodes, r.Pods, r.WindowSeconds, r.APICPUSec, r.APICPUSec/w, joinFloats(r.APIPeakRSSMB, "%.0f"),
+			r.EtcdCPUSec, r.EtcdCPUSec/w, r.EtcdPeakRSSMB, r.EtcdReads, r.EtcdReads/w, optMs(r.ListP99Ms), optMs(r.FreshWaitP99Ms),
+			r.Probe.StaleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodLatency.StatusP50S, r.PodLatency.StatusP99S, r.PodsCreated, r.PodsDeleted,
+			r.ReadySeconds, r.SetupSeconds, r.WallSeconds)
+	}
+	b.WriteString("\nThe probe, per read (stale / answered); a write completes before its reads are sent, all four at once:\n\n| configuration | mode | nodes | writes | ")
+	for _, pr := range probeReads {
+		fmt.Fprintf(b, "%s | ", probeReadName(pr.kind, pr.rv))
+	}
+	b.WriteString("errors | through |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %s | %d | %d | ", r.Config, r.Mode, r.Nodes, r.Probe.Writes)
+		for _, pr := range probeReads {
+			k := probeReadName(pr.kind, pr.rv)
+			fmt.Fprintf(b, "%d / %d | ", r.Probe.Stale[k], r.Probe.Reads[k])
+		}
+		errs := fmt.Sprintf("%d", r.Probe.WriteErrors+r.Probe.ReadErrors)
+		if r.Probe.FirstError != "" {
+			errs += " (" + strings.ReplaceAll(r.Probe.FirstError, "|", "/") + ")"
+		}
+		fmt.Fprintf(b, "%s | %s |\n", errs, r.Probe.Through)
+	}
+}
+
+// etcdMethods are the etcd RPCs the table shows, in order.
+var etcdMethods = []string{"KV.Range", "KV.RangeStream", "KV.Txn", "KV.Put", "KV.DeleteRange", "KV.Compact", "Lease.LeaseGrant", "Lease.LeaseKeepAlive", "Watch.Watch"}
+
+func writeClusterEtcd(b *strings.Builder, rows []ClusterRow) {
+	b.WriteString("\n## etcd requests in the window\n\nFrom etcd's `grpc_server_handled_total` by method (unary calls when they finish, streams when they close: `Watch.Watch` counts closed streams), `grpc_server_msg_received_total` on Watch streams (watch creations, cancellations and progress requests: etcd does not tell them apart), and `etcd_mvcc_*_total` (each member counts its own: with 3 members a write is applied, and counted, three times). etcd cannot split Range into linearizable and serializable: kube-apiserver's etcd3 store and freshcache's revision fetches only send linearizable ones. From the apiservers: `etcd_requests_total` by operation (upstream's revision fetch is `getCurrentResourceVersion`), freshcache's `apiserver_freshcache_revision_fetches_total` and `progress_requests_total` (upstream's cacher exports no progress-request count).\n\n| configuration | mode | nodes |")
+	for _, m := range etcdMethods {
+		fmt.Fprintf(b, " %s |", m)
+	}
+	b.WriteString(" Watch msgs in | mvcc range | mvcc put | apiserver get / list / getCurrentResourceVersion | freshcache fetches | progress requests |\n|---|---|---:|")
+	b.WriteString(strings.Repeat("---:|", len(etcdMethods)+6) + "\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		for _, m := range etcdMethods {
+			fmt.Fprintf(b, " %.0f |", r.EtcdHandled[m])
+		}
+		fmt.Fprintf(b, " %.0f | %.0f | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f |\n", r.EtcdWatchMsgs, r.EtcdMVCC["range_total"], r.EtcdMVCC["put_total"],
+			r.APIEtcdOps["get"], r.APIEtcdOps["list"]+r.APIEtcdOps["listWithCount"]+r.APIEtcdOps["listStream"], r.APIEtcdOps["getCurrentResourceVersion"], r.RevisionFetches, r.ProgressRequests)
+	}
+}
+
+func writeClusterLatency(b *strings.Builder, rows []ClusterRow) {
+	// The keys most requests went to, over every row.
+	counts := map[string]float64{}
+	for _, r := range rows {
+		for _, l := range r.Latency {
+			counts[l.Key] += l.Count
+		}
+	}
+	keys := sortedKeys(counts)
+	slices.SortStableFunc(keys, func(a, b string) int { return cmpFloat(counts[b], counts[a]) })
+	keys = keys[:min(len(keys), 8)]
+	slices.Sort(keys)
+	b.WriteString("\n## Pod request latency by verb and scope\n\n`apiserver_request_duration_seconds` deltas over the window for pods (every client: kubelets, controllers, scheduler, informers, the benchmark), the apiservers summed; p50 / p99 ms interpolated inside the histogram's buckets (5, 25, 50, 100, 200, 400, 600, 800 ms, 1 s ...), so a p50 under 5 ms only says \"under 5 ms\". Count in parentheses.\n\n| configuration | mode | nodes |")
+	for _, k := range keys {
+		fmt.Fprintf(b, " %s |", k)
+	}
+	b.WriteString("\n|---|---|---:|" + strings.Repeat("---:|", len(keys)) + "\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		for _, k := range keys {
+			cellv := "–"
+			for _, l := range r.Latency {
+				if l.Key == k {
+					cellv = fmt.Sprintf("%.1f / %.0f (%.0f)", l.P50Ms, l.P99Ms, l.Count)
+				}
+			}
+			fmt.Fprintf(b, " %s |", cellv)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func writeClusterClients(b *strings.Builder, rows []ClusterRow) {
+	b.WriteString("\n## The benchmark's LIST clients and the informers\n\nLIST clients (client-side, open loop; sent / answered, p50 / p99 ms, mean items):\n\n| configuration | mode | nodes |")
+	var kinds []string
+	if len(rows) > 0 {
+		for _, rd := range rows[0].Reads {
+			kinds = append(kinds, rd.Kind+" "+rvLabel(rd.RV))
+		}
+	}
+	for _, k := range kinds {
+		fmt.Fprintf(b, " %s |", k)
+	}
+	b.WriteString(" errors |\n|---|---|---:|" + strings.Repeat("---:|", len(kinds)+1) + "\n")
+	for _, r := range rows {
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		var errs int64
+		first := ""
+		for _, rd := range r.Reads {
+			fmt.Fprintf(b, " %d / %d, %.1f / %.1f, %.0f |", rd.Sent, rd.OK, rd.P50Ms, rd.P99Ms, rd.Items)
+			errs += rd.Errors
+			if first == "" && rd.FirstError != "" {
+				first = " (" + strings.ReplaceAll(rd.FirstError, "|", "/") + ")"
+			}
+		}
+		fmt.Fprintf(b, " %d%s |\n", errs, first)
+	}
+	b.WriteString("\nInformers (per WatchListClient value, as each child's client-go reported it; the requests its informers sent for pods, counted in the child's transport):\n\n| configuration | mode | nodes | WatchListClient | informers | syncs | sync p50 / p99 ms | events | requests |\n|---|---|---:|---|---:|---:|---:|---:|---|\n")
+	for _, r := range rows {
+		for _, inf := range r.Informers {
+			sync := slices.Clone(inf.SyncMs)
+			slices.Sort(sync)
+			var req []string
+			for _, k := range sortedKeys(inf.Requests) {
+				req = append(req, fmt.Sprintf("%s: %d", k, inf.Requests[k]))
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %v | %d | %d | %.0f / %.0f | %d | %s |\n", r.Config, r.Mode, r.Nodes, inf.WatchListClient, inf.Informers, inf.Syncs,
+				quantileSorted(sync, 0.5), quantileSorted(sync, 0.99), inf.Events, strings.Join(req, ", "))
+		}
+	}
+}
+
+// quantileSorted is the nearest-rank quantile of sorted values.
+func quantileSorted(v []float64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	k := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(0, min(k, len(v)-1))]
+}
+
+func writeClusterCalibration(b *strings.Builder, rows []ClusterRow) {
+	b.WriteString("\n## Calibration: each read kind alone on the idle cluster\n\nAfter the window the Deployments settle, then the cluster idles (nodes, controllers and informers' watches only) and each read kind runs alone against kube-apiserver-1. A kind's cost per request is what the servers did beyond the idle rate, over the requests answered: the cost model's inputs. On a shared machine a cheap kind's figure can fall inside the idle rate's noise.\n\n| configuration | mode | nodes | idle apiserver / etcd cores | idle etcd reads/s | kind | requests | items | apiserver CPU ms/req | etcd CPU ms/req | etcd reads/req | p99 ms |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range rows {
+		for i, c := range r.Calibration {
+			idle, reads := "", ""
+			if i == 0 {
+				idle = fmt.Sprintf("%.3f / %.3f", r.Idle.APICPUPerSec, r.Idle.EtcdCPUPerSec)
+				reads = fmt.Sprintf("%.1f", r.Idle.EtcdReadsPerSec)
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f |\n", r.Config, r.Mode, r.Nodes, idle, reads,
+				c.Kind, rvLabel(c.RV), c.Requests, c.Items, c.APICPUMsPerReq, c.EtcdCPUMsPerReq, c.EtcdReadsPerReq, c.P99Ms)
+		}
+	}
+}
+
+func writeCostModel(b *strings.Builder, r ClusterReport) {
+	if len(r.Estimates) == 0 {
+		return
+	}
+	m0 := r.Models[0]
+	fmt.Fprintf(b, "\n## Cost model: %d nodes, %d pods\n\nEach configuration's terms, measured at its largest single-apiserver run (%d nodes, %d pods), extrapolated to %d nodes and %d pods (KEP-2340's scale): %.0fx the nodes, %.0fx the pods. Cores are CPU seconds per second. The further the factor, the more the figures are the model's arithmetic rather than a forecast; compare the configurations with each other, not with a real cluster.\n\n",
+		KEPScale.Nodes, KEPScale.Pods, m0.Nodes, m0.Pods, KEPScale.Nodes, KEPScale.Pods, ratio(float64(KEPScale.Nodes), float64(m0.Nodes)), ratio(float64(KEPScale.Pods), float64(m0.Pods)))
+	b.WriteString("| configuration | apiserver cores | etcd cores | etcd reads/s | apiserver vs upstream | etcd CPU vs upstream | etcd reads vs upstream |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	var up *CostEstimate
+	for i := range r.Estimates {
+		if r.Estimates[i].Config == ClusterUpstream {
+			up = &r.Estimates[i]
+		}
+	}
+	vs := func(a, b float64) string {
+		if p := ratioPtr(a, b); p != nil {
+			return fmt.Sprintf("%.2f", *p)
+		}
+		return "–"
+	}
+	for _, e := range r.Estimates {
+		rel := [3]string{"–", "–", "–"}
+		if up != nil {
+			rel = [3]string{vs(e.APICores, up.APICores), vs(e.EtcdCores, up.EtcdCores), vs(e.EtcdReadsPerSec, up.EtcdReadsPerSec)}
+		}
+		fmt.Fprintf(b, "| %s | %.2f | %.2f | %.0f | %s | %s | %s |\n", e.Config, e.APICores, e.EtcdCores, e.EtcdReadsPerSec, rel[0], rel[1], rel[2])
+	}
+	fmt.Fprintf(b, "\nKEP-2340 published, at 5,000 nodes, for consistent reads from cache against consistent reads from etcd: about %.0f%% less kube-apiserver CPU (ratio %.2f), %.0f%% less etcd CPU (%.2f), and pod LIST p99 from %.0f s to %.1f s. Those compare with *etcd* reads; upstream 1.37, the baseline here, already serves consistent LISTs from its cache (ConsistentListFromCache), so the ratios above are what freshcache adds on top of the KEP, not the KEP's own gain. LIST latency is not extrapolated; the measured pod LIST p99 ratio is in the targets table.\n\n",
+		(1-kepAPICPURatio)*100, kepAPICPURatio, (1-kepEtcdCPURatio)*100, kepEtcdCPURatio, kepListP99From, kepListP99To)
+	b.WriteString("The terms (at the target; a * marks a per-request cost measured below zero and taken as zero):\n\n| configuration | term | scale | rate where measured /s | apiserver ms/req | etcd ms/req | etcd reads/req | apiserver cores | etcd cores | etcd reads/s |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for i, m := range r.Models {
+		e := r.Estimates[i]
+		p0 := e.Parts[0]
+		fmt.Fprintf(b, "| %s | idle cluster: apiserver %.4f + %.5f/node, etcd %.4f + %.5f/node cores (%d points) | nodes | | | | | %.2f | %.2f | %.0f |\n",
+			m.Config, m.IdleAPI.A, m.IdleAPI.B, m.IdleEtcd.A, m.IdleEtcd.B, m.IdleAPI.Points, p0.APICores, p0.EtcdCores, p0.EtcdReadsPerSec)
+		for j, t := range m.Terms {
+			p := e.Parts[j+1]
+			mark := ""
+			if t.Clamped {
+				mark = "*"
+			}
+			fmt.Fprintf(b, "| %s | %s%s | %s | %.2f | %.3f | %.3f | %.3f | %.2f | %.2f | %.0f |\n", m.Config, t.Name, mark, t.Scale, t.Rate,
+				t.APICPU*1000, t.EtcdCPU*1000, t.EtcdReads, p.APICores, p.EtcdCores, p.EtcdReadsPerSec)
+		}
+	}
+	b.WriteString("\nWhat the extrapolation assumes:\n\n")
+	for _, a := range costModelAssumptions {
+		fmt.Fprintf(b, "- %s\n", a)
+	}
+}
+
+// clusterLimits is what the report cannot measure here, and why.
+const clusterLimits = `
+## What this cannot measure, and why
+
+- **etcd CPU alone.** local-up runs etcd embedded in its own process (pkg/etcdlocal; all three members in HA), so "etcd CPU" is that process: the members plus local-up's supervision of its children, which is idle once they run. Nothing is subtracted.
+- **Linearizable vs serializable Range.** etcd v3.7's metrics count Range by gRPC method only (grpc_server_handled_total, etcd_mvcc_range_total); no label says which. Every Range kube-apiserver sends here is linearizable (the etcd3 store never asks for serializable; freshcache's revision fetch is linearizable by design), so Range is the count of linearizable reads, GETs, LISTs and revision fetches together; the apiservers' etcd_requests_total splits them by operation.
+- **Progress requests.** etcd counts them only as messages on Watch streams, together with watch creations and cancellations. freshcache counts its own; upstream's cacher exports no such counter.
+- **Pod start latency to the millisecond from the pods themselves.** Pod conditions and status times have whole seconds (metav1.Time), so the status figure (scheduled→started) moves in steps of a second; the millisecond one (bound→Running) is when a watch saw each state, which adds the watch's delivery variation.
+- **A quiet machine.** Every process, the benchmark's clients and informer children included, shares the same cores; the CPU figures are per process and hold up better than the latencies.
+`

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestClusterRatiosAndClosingLine(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	rows := []ClusterRow{
+		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, APICPUSec: 10, EtcdReads: 100, ListP99Ms: p(20)},
+		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, APICPUSec: 9, EtcdReads: 10, ListP99Ms: p(10)},
+		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 50, APICPUSec: 40, EtcdReads: 400, ListP99Ms: p(40)},
+		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 50, APICPUSec: 42, EtcdReads: 100, ListP99Ms: p(30),
+			Probe: ProbeStats{Writes: 5, Stale: map[string]int64{"list rv=0": 1}}},
+		// Only freshcache-fresh-rv0 at 100 nodes: no pair, not the headline.
+		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 100, APICPUSec: 1},
+		// HA rows never make the ratios.
+		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 50, APICPUSec: 1000},
+		// Plain freshcache: its rv=0 answers may be stale by design; its
+		// rv="" ones may not.
+		{Config: ClusterFreshcache, Mode: ModeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{"get rv=0": 4, `get rv=""`: 2}}},
+		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{`list rv=""`: 9}}},
+	}
+	r := ComputeClusterRatios(rows)
+	if r.Nodes != 50 {
+		t.Fatalf("headline at %d nodes, want 50", r.Nodes)
+	}
+	want := "cluster-bench ratios: apiserver-cpu=1.05 etcd-reads=0.25 list-p99=0.75 stale=3"
+	if got := r.Line(); got != want {
+		t.Errorf("line\n got %s\nwant %s", got, want)
+	}
+	if got := ComputeClusterRatios(rows[:1]).Line(); got != "cluster-bench ratios: apiserver-cpu=n/a etcd-reads=n/a list-p99=n/a stale=n/a" {
+		t.Errorf("upstream alone: %s", got)
+	}
+	if strings.Count(r.Line(), "\n") != 0 {
+		t.Error("the closing line must be one line")
+	}
+	targets := clusterTargets(r)
+	if targets[0][3] != "yes" || targets[1][3] != "yes" || targets[2][3] != "yes" || targets[3][3] != "no" {
+		t.Errorf("targets %v", targets)
+	}
+}
+
+func TestPromisedStale(t *testing.T) {
+	stale := map[string]int64{"get rv=0": 1, "list rv=0": 2, `get rv=""`: 4, `list rv=""`: 8}
+	if got := promisedStale(ClusterRow{Config: ClusterFreshcache, Probe: ProbeStats{Stale: stale}}); got != 12 {
+		t.Errorf("freshcache: %d, want the rv=\"\" ones (12)", got)
+	}
+	if got := promisedStale(ClusterRow{Config: ClusterFreshRV0, Probe: ProbeStats{Stale: stale}}); got != 15 {
+		t.Errorf("freshcache-fresh-rv0: %d, want all (15)", got)
+	}
+}
+
+// TestClusterReportAndPlots renders a two-configuration, two-N report with
+// an HA row: the markdown carries the closing line, every section and the
+// plots' links, and each plot is a PNG.
+func TestClusterReportAndPlots(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	row := func(config, mode string, nodes int, cpu float64) ClusterRow {
+		return ClusterRow{Config: config, Mode: mode, Nodes: nodes, Pods: 10 * nodes, WindowSeconds: 10, APICPUSec: cpu, EtcdReads: 100, ListP99Ms: p(cpu),
+			Probe:       ProbeStats{Writes: 3, Reads: map[string]int64{`get rv=""`: 3}, Stale: map[string]int64{}},
+			Reads:       []ReadStats{{Kind: ReadListNode, RV: RVConsistent, Rate: 1, Sent: 10, OK: 10}},
+			Informers:   []InformerStats{{WatchListClient: true, Informers: 1, Syncs: 2, SyncMs: []float64{5, 7}, Requests: map[string]int64{"watch-list": 2}}},
+			Idle:        IdleRates{Seconds: 3, APICPUPerSec: 0.1},
+			Calibration: []CalibRow{{Kind: ReadListNode, RV: RVConsistent, Requests: 10, APICPUMsPerReq: 2}},
+			Latency:     []VerbLatency{{Key: "LIST cluster", Count: 10, P50Ms: 3, P99Ms: cpu}},
+			PodsCreated: 5, PodsDeleted: 5}
+	}
+	rows := []ClusterRow{
+		row(ClusterUpstream, ModeSingle, 2, 4), row(ClusterFreshRV0, ModeSingle, 2, 4),
+		row(ClusterUpstream, ModeSingle, 4, 8), row(ClusterFreshRV0, ModeSingle, 4, 6),
+		row(ClusterFreshRV0, ModeHA, 4, 9),
+	}
+	cfg := ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{2, 4}, HANodes: 4}
+	rep := NewClusterReport(cfg, rows, nil)
+	if len(rep.Models) != 2 || len(rep.Estimates) != 2 {
+		t.Fatalf("%d models, %d estimates", len(rep.Models), len(rep.Estimates))
+	}
+	dir := t.TempDir()
+	plots, err := PlotCluster(rows, dir, "cluster")
+	if err != nil || len(plots) != len(clusterPlots) {
+		t.Fatalf("plots %v, %v", plots, err)
+	}
+	checkPNGs(t, plots)
+	var b strings.Builder
+	if err := WriteClusterMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"cluster-bench ratios: apiserver-cpu=0.75 etcd-reads=1.00 list-p99=0.75 stale=0",
+		"## Per configuration", "## etcd requests in the window", "## Pod request latency by verb and scope",
+		"## Calibration", "## Cost model: 5000 nodes", "What the extrapolation assumes", "## What this cannot measure",
+		"![cluster-apiserver-cpu](cluster-apiserver-cpu.png)", "| freshcache-fresh-rv0 | ha | 4 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ClusterRow is one cluster's result: a configuration at a node count in a
+// mode. CPU is from /proc/<pid>/stat (utime+stime) over the window;
+// counts are deltas of the servers' own counters over the window.
+type ClusterRow struct {
+	Config string `json:"config"`
+	Mode   string `json:"mode"`
+	Nodes  int    `json:"nodes"`
+	// Pods is the Deployments' replicas at the start; PodsRunning how many
+	// ran before the window.
+	Pods        int    `json:"pods"`
+	PodsRunning int    `json:"pods_running"`
+	Seed        uint64 `json:"seed"`
+	// ReadySeconds is local-up's start until its ready file; SetupSeconds
+	// the Deployments' creation until every pod ran; WallSeconds the whole
+	// cell, start to stop.
+	ReadySeconds  float64 `json:"ready_seconds"`
+	SetupSeconds  float64 `json:"setup_seconds"`
+	WallSeconds   float64 `json:"wall_seconds"`
+	WarmupSeconds float64 `json:"warmup_seconds"`
+	WindowSeconds float64 `json:"window_seconds"`
+
+	// APICPUSec sums every kube-apiserver; APICPUSecEach is per server.
+	APICPUSec     float64   `json:"apiserver_cpu_seconds"`
+	APICPUSecEach []float64 `json:"apiserver_cpu_seconds_each"`
+	// APIPeakRSSMB is each server's highest VmRSS, sampled every second in
+	// the window; APIHWMMB its lifetime peak (VmHWM) at the window's end,
+	// which includes the start-up and the initial rollout.
+	APIPeakRSSMB []float64 `json:"apiserver_peak_rss_mb"`
+	APIHWMMB     []float64 `json:"apiserver_hwm_mb"`
+	// EtcdCPUSec is local-up's process: every embedded etcd member, plus
+	// local-up's own supervision (not subtracted; it is idle but for
+	// reaping and health checks at start).
+	EtcdCPUSec    float64 `json:"etcd_cpu_seconds"`
+	EtcdPeakRSSMB float64 `json:"etcd_peak_rss_mb"`
+
+	// EtcdReads is KV.Range + KV.RangeStream from etcd's
+	// grpc_server_handled_total; EtcdHandled has every method.
+	EtcdReads     float64            `json:"etcd_reads"`
+	EtcdHandled   map[string]float64 `json:"etcd_handled"`
+	EtcdWatchMsgs float64            `json:"etcd_watch_msgs"`
+	EtcdMVCC      map[string]float64 `json:"etcd_mvcc"`
+	// APIEtcdOps is the apiservers' etcd_requests_total by operation.
+	APIEtcdOps map[string]float64 `json:"apiserver_etcd_ops"`
+	// RevisionFetches and ProgressRequests are freshcache's own counters;
+	// upstream's cacher exports neither (its revision fetch shows as
+	// APIEtcdOps["getCurrentResourceVersion"]).
+	RevisionFetches  float64 `json:"revision_fetches"`
+	ProgressRequests float64 `json:"progress_requests"`
+
+	// Latency is apiserver_request_duration_seconds for pods, per verb
+	// and scope, every apiserver summed.
+	Latency []VerbLatency `json:"latency"`
+	// ListP99Ms is that of every pod LIST (all scopes).
+	ListP99Ms *float64 `json:"list_p99_ms,omitempty"`
+	// FreshWaitP99Ms is the p99 of FreshWaitMetric for pods.
+	FreshWaitP99Ms  *float64 `json:"fresh_wait_p99_ms,omitempty"`
+	FreshWaitCount  float64  `json:"fresh_wait_count"`
+	FreshWaitMetric string   `json:"fresh_wait_metric"`
+
+	Probe     ProbeStats      `json:"probe"`
+	Reads     []ReadStats     `json:"reads"`
+	Informers []InformerStats `json:"informers"`
+	// Pod* are the churn's pods, seen by a watch on the first apiserver:
+	// PodLatency from first seen bound to a node until first seen
+	// Running, for pods bound in the window.
+	PodLatency  PodLatency  `json:"pod_latency"`
+	PodsCreated int         `json:"pods_created"`
+	PodsDeleted int         `json:"pods_deleted"`
+	Churn       churnResult `json:"churn"`
+	// ChurnPlanned is the schedule's actions and pods created plus
+	// deleted over warm-up and window.
+	ChurnPlanned     int `json:"churn_planned"`
+	ChurnPlannedPods int `json:"churn_planned_pods"`
+
+	Idle        IdleRates  `json:"idle"`
+	Calibration []CalibRow `json:"calibration"`
+	Notes       []string   `json:"notes,omitempty"`
+}
+
+// VerbLatency is one verb and scope of request_duration_seconds.
+type VerbLatency struct {
+	Key   string  `json:"key"` // "LIST cluster"
+	Count float64 `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// PodLatency is bound-to-Running as the benchmark's watch saw it, and
+// scheduled-to-started from the pods' own status (whole seconds).
+type PodLatency struct {
+	Count       int     `json:"count"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	StatusCount int     `json:"status_count"`
+	StatusP50S  float64 `json:"status_p50_s"`
+	StatusP99S  float64 `json:"status_p99_s"`
+}
+
+// IdleRates is the cluster with no churn and no benchmark reads: the
+// nodes' heartbeats and status, the controllers, the informers' watches.
+type IdleRates struct {
+	Seconds         float64 `json:"seconds"`
+	APICPUPerSec    float64 `json:"apiserver_cpu_per_sec"`
+	EtcdCPUPerSec   float64 `json:"etcd_cpu_per_sec"`
+	EtcdReadsPerSec float64 `json:"etcd_reads_per_sec"`
+}
+
+// CalibRow is one read kind run alone on the idle cluster, on the first
+// apiserver: its cost over the idle rates, per request.
+type CalibRow struct {
+	Kind     string `json:"kind"`
+	RV       string `json:"rv"`
+	Requests int64  `json:"requests"`
+	Errors   int64  `json:"errors"`
+	// Items is the mean items per answer.
+	Items           float64 `json:"items"`
+	APICPUMsPerReq  float64 `json:"apiserver_cpu_ms_per_req"`
+	EtcdCPUMsPerReq float64 `json:"etcd_cpu_ms_per_req"`
+	EtcdReadsPerReq float64 `json:"etcd_reads_per_req"`
+	P99Ms           float64 `json:"p99_ms"`
+}
+
+// fillWindow sets the window's figures from its delta.
+func (r *ClusterRow) fillWindow(d windowDelta) {
+	r.WindowSeconds = d.Seconds
+	r.APICPUSec, r.APICPUSecEach, r.EtcdCPUSec = d.APICPUSec, d.APICPUSecEach, d.EtcdCPUSec
+	r.EtcdReads, r.EtcdHandled, r.EtcdWatchMsgs, r.EtcdMVCC = d.etcdReads(), d.EtcdHandled, d.EtcdWatch, d.EtcdMVCC
+	r.APIEtcdOps, r.RevisionFetches, r.ProgressRequests = d.APIEtcdOps, d.Fetches, d.Progress
+	for _, k := range sortedKeys(d.requests) {
+		h := d.requests[k]
+		if h[posInf()] <= 0 {
+			continue
+		}
+		q50, _ := quantileDelta(nil, h, 0.5)
+		q99, _ := quantileDelta(nil, h, 0.99)
+		r.Latency = append(r.Latency, VerbLatency{Key: k, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000})
+	}
+	if _, _, p99, ok := latencyOf(d.requests, "LIST", ""); ok {
+		r.ListP99Ms = &p99
+	}
+	if d.wait != nil {
+		r.FreshWaitCount = d.wait[posInf()]
+		if q, ok := quantileDelta(nil, d.wait, 0.99); ok {
+			v := q * 1000
+			r.FreshWaitP99Ms = &v
+		}
+	}
+}
+
+func (r ClusterRow) summary() string {
+	p99 := "n/a"
+	if r.ListP99Ms != nil {
+		p99 = fmt.Sprintf("%.1fms", *r.ListP99Ms)
+	}
+	var stale []string
+	for _, k := range sortedKeys(r.Probe.Stale) {
+		stale = append(stale, fmt.Sprintf("%s:%d", k, r.Probe.Stale[k]))
+	}
+	return fmt.Sprintf("%s %s nodes=%d pods=%d: apiserver %.1f cpu-s, etcd %.1f cpu-s, %.0f etcd reads, LIST p99 %s, probe %d writes, stale [%s], pod bound->running p50 %.0fms p99 %.0fms (%d pods), cell %.0fs",
+		r.Config, r.Mode, r.Nodes, r.Pods, r.APICPUSec, r.EtcdCPUSec, r.EtcdReads, p99, r.Probe.Writes, strings.Join(stale, " "),
+		r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.WallSeconds)
+}

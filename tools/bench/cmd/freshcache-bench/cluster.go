@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/freshcache/freshcache/tools/bench/bench"
+)
+
+// runCluster is the cluster-level A/B benchmark (project issue 19): a
+// fresh local-up cluster per configuration and node count under the same
+// seeded load. It writes the markdown (and JSON and PNGs next to it) and
+// ends with one line on stdout: the ratios.
+func runCluster(ctx context.Context, args []string) (err error) {
+	fs := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
+	cfg := bench.ClusterConfig{Progress: os.Stderr}
+	var (
+		out     string
+		keep    bool
+		verbose bool
+		notes   []string
+		seed    uint64
+	)
+	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and the binaries it runs (make build)")
+	fs.StringSliceVar(&cfg.Configs, "configs", bench.AllClusterConfigs, "configurations: "+strings.Join(bench.AllClusterConfigs, ", "))
+	fs.IntSliceVar(&cfg.Nodes, "nodes", []int{10, 50, 100}, "hollow-node counts of the single-apiserver sweep, one cluster per count and configuration")
+	fs.IntVar(&cfg.HANodes, "ha-nodes", 0, "hollow nodes of the HA runs (2 kube-apiservers, 3 etcd members); 0 runs none (default: the largest --nodes)")
+	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", 30, "pods per hollow node, in Deployments")
+	fs.IntVar(&cfg.ReplicasPerDeployment, "replicas-per-deployment", 30, "replicas of each Deployment at the start")
+	fs.Float64Var(&cfg.PodRate, "pod-rate", 5, "churn: pods created plus deleted per second, through Deployment scale-ups, scale-downs and rollouts")
+	fs.Float64Var(&cfg.NodeListRate, "node-list-rate", 10, "LISTs per second of one node's pods (spec.nodeName), at each of rv=\"\" and rv=0")
+	fs.Float64Var(&cfg.AllListRate, "all-list-rate", 0.5, "LISTs per second of every pod, at each of rv=\"\" and rv=0")
+	fs.IntVar(&cfg.Informers, "informers", 4, "pod informers in child processes, half with WatchListClient on")
+	fs.DurationVar(&cfg.InformerRestart, "informer-restart", 30*time.Second, "each informer restarts (and relists) this often during the warm-up and the window; 0 never")
+	fs.Float64Var(&cfg.ProbeRate, "probe-rate", 2, "freshness probe writes per second, each read back four ways")
+	fs.Uint64Var(&seed, "seed", 1, "seed of the churn schedule and of the readers' node choices")
+	fs.DurationVar(&cfg.Warmup, "warmup", 15*time.Second, "churn before the measured window")
+	fs.DurationVar(&cfg.Window, "window", 2*time.Minute, "measured window")
+	fs.DurationVar(&cfg.CalibWindow, "calibration-window", 15*time.Second, "idle window, and the window of each calibrated read kind")
+	fs.Float64Var(&cfg.CalibRate, "calibration-rate", 20, "requests per second of each calibrated read kind")
+	fs.Float64Var(&cfg.CalibListAllRate, "calibration-list-all-rate", 4, "requests per second of the calibrated LISTs of every pod")
+	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 10*time.Minute, "bound on local-up's start, on the Deployments' rollout and on the informers' first sync")
+	fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed afterwards, when empty")
+	fs.BoolVar(&keep, "keep-data", false, "keep the temporary data directory (logs of every component)")
+	fs.StringVar(&out, "out", "docs/results/cluster.md", "markdown report; its JSON and plots go next to it (NAME.json, NAME-*.png)")
+	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
+	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Seed = seed
+	if !fs.Changed("ha-nodes") {
+		for _, n := range cfg.Nodes {
+			cfg.HANodes = max(cfg.HANodes, n)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if out == "" {
+		return errors.New("--out: a path is needed")
+	}
+	if !verbose {
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	}
+	if cfg.Self, err = os.Executable(); err != nil {
+		return err
+	}
+	if cfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "freshcache-cluster-")
+		if err != nil {
+			return err
+		}
+		if keep {
+			fmt.Fprintln(os.Stderr, "# data in", dir)
+		} else {
+			defer os.RemoveAll(dir)
+		}
+		cfg.DataDir = dir
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+
+	rows, runErr := bench.RunCluster(ctx, cfg)
+	report := bench.NewClusterReport(cfg, rows, runErr)
+	report.Notes = notes
+	if len(rows) == 0 {
+		return runErr
+	}
+	dir, base := filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md")
+	plots, perr := bench.PlotCluster(rows, dir, base)
+	var rel []string
+	for _, p := range plots {
+		rel = append(rel, filepath.Base(p))
+	}
+	jerr := report.WriteJSON(filepath.Join(dir, base+".json"))
+	w, done, oerr := createOut(out)
+	if oerr != nil {
+		return errors.Join(runErr, perr, jerr, oerr)
+	}
+	merr := bench.WriteClusterMarkdown(w, report, rel)
+	derr := done()
+	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plots\n", out, filepath.Join(dir, base), len(plots))
+	fmt.Println(bench.ComputeClusterRatios(rows).Line())
+	return errors.Join(runErr, perr, jerr, merr, derr)
+}
+
+// runClusterInformers is the informer child of runCluster (not for direct
+// use): pod informers on one apiserver until stdin closes.
+func runClusterInformers(ctx context.Context, args []string) error {
+	fs := pflag.NewFlagSet(bench.InformerChildSubcommand, pflag.ContinueOnError)
+	var cfg bench.InformerChildConfig
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver")
+	fs.BoolVar(&cfg.WatchListClient, "watch-list-client", true, "client-go's WatchListClient feature for these informers")
+	fs.IntVar(&cfg.Informers, "informers", 1, "pod informers")
+	fs.DurationVar(&cfg.RestartEvery, "restart-every", 0, "restart each informer this often; 0 never")
+	fs.DurationVar(&cfg.RestartFor, "restart-for", 0, "restart only during this long from the start")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	return bench.RunInformerChild(ctx, cfg, os.Stdin, os.Stdout)
+}
