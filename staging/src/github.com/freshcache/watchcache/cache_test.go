@@ -230,7 +230,7 @@ func TestNoLeaksOnCancel(t *testing.T) {
 		for range w.ResultChan() {
 		}
 	}
-	goleak.VerifyNone(t, ignore)
+	goleak.VerifyNone(t, ignore, otherTestsClients)
 }
 
 const wait30s = 30 * time.Second

@@ -521,7 +521,7 @@ func TestCancelEndsWait(t *testing.T) {
 		return s.Pending+s.Covered+s.Waiting == 0
 	})
 	e.Gate.Resume()
-	if err := goleak.Find(ignore, goleak.IgnoreAnyFunction("github.com/freshcache/watchcache.(*driver).fetch")); err != nil {
+	if err := goleak.Find(ignore, goleak.IgnoreAnyFunction("github.com/freshcache/watchcache.(*driver).fetch"), otherTestsClients); err != nil {
 		// A fetch in flight finishes on its own; everything else is gone.
 		t.Fatal(err)
 	}
