@@ -1,8 +1,6 @@
 package upstreame2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/freshcache/freshcache/internal/scrape"
 	"github.com/freshcache/freshcache/pkg/localup/launch"
 )
 
@@ -201,26 +200,25 @@ func readCounters(ctx context.Context, cs kubernetes.Interface) (map[string]floa
 	if err != nil {
 		return nil, err
 	}
+	samples, err := scrape.Samples(body)
+	if err != nil {
+		return nil, err
+	}
+	return sumReads(samples), nil
+}
+
+// sumReads keeps readsMetric's samples, summed by "verb requested outcome".
+func sumReads(samples map[string]float64) map[string]float64 {
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, readsMetric+"{")
+	for k, v := range samples {
+		rest, ok := strings.CutPrefix(k, readsMetric+"{")
 		if !ok {
 			continue
 		}
-		labels, value, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			continue
-		}
+		labels := strings.TrimSuffix(rest, "}")
 		out[label(labels, "verb")+" "+label(labels, "requested")+" "+label(labels, "outcome")] += v
 	}
-	return out, sc.Err()
+	return out
 }
 
 // ServedFromCache is how many reads counted in reads the cache served.
