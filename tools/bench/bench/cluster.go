@@ -99,8 +99,11 @@ type ClusterConfig struct {
 	CalibRate, CalibListAllRate float64
 	// ReadyTimeout bounds local-up's start and the Deployments' rollout.
 	ReadyTimeout time.Duration
-	DataDir      string
-	Progress     io.Writer `json:"-"`
+	// LocalUpArgs are passed to every cluster's local-up after the
+	// configuration's own flags (e.g. --consistent-read-timeout-action).
+	LocalUpArgs []string
+	DataDir     string
+	Progress    io.Writer `json:"-"`
 }
 
 // Validate checks the configuration; errors name the flag at fault.
@@ -220,7 +223,8 @@ func (cfg ClusterConfig) localUpArgs(c cell) []string {
 	if c.mode == ModeHA {
 		args = append(args, "--apiservers=2", "--etcd-members=3")
 	}
-	return append(args, clusterArgs(c.config)...)
+	args = append(args, clusterArgs(c.config)...)
+	return append(args, cfg.LocalUpArgs...)
 }
 
 func cellDir(root string, c cell) string {

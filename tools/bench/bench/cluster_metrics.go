@@ -35,6 +35,13 @@ type apiMetrics struct {
 	// fetches counts freshcache's revision fetches, progress its progress
 	// requests; zero on upstream's cacher, which exports neither.
 	fetches, progress float64
+	// progressBy is progress requests by resource ("leases.coordination.k8s.io").
+	progressBy map[string]float64
+	// fetchSec is the fetches' summed round trips, fetchReads the reads
+	// they answered (the sums of revision_fetch_duration_seconds and
+	// reads_per_revision_fetch); freshReads counts reads_total, every
+	// read that needed freshness, of every resource.
+	fetchSec, fetchReads, freshReads float64
 }
 
 // requestKey names a series of request_duration_seconds: "LIST cluster",
@@ -72,7 +79,45 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.wait = histogramFrom(mfs, waitMetric[impl], "pods")
 	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
 	a.progress = counterFrom(mfs, progressMetric[BackendFreshcache])
+	a.progressBy = counterByResource(mfs, progressMetric[BackendFreshcache])
+	a.fetchSec = histogramSum(mfs, "apiserver_freshcache_revision_fetch_duration_seconds")
+	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
+	a.freshReads = counterFrom(mfs, "apiserver_freshcache_reads_total")
 	return a
+}
+
+// counterByResource sums counter name by its resource and group labels,
+// "resource" or "resource.group".
+func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 {
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			k := label(m, "resource")
+			if g := label(m, "group"); g != "" {
+				k += "." + g
+			}
+			out[k] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// histogramSum is the sum of every observation of histogram name, all
+// series; zero when absent.
+func histogramSum(mfs []*dto.MetricFamily, name string) float64 {
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return sum
 }
 
 // etcdMetrics is what etcd's /metrics says. Every member of local-up's
@@ -181,6 +226,10 @@ type windowDelta struct {
 	APIEtcdOps  map[string]float64
 	Fetches     float64
 	Progress    float64
+	ProgressBy  map[string]float64
+	// FetchSec, FetchReads and FreshReads are the window's part of
+	// apiMetrics' sums of the same names.
+	FetchSec, FetchReads, FreshReads float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -196,6 +245,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		EtcdWatch:   after.etcd.watchMsgs - before.etcd.watchMsgs,
 		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
 		APIEtcdOps:  map[string]float64{},
+		ProgressBy:  map[string]float64{},
 	}
 	for i := range after.api {
 		if i >= len(before.api) {
@@ -216,6 +266,12 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		d.Fetches += a.fetches - b.fetches
 		d.Progress += a.progress - b.progress
+		for k, v := range subMaps(a.progressBy, b.progressBy) {
+			d.ProgressBy[k] += v
+		}
+		d.FetchSec += a.fetchSec - b.fetchSec
+		d.FetchReads += a.fetchReads - b.fetchReads
+		d.FreshReads += a.freshReads - b.freshReads
 	}
 	return d
 }

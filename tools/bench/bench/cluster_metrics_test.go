@@ -139,3 +139,48 @@ func TestStatusStartLatency(t *testing.T) {
 		t.Error("a container not running has no start")
 	}
 }
+
+// TestFreshnessWorkFromMetrics: freshcache's fetch and progress figures
+// come from its own series, split by resource where they carry one, and
+// the window keeps only what moved in it.
+func TestFreshnessWorkFromMetrics(t *testing.T) {
+	counter := func(v float64, labels ...string) *dto.Metric {
+		m := &dto.Metric{Counter: &dto.Counter{Value: ptrTo(v)}}
+		for i := 0; i < len(labels); i += 2 {
+			m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(labels[i]), Value: ptrTo(labels[i+1])})
+		}
+		return m
+	}
+	hist := func(sum float64, count uint64) *dto.Metric {
+		return &dto.Metric{Histogram: &dto.Histogram{SampleSum: ptrTo(sum), SampleCount: ptrTo(count)}}
+	}
+	scrape := func(podsProgress, fetchSec, fetchReads float64) []*dto.MetricFamily {
+		return []*dto.MetricFamily{
+			{Name: ptrTo("apiserver_freshcache_progress_requests_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(podsProgress, "group", "", "resource", "pods"),
+				counter(4, "group", "coordination.k8s.io", "resource", "leases"),
+			}},
+			{Name: ptrTo("apiserver_freshcache_revision_fetches_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{counter(10, "result", "ok")}},
+			{Name: ptrTo("apiserver_freshcache_revision_fetch_duration_seconds"), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{hist(fetchSec, 10)}},
+			{Name: ptrTo("apiserver_freshcache_reads_per_revision_fetch"), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{hist(fetchReads, 10)}},
+			{Name: ptrTo("apiserver_freshcache_reads_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(7, "resource", "pods", "outcome", "cache"), counter(1, "resource", "pods", "outcome", "fallback"),
+			}},
+		}
+	}
+	before := apiMetricsFrom(scrape(3, 0.5, 20), BackendFreshcache)
+	after := apiMetricsFrom(scrape(8, 0.75, 32), BackendFreshcache)
+	if after.progress != 12 || after.progressBy["pods"] != 8 || after.progressBy["leases.coordination.k8s.io"] != 4 {
+		t.Errorf("progress %v by resource %v", after.progress, after.progressBy)
+	}
+	if after.fetchSec != 0.75 || after.fetchReads != 32 || after.freshReads != 8 {
+		t.Errorf("fetch seconds %v, reads %v, fresh reads %v", after.fetchSec, after.fetchReads, after.freshReads)
+	}
+	d := diffSamples(clusterSample{apiTicks: []float64{0}, api: []apiMetrics{before}}, clusterSample{apiTicks: []float64{0}, api: []apiMetrics{after}})
+	if len(d.ProgressBy) != 1 || d.ProgressBy["pods"] != 5 {
+		t.Errorf("window progress by resource %v, want only pods 5", d.ProgressBy)
+	}
+	if d.FetchSec != 0.25 || d.FetchReads != 12 || d.FreshReads != 0 {
+		t.Errorf("window fetch seconds %v, reads %v, fresh reads %v", d.FetchSec, d.FetchReads, d.FreshReads)
+	}
+}

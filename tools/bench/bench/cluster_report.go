@@ -197,6 +197,7 @@ func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 	}
 	writeClusterMain(&b, r.Cells)
 	writeClusterEtcd(&b, r.Cells)
+	writeClusterFreshness(&b, r.Cells)
 	writeClusterLatency(&b, r.Cells)
 	writeClusterClients(&b, r.Cells)
 	writeClusterCalibration(&b, r.Cells)
@@ -275,6 +276,38 @@ func writeClusterEtcd(b *strings.Builder, rows []ClusterRow) {
 		}
 		fmt.Fprintf(b, " %.0f | %.0f | %.0f | %.0f / %.0f / %.0f | %.0f | %.0f |\n", r.EtcdWatchMsgs, r.EtcdMVCC["range_total"], r.EtcdMVCC["put_total"],
 			r.APIEtcdOps["get"], r.APIEtcdOps["list"]+r.APIEtcdOps["listWithCount"]+r.APIEtcdOps["listStream"], r.APIEtcdOps["getCurrentResourceVersion"], r.RevisionFetches, r.ProgressRequests)
+	}
+}
+
+// writeClusterFreshness is freshcache's own work for fresh reads: how
+// many reads each revision fetch answered, what a fetch took, and which
+// resources asked for progress. Rows of runs that predate these figures
+// (or of upstream, which exports none) are left out; so is the whole
+// table when no row has them.
+func writeClusterFreshness(b *strings.Builder, rows []ClusterRow) {
+	var mine []ClusterRow
+	for _, r := range rows {
+		if r.RevisionFetches > 0 && r.FetchReads > 0 {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	b.WriteString("\n## freshcache's freshness work in the window\n\nFrom freshcache's own metrics, every resource: `reads_total` (reads that needed freshness), `revision_fetches_total`, the sums of `reads_per_revision_fetch` (reads answered) and `revision_fetch_duration_seconds`, and `progress_requests_total` by resource (the three that sent most). A fetch answers every read that arrived before it was sent, so reads per fetch grow with the rate of fresh reads times a fetch's round trip.\n\n| configuration | mode | nodes | fresh reads (/s) | fetches | reads per fetch | fetch mean ms | progress requests | most progress requests |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range mine {
+		var top []string
+		keys := sortedKeys(r.ProgressByResource)
+		slices.SortStableFunc(keys, func(x, y string) int { return cmpFloat(r.ProgressByResource[y], r.ProgressByResource[x]) })
+		for _, k := range keys[:min(len(keys), 3)] {
+			top = append(top, fmt.Sprintf("%s %.0f", k, r.ProgressByResource[k]))
+		}
+		rate := 0.0
+		if r.WindowSeconds > 0 {
+			rate = r.FreshReads / r.WindowSeconds
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.2f | %.0f | %s |\n", r.Config, r.Mode, r.Nodes, r.FreshReads, rate,
+			r.RevisionFetches, r.FetchReads/r.RevisionFetches, 1000*r.FetchSeconds/r.RevisionFetches, r.ProgressRequests, strings.Join(top, ", "))
 	}
 }
 

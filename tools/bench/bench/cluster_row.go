@@ -53,6 +53,16 @@ type ClusterRow struct {
 	// APIEtcdOps["getCurrentResourceVersion"]).
 	RevisionFetches  float64 `json:"revision_fetches"`
 	ProgressRequests float64 `json:"progress_requests"`
+	// ProgressByResource splits ProgressRequests by resource. A resource
+	// with few fresh reads and many writes asks for progress mostly to
+	// prove its last revision whole (the reflector's pending revision).
+	ProgressByResource map[string]float64 `json:"progress_by_resource,omitempty"`
+	// FreshReads counts freshcache's reads_total (every read that needed
+	// freshness, every resource); FetchReads the reads the revision
+	// fetches answered, FetchSeconds the fetches' summed round trips.
+	FreshReads   float64 `json:"fresh_reads"`
+	FetchReads   float64 `json:"fetch_reads"`
+	FetchSeconds float64 `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
 	// and scope, every apiserver summed.
@@ -133,6 +143,10 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	r.APICPUSec, r.APICPUSecEach, r.EtcdCPUSec = d.APICPUSec, d.APICPUSecEach, d.EtcdCPUSec
 	r.EtcdReads, r.EtcdHandled, r.EtcdWatchMsgs, r.EtcdMVCC = d.etcdReads(), d.EtcdHandled, d.EtcdWatch, d.EtcdMVCC
 	r.APIEtcdOps, r.RevisionFetches, r.ProgressRequests = d.APIEtcdOps, d.Fetches, d.Progress
+	if len(d.ProgressBy) > 0 {
+		r.ProgressByResource = d.ProgressBy
+	}
+	r.FreshReads, r.FetchReads, r.FetchSeconds = d.FreshReads, d.FetchReads, d.FetchSec
 	for _, k := range sortedKeys(d.requests) {
 		h := d.requests[k]
 		if h[posInf()] <= 0 {

@@ -45,3 +45,15 @@ func TestClusterCellsOrder(t *testing.T) {
 		t.Errorf("cells %v", got)
 	}
 }
+
+// TestLocalUpArgsComeLast: flags given with --local-up-arg follow the
+// configuration's own, so they reach every cluster and can override them.
+func TestLocalUpArgsComeLast(t *testing.T) {
+	cfg := ClusterConfig{ReadyTimeout: time.Minute, LocalUpArgs: []string{"--consistent-read-timeout-action=reject"}}
+	got := cfg.localUpArgs(cell{ClusterFreshRV0, ModeHA, 3})
+	want := []string{"--controllers=true", "--nodes=3", "--ready-timeout=1m0s", "--apiservers=2", "--etcd-members=3",
+		"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true", "--consistent-read-timeout-action=reject"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("local-up args %v, want %v", got, want)
+	}
+}
