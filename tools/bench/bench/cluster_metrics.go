@@ -90,18 +90,13 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 // "resource" or "resource.group".
 func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 {
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
+	eachSeries(mfs, name, func(m *dto.Metric) {
+		k := label(m, "resource")
+		if g := label(m, "group"); g != "" {
+			k += "." + g
 		}
-		for _, m := range mf.GetMetric() {
-			k := label(m, "resource")
-			if g := label(m, "group"); g != "" {
-				k += "." + g
-			}
-			out[k] += m.GetCounter().GetValue()
-		}
-	}
+		out[k] += m.GetCounter().GetValue()
+	})
 	return out
 }
 
@@ -109,14 +104,7 @@ func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 
 // series; zero when absent.
 func histogramSum(mfs []*dto.MetricFamily, name string) float64 {
 	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			sum += m.GetHistogram().GetSampleSum()
-		}
-	}
+	eachSeries(mfs, name, func(m *dto.Metric) { sum += m.GetHistogram().GetSampleSum() })
 	return sum
 }
 

@@ -77,13 +77,6 @@ func TestRequestLatencyFromHistogramDeltas(t *testing.T) {
 }
 
 func TestEtcdMetricsByMethod(t *testing.T) {
-	counter := func(v float64, labels ...string) *dto.Metric {
-		m := &dto.Metric{Counter: &dto.Counter{Value: ptrTo(v)}}
-		for i := 0; i < len(labels); i += 2 {
-			m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(labels[i]), Value: ptrTo(labels[i+1])})
-		}
-		return m
-	}
 	mfs := []*dto.MetricFamily{
 		{Name: ptrTo("grpc_server_handled_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 			counter(10, "grpc_service", "etcdserverpb.KV", "grpc_method", "Range", "grpc_code", "OK"),
@@ -144,13 +137,6 @@ func TestStatusStartLatency(t *testing.T) {
 // come from its own series, split by resource where they carry one, and
 // the window keeps only what moved in it.
 func TestFreshnessWorkFromMetrics(t *testing.T) {
-	counter := func(v float64, labels ...string) *dto.Metric {
-		m := &dto.Metric{Counter: &dto.Counter{Value: ptrTo(v)}}
-		for i := 0; i < len(labels); i += 2 {
-			m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(labels[i]), Value: ptrTo(labels[i+1])})
-		}
-		return m
-	}
 	hist := func(sum float64, count uint64) *dto.Metric {
 		return &dto.Metric{Histogram: &dto.Histogram{SampleSum: ptrTo(sum), SampleCount: ptrTo(count)}}
 	}
@@ -183,4 +169,13 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	if d.FetchSec != 0.25 || d.FetchReads != 12 || d.FreshReads != 0 {
 		t.Errorf("window fetch seconds %v, reads %v, fresh reads %v", d.FetchSec, d.FetchReads, d.FreshReads)
 	}
+}
+
+// counter is a counter series of value v with label name/value pairs.
+func counter(v float64, labels ...string) *dto.Metric {
+	m := &dto.Metric{Counter: &dto.Counter{Value: ptrTo(v)}}
+	for i := 0; i < len(labels); i += 2 {
+		m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(labels[i]), Value: ptrTo(labels[i+1])})
+	}
+	return m
 }

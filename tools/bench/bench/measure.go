@@ -149,17 +149,22 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// counterFrom sums every series of counter name; zero when absent.
-func counterFrom(mfs []*dto.MetricFamily, name string) float64 {
-	var sum float64
+// eachSeries calls f for every series of the family called name.
+func eachSeries(mfs []*dto.MetricFamily, name string, f func(*dto.Metric)) {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			sum += m.GetCounter().GetValue()
+			f(m)
 		}
 	}
+}
+
+// counterFrom sums every series of counter name; zero when absent.
+func counterFrom(mfs []*dto.MetricFamily, name string) float64 {
+	var sum float64
+	eachSeries(mfs, name, func(m *dto.Metric) { sum += m.GetCounter().GetValue() })
 	return sum
 }
 
