@@ -18,6 +18,13 @@
 //   - RequestProgress, sent with the same metadata, reaches exactly that
 //     stream. etcd answers a progress request only once every watch on the
 //     stream is synced, so one request covers every cached resource.
+//   - etcd also withholds the answer while any watch on the stream starts
+//     beyond its current revision (etcd-io/etcd#20229). So a watch starts
+//     at the sink's revision itself, not the one after it as the store's
+//     "from" would: a quiet resource that has just listed at etcd's
+//     revision would otherwise hold back every cache's progress
+//     notification until the next write anywhere. The re-delivered events
+//     of that revision are applied already and are skipped.
 //
 // The etcd3 store adds clientv3.WithRequireLeader to that context, so a
 // member that loses the leader ends the watch instead of silently serving a

@@ -121,6 +121,10 @@ type Reflector struct {
 		rv   uint64
 		keys map[string]struct{}
 	}
+	// lateAt is a sink revision whose watch must start after it, not at
+	// it (see watch): one started at it failed before it delivered
+	// anything new. Only the Run goroutine uses it.
+	lateAt uint64
 
 	mu struct {
 		sync.Mutex
@@ -361,9 +365,29 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 	if r.cfg.UntrustedProgress {
 		return r.watchUntrusted(ctx)
 	}
-	from := r.cfg.Sink.RV()
+	have := r.cfg.Sink.RV()
+	from := have
+	// etcd answers a progress request on a stream only while no watch on
+	// it starts beyond etcd's revision (mvcc progressIfSync). A watch
+	// from the sink's revision + 1, the store's meaning of "from", is
+	// such a watch whenever the cache is as new as etcd, and it would
+	// withhold every progress notification of every cache on the stream
+	// until the next write anywhere. So the watch starts at the sink's
+	// revision itself; its events are applied already and are skipped
+	// below. Not when etcd compacted at or past it: the deletes of that
+	// revision would come without their previous value, which the store
+	// cannot decode. The store may not know of a compaction yet, so a
+	// watch started early that fails before it delivers anything new is
+	// followed by one that starts late (lateAt).
+	early := have > 1 && r.lateAt != have && r.cfg.Storage.CompactRevision() < int64(have)
+	if early {
+		from--
+	}
 	w, err := r.open(ctx, from)
 	if err != nil {
+		if early {
+			r.lateAt = have
+		}
 		return r.openFailed(from, err)
 	}
 	defer w.Stop()
@@ -407,13 +431,21 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 			ev, ok, why = r.next(ctx, w)
 		}
 		if end, done := r.ended(ev, ok, why, progressed); done {
+			if early && !progressed && end.err != nil {
+				r.lateAt = have
+			}
 			return end
 		}
 		rv, err := r.cfg.Versioner.ObjectResourceVersion(ev.Object)
 		if err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
 		}
-		progressed = true
+		if ev.Type == watch.Bookmark || rv > have {
+			// The re-delivered events of the start revision are not
+			// progress: a watch that fails on them again and again must
+			// run into the retry budget.
+			progressed = true
+		}
 		if ev.Type == watch.Bookmark {
 			if len(batch) > 0 && rv >= batchRV {
 				if err := flush(); err != nil {
