@@ -60,7 +60,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"for as long as the watch lasts, as upstream's cacher does, and this bounds only the wait for the cache to reach it.")
 	fs.Var(timeoutActionValue{&o.ConsistentReadTimeoutAction}, "consistent-read-timeout-action",
 		"What a freshcache read does after --consistent-read-timeout: fallback (serve it from etcd with a quorum read; "+
-			"a watch is never served from etcd and gets a too-large-resource-version error) "+
+			"a watch is never served from etcd and gets a too-large-resource-version error, "+
+			"and a resourceVersion=0 list that the FreshResourceVersionZero gate made wait gets 429, since upstream never lists it from etcd) "+
 			"or reject (answer 429 Too Many Requests with Retry-After; a watch's whole wait is then bounded too).")
 }
 

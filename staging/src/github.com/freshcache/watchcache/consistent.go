@@ -34,11 +34,13 @@ const (
 //   - fromCache: serve from a snapshot taken after the return.
 //   - fromEtcd: delegate with rv="" to the underlying storage. That happens
 //     with TimeoutFallback when the revision fetch failed or the wait timed
-//     out. Never for a WATCH (see below). (A read whose consistent reads
-//     the version guard disabled is planned plan.Etcd and never gets here.)
-//   - an error: TooManyRequests with Retry-After (TimeoutReject, after a
-//     timeout or a failed fetch), TooLargeResourceVersion (a NotOlderThan
-//     read that timed out, as upstream), or ctx.Err()/ErrStopped.
+//     out. Never for a WATCH (see below), nor for an rv=0 LIST (zeroList).
+//     (A read whose consistent reads the version guard disabled is planned
+//     plan.Etcd and never gets here.)
+//   - an error: TooManyRequests with Retry-After (TimeoutReject, or an
+//     rv=0 LIST, after a timeout or a failed fetch),
+//     TooLargeResourceVersion (a NotOlderThan read that timed out, as
+//     upstream), or ctx.Err()/ErrStopped.
 //
 // A WATCH is never served by opening a watch on etcd: upstream's cacher
 // never does for a cached resource, and a watch on etcd would hold an etcd
@@ -122,6 +124,13 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, vd.err),
 				retryAfterSeconds)
 		}
+		if zeroList(v, p) {
+			klog.V(2).InfoS("freshcache: revision fetch failed, shedding an rv=0 list", "resource", c.cfg.GroupResource.String(), "err", vd.err)
+			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+			return 0, apierrors.NewTooManyRequests(
+				fmt.Sprintf("the revision of etcd could not be fetched for a resourceVersion=0 list of %s: %v", c.cfg.GroupResource, vd.err),
+				retryAfterSeconds)
+		}
 		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", vd.err)
 		c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 		return fromEtcd, nil
@@ -131,7 +140,7 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 		return 0, storage.NewTooLargeResourceVersionError(minRV, c.RV(), retryAfterSeconds)
 	}
-	if c.opts.TimeoutAction == TimeoutReject {
+	if c.opts.TimeoutAction == TimeoutReject || zeroList(v, p) {
 		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 		return 0, apierrors.NewTooManyRequests(
 			fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
@@ -144,6 +153,27 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 	}
 	c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 	return fromEtcd, nil
+}
+
+// zeroList: the read is an rv=0 LIST that FreshResourceVersionZero made
+// wait. TimeoutFallback does not send it to etcd; it gets 429 with
+// Retry-After, as with TimeoutReject.
+//
+// Upstream's cacher answers an rv=0 LIST from its cache and never from
+// etcd, so a fallback would be etcd load that upstream does not have, and
+// the costliest kind: etcd has no field index, so an rv=0 LIST of one
+// node's pods becomes a range over every pod. A wait times out when etcd
+// or the apiserver is slow already; with 100 hollow nodes on two cores
+// those ranges fed the overload until LISTs ran into their 60 s limit
+// (docs/investigations/cluster-targets.md). A 429 is an answer clients of
+// rv=0 LISTs handle already: upstream gives it to them while its cache is
+// not ready (cacher.go, GetList), client-go's REST client retries it after
+// Retry-After, and a reflector backs off and relists. The stale cache is
+// never the answer: that is kubernetes#59848. An rv=0 GET still falls
+// back: it reads one key, what upstream's GET at rv="" costs every time.
+// rv="" LISTs keep upstream's fallback (delegator.go, GetList).
+func zeroList(v plan.Verb, p plan.Plan) bool {
+	return v == plan.List && p.Zero
 }
 
 // waitFresh blocks until the cache revision is at least rv, without

@@ -88,14 +88,15 @@ func (c *Cache) planState() plan.State {
 	}
 }
 
-// fromEtcd delegates a read the plan sends to etcd: as asked, except that
-// a consistent rv=0 read becomes the quorum read rv="" ("any" allows it),
-// and an rv=0 LIST keeps its one-piece answer.
+// listFromEtcd delegates a LIST the plan (or a fallback) sends to etcd: as
+// asked, except that an rv=0 LIST the version guard sends there becomes
+// the quorum read rv="" ("any" allows it) and keeps its one-piece answer.
+// (A fresh rv=0 LIST never falls back: zeroList.)
 func (c *Cache) listFromEtcd(ctx context.Context, key string, p plan.Plan, opts storage.ListOptions, listObj runtime.Object) error {
 	if p.Guarded {
 		c.metrics.Read(metrics.VerbList, p.Requested(), metrics.OutcomeFallback)
 	}
-	if p.Zero && (p.Guarded || p.Source == plan.Fresh) {
+	if p.Zero && p.Guarded {
 		opts = quorum(opts)
 	}
 	return c.cfg.Storage.GetList(ctx, key, opts, listObj)

@@ -82,7 +82,9 @@ type Options struct {
 	// version" either way, as upstream. A WATCH is never served from etcd:
 	// with TimeoutFallback it gets "too large resource version" after the
 	// timeout; with TimeoutReject its whole wait, revision included, is
-	// bounded by the timeout and ends in 429, which client-go retries.)
+	// bounded by the timeout and ends in 429, which client-go retries. An
+	// rv=0 LIST that FreshResourceVersionZero made wait gets 429 either
+	// way: upstream never sends one to etcd.)
 	// kube-apiserver: --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
 

@@ -21,7 +21,8 @@ import (
 // the wait timed out, or the revision fetch failed. Never the stale cache.
 
 // TestTimeoutActions holds the cache back so that a consistent read cannot
-// become fresh: fallback serves it from etcd (with the write), reject
+// become fresh: fallback serves it from etcd (with the write), except an
+// rv=0 LIST, which upstream never sends to etcd and which gets 429; reject
 // answers 429 with Retry-After. Neither serves the stale cache.
 func TestTimeoutActions(t *testing.T) {
 	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
@@ -43,7 +44,15 @@ func TestTimeoutActions(t *testing.T) {
 				w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(rv))
 				switch action {
 				case watchcache.TimeoutFallback:
-					if err != nil || !names(list)["b"] {
+					switch {
+					case rv == "0":
+						// Upstream never lists rv=0 from etcd: 429.
+						if !apierrors.IsTooManyRequests(err) {
+							t.Errorf("rv=0 fallback LIST: %v %v, want 429", err, names(list))
+						} else if s, ok := apierrors.SuggestsClientDelay(err); !ok || s <= 0 {
+							t.Errorf("rv=0 fallback LIST: no Retry-After in %v", err)
+						}
+					case err != nil || !names(list)["b"]:
 						t.Errorf("rv=%q fallback LIST: %v %v", rv, err, names(list))
 					}
 					if gerr != nil || get.Name != "b" {
@@ -90,6 +99,12 @@ func TestTimeoutActions(t *testing.T) {
 			if n := rec.count("get/zero/" + outcome); n != 1 {
 				t.Errorf("reads_total{get,zero,%s} = %d", outcome, n)
 			}
+			if n := rec.count("list/zero/" + metrics.OutcomeRejected); n != 1 {
+				t.Errorf("reads_total{list,zero,rejected} = %d, want 1", n)
+			}
+			if n := rec.count("list/zero/" + metrics.OutcomeFallback); n != 0 {
+				t.Errorf("reads_total{list,zero,fallback} = %d, want 0", n)
+			}
 			// Timed out, so never released: the wait is observed, the
 			// release is not.
 			for _, k := range []string{"list/consistent", "get/zero"} {
@@ -111,7 +126,8 @@ func (failingSource) RevisionFor(context.Context, int) (int64, error) {
 
 // TestFailedFetchFollowsTimeoutAction: a read whose revision fetch failed
 // is never served from the cache; with fallback etcd answers it (fresh),
-// with reject it gets 429 and Retry-After.
+// with reject it gets 429 and Retry-After. An rv=0 LIST gets 429 either
+// way.
 func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
 		t.Run(string(action), func(t *testing.T) {
@@ -127,9 +143,19 @@ func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 			etcdWatches := e.Gate.Watches()
 			list := &example.PodList{}
 			err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list)
+			zerr := e.Cache.GetList(ctx, "/pods/", listOpts("0"), &example.PodList{})
 			get := &example.Pod{}
 			gerr := e.Cache.Get(ctx, "/pods/ns/fresh", storage.GetOptions{ResourceVersion: "0"}, get)
 			w, werr := e.Cache.Watch(ctx, "/pods/", listOpts(""))
+			// An rv=0 LIST is never sent to etcd: 429 with either action.
+			if !apierrors.IsTooManyRequests(zerr) {
+				t.Errorf("%s rv=0 LIST after a failed fetch: %v, want 429", action, zerr)
+			} else if s, ok := apierrors.SuggestsClientDelay(zerr); !ok || s <= 0 {
+				t.Errorf("%s rv=0 LIST: no Retry-After in %v", action, zerr)
+			}
+			if n := rec.count("list/zero/" + metrics.OutcomeRejected); n != 1 {
+				t.Errorf("reads_total{list,zero,rejected} = %d, want 1", n)
+			}
 			if action == watchcache.TimeoutFallback {
 				// A watch is not delegated: it fails with the fetch's
 				// error, as upstream's watch does when it cannot read
