@@ -613,6 +613,20 @@ func TestRegistryDialsOutsideTheLock(t *testing.T) {
 		t.Fatalf("another cluster's Acquire while one dial hangs: %v", err)
 	}
 	l.Release()
+	// Both Acquires of the unreachable cluster must be on its one dial
+	// before it fails: one that came later would dial again.
+	deadline := time.Now().Add(10 * time.Second)
+	for refs := 0; refs != 2; {
+		r.mu.Lock()
+		if e := r.mu.entries["unreachable"]; e != nil {
+			refs = e.refs
+		}
+		r.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Acquires wait for the hanging dial, want 2", refs)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	close(hang)
 	for range 2 {
 		if err := <-slowErr; err == nil {
