@@ -235,18 +235,21 @@ bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 
 # bench-cluster is the cluster-level A/B benchmark (project issue 19): for
 # upstream, freshcache and freshcache with FreshResourceVersionZero, a fresh
 # local-up cluster (controller-manager, scheduler, N hollow nodes) per node
-# count, and HA (2 kube-apiservers, 3 etcd members) at the largest, all
+# count, and HA (2 kube-apiservers, 3 etcd members) at CLUSTER_HA_NODES, all
 # under the same seeded load: Deployment churn, LIST clients at rv="" and
 # rv=0, informers with and without WatchListClient, a freshness probe
 # (freshcache-bench cluster; docs/results/cluster.md, plots cluster-*.png).
 # It ends with one line: cluster-bench ratios: apiserver-cpu=... etcd-reads=...
 # list-p99=... stale=... Run it on a quiet machine; CLUSTER_NODES lists the
-# node counts. bench-cluster-short is the same at 3 nodes with short
+# node counts. HA runs at 30 nodes: at 100, upstream's 3,000 pods did not
+# all run within the 10 min ready timeout with 2 apiservers and 3 etcd
+# members on 2 cores (docs/investigations/cluster-targets.md). bench-cluster-short is the same at 3 nodes with short
 # windows, to check the harness; it writes under _output, never docs.
 CLUSTER_NODES ?= 10,50,100
+CLUSTER_HA_NODES ?= 30
 CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
-bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 100 hollow nodes + HA at 100 (~80 min, quiet machine); writes docs/results/cluster.md.
-	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
+bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 100 hollow nodes + HA at 30 (~90 min, quiet machine); writes docs/results/cluster.md.
+	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
 
 bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
 	@mkdir -p $(OUT)/bench

@@ -42,6 +42,44 @@ func TestClusterRatiosAndClosingLine(t *testing.T) {
 	}
 }
 
+// TestOverloadedCellNotComparable: a freshcache-fresh-rv0 cell that served
+// far less than upstream's cell has lower CPU and etcd figures because it
+// did less; those targets say so instead of "yes". Its latency is still
+// judged.
+func TestOverloadedCellNotComparable(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	cell := func(config string, cpu, reads float64, listOK int64, churn int, p99 float64) ClusterRow {
+		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 100, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99),
+			Reads: []ReadStats{{Kind: ReadListNode, RV: RVConsistent, OK: listOK / 2}, {Kind: ReadListNode, RV: RVZero, OK: listOK / 2}}, PodsCreated: churn / 2, PodsDeleted: churn / 2}
+	}
+	for _, tc := range []struct {
+		name             string
+		listOK           int64
+		churn            int
+		wantWork         float64
+		wantCPU, wantEtc string
+	}{
+		{"same work", 2470, 586, 1, "yes", "yes"},
+		{"lists fell behind", 1060, 586, 1060.0 / 2470, "not comparable: 43% of upstream's work served", "not comparable: 43% of upstream's work served"},
+		{"churn fell behind", 2470, 352, 352.0 / 586, "not comparable: 60% of upstream's work served", "not comparable: 60% of upstream's work served"},
+		{"within the margin", 2300, 560, 2300.0 / 2470, "yes", "yes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := ComputeClusterRatios([]ClusterRow{
+				cell(ClusterUpstream, 100, 1000, 2470, 586, 100),
+				cell(ClusterFreshRV0, 90, 300, tc.listOK, tc.churn, 200),
+			})
+			if r.Work == nil || *r.Work < tc.wantWork-1e-9 || *r.Work > tc.wantWork+1e-9 {
+				t.Fatalf("work %v, want %.3f", r.Work, tc.wantWork)
+			}
+			got := clusterTargets(r)
+			if got[0][3] != tc.wantCPU || got[1][3] != tc.wantEtc || got[2][3] != "no" {
+				t.Errorf("targets %q %q %q", got[0][3], got[1][3], got[2][3])
+			}
+		})
+	}
+}
+
 func TestPromisedStale(t *testing.T) {
 	stale := map[string]int64{"get rv=0": 1, "list rv=0": 2, `get rv=""`: 4, `list rv=""`: 8}
 	if got := promisedStale(ClusterRow{Config: ClusterFreshcache, Probe: ProbeStats{Stale: stale}}); got != 12 {
