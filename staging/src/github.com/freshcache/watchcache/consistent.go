@@ -117,18 +117,11 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 			return 0, vd.err
 		}
-		if c.opts.TimeoutAction == TimeoutReject {
+		if c.opts.TimeoutAction == TimeoutReject || zeroList(v, p) {
 			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", vd.err)
 			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 			return 0, apierrors.NewTooManyRequests(
 				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, vd.err),
-				retryAfterSeconds)
-		}
-		if zeroList(v, p) {
-			klog.V(2).InfoS("freshcache: revision fetch failed, shedding an rv=0 list", "resource", c.cfg.GroupResource.String(), "err", vd.err)
-			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-			return 0, apierrors.NewTooManyRequests(
-				fmt.Sprintf("the revision of etcd could not be fetched for a resourceVersion=0 list of %s: %v", c.cfg.GroupResource, vd.err),
 				retryAfterSeconds)
 		}
 		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", vd.err)
