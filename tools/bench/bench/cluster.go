@@ -99,6 +99,10 @@ type ClusterConfig struct {
 	CalibRate, CalibListAllRate float64
 	// ReadyTimeout bounds local-up's start and the Deployments' rollout.
 	ReadyTimeout time.Duration
+	// SetupInflightPods paces the rollout before the warm-up: Deployments
+	// are created while at most this many of their pods are not yet
+	// Running (0: all at once).
+	SetupInflightPods int
 	// LocalUpArgs are passed to every cluster's local-up after the
 	// configuration's own flags (e.g. --consistent-read-timeout-action).
 	LocalUpArgs []string
@@ -147,7 +151,7 @@ func (c ClusterConfig) Validate() error {
 	}{
 		{"--pod-rate", c.PodRate}, {"--node-list-rate", c.NodeListRate}, {"--all-list-rate", c.AllListRate},
 		{"--informers", float64(c.Informers)}, {"--probe-rate", c.ProbeRate}, {"--warmup", c.Warmup.Seconds()},
-		{"--informer-restart", c.InformerRestart.Seconds()},
+		{"--informer-restart", c.InformerRestart.Seconds()}, {"--setup-inflight-pods", float64(c.SetupInflightPods)},
 	}
 	for _, p := range nonNegative {
 		if p.v < 0 {

@@ -8,6 +8,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -92,10 +93,12 @@ func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, er
 		row.Pods += int(s)
 	}
 	t0 := time.Now()
-	if err := setupWorkload(ctx, apis[0].cs, sizes); err != nil {
-		return row, err
+	setupCtx, cancelSetup := context.WithTimeout(ctx, cfg.ReadyTimeout)
+	defer cancelSetup()
+	if err := setupWorkload(setupCtx, apis[0].cs, sizes, cfg.SetupInflightPods, cfg.Progress); err != nil {
+		return row, fmt.Errorf("after %s: %w", time.Since(t0).Round(time.Second), err)
 	}
-	if row.PodsRunning, err = waitDeployments(ctx, apis[0].cs, cfg.ReadyTimeout); err != nil {
+	if row.PodsRunning, err = waitDeployments(setupCtx, apis[0].cs, cfg.ReadyTimeout); err != nil {
 		return row, err
 	}
 	row.SetupSeconds = time.Since(t0).Seconds()
@@ -274,8 +277,13 @@ func calibRow(k clusterRead, st ReadStats, d windowDelta, idle IdleRates) CalibR
 
 // setupWorkload creates the namespace, its default service account (so
 // that pods are admitted before the controller makes it), the probe pod
-// and the Deployments.
-func setupWorkload(ctx context.Context, cs kubernetes.Interface, sizes []int32) error {
+// and the Deployments. The Deployments go in waves: one is created only
+// while the pods created and not yet Running, its own included, stay
+// within inflight (0: all at once). 3,000 pods at once on 100 hollow nodes
+// put the whole control plane at this machine's edge before the window
+// began, and a cell could then miss its ready timeout; a paced rollout
+// keeps the set-up load bounded without touching the measured window.
+func setupWorkload(ctx context.Context, cs kubernetes.Interface, sizes []int32, inflight int, progress io.Writer) error {
 	ignoreExists := func(err error) error {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -291,12 +299,54 @@ func setupWorkload(ctx context.Context, cs kubernetes.Interface, sizes []int32) 
 	if _, err := cs.CoreV1().Pods(clusterNamespace).Create(ctx, probePod(), metav1.CreateOptions{}); ignoreExists(err) != nil {
 		return err
 	}
-	for d, n := range sizes {
-		if _, err := cs.AppsV1().Deployments(clusterNamespace).Create(ctx, churnDeployment(d, n), metav1.CreateOptions{}); ignoreExists(err) != nil {
-			return err
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	created, createdPods, running := 0, 0, 0
+	for created < len(sizes) {
+		n := setupWave(sizes[created:], createdPods-running, inflight)
+		for _, size := range sizes[created : created+n] {
+			if _, err := cs.AppsV1().Deployments(clusterNamespace).Create(ctx, churnDeployment(created, size), metav1.CreateOptions{}); ignoreExists(err) != nil {
+				return err
+			}
+			created++
+			createdPods += int(size)
+		}
+		if created == len(sizes) {
+			break
+		}
+		if n > 0 && progress != nil {
+			fmt.Fprintf(progress, "#   %d of %d Deployments created, %d of %d pods Running\n", created, len(sizes), running, createdPods)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d Deployments created, %d of %d pods Running: %w", created, len(sizes), running, createdPods, ctx.Err())
+		case <-tick.C:
+		}
+		if r, err := countRunningIn(ctx, cs); err == nil {
+			running = r
 		}
 	}
 	return nil
+}
+
+// setupWave is how many of the next Deployments (their sizes) to create
+// now, with pending pods created and not yet Running: as many as keep
+// pending within inflight, and always one when none is pending, so that a
+// Deployment larger than inflight is still created. inflight 0 creates
+// them all.
+func setupWave(next []int32, pending, inflight int) int {
+	if inflight <= 0 {
+		return len(next)
+	}
+	n := 0
+	for _, size := range next {
+		if pending > 0 && pending+int(size) > inflight {
+			break
+		}
+		pending += int(size)
+		n++
+	}
+	return n
 }
 
 // waitDeployments waits until every Deployment is rolled out (updated,
@@ -329,12 +379,12 @@ func waitDeployments(ctx context.Context, cs kubernetes.Interface, timeout time.
 			default:
 				last = fmt.Sprintf("%d of %d Deployments not rolled out, %d of %d pods Running", pending, len(l.Items), running, want)
 			}
-		} else {
+		} else if ctx.Err() == nil || last == "" {
 			last = err.Error()
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("after %s: %s", timeout, last)
+			return 0, fmt.Errorf("after %s: %s", timeout.Round(time.Second), last)
 		case <-tick.C:
 		}
 	}

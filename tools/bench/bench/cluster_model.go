@@ -117,6 +117,30 @@ type CostModel struct {
 	IdleEtcd  Line       `json:"idle_etcd"`
 	IdleReads Line       `json:"idle_etcd_reads"`
 	Terms     []CostTerm `json:"terms"`
+	// FetchShare is the share of the measured window's etcd reads that
+	// were freshcache's revision fetches, FetchRoundTrip a fetch's mean
+	// round trip there (seconds). Both are zero for upstream, which has no
+	// fetches to share.
+	FetchShare     float64 `json:"fetch_share,omitempty"`
+	FetchRoundTrip float64 `json:"fetch_round_trip_seconds,omitempty"`
+}
+
+// sharedFetchRate is how many revision fetches per second answer fresh
+// reads arriving at rate (per second, independent arrivals) when one fetch
+// of round trip rtt is in flight at a time and each answers every read
+// that arrived before it was sent: a fetch answers the reads that arrived
+// during the one before it, or, if none did, the single read that starts
+// it, so it answers rate*rtt + exp(-rate*rtt) reads on average. Slow reads
+// get a fetch each; fast ones at most one fetch per round trip.
+func sharedFetchRate(rate, rtt float64) float64 {
+	if rate <= 0 {
+		return 0
+	}
+	if rtt <= 0 {
+		return rate
+	}
+	x := rate * rtt
+	return rate / (x + math.Exp(-x))
 }
 
 // CostEstimate is a model at a target: cores and etcd reads per second.
@@ -165,6 +189,16 @@ func (m CostModel) Extrapolate(t CostTarget) CostEstimate {
 		// etcd read is one Range however many keys it returns.
 		add(CostShare{Name: term.Name, APICores: rate * term.APICPU * cost, EtcdCores: rate * term.EtcdCPU * cost, EtcdReadsPerSec: rate * term.EtcdReads})
 	}
+	// The terms charge each read the fetches it needed where measured,
+	// where reads came slowly and a fetch answered about one. At the
+	// target those reads share fetches: the fetch share of the reads is
+	// replaced by the fetches that rate of reads needs.
+	if m.FetchShare > 0 && m.FetchRoundTrip > 0 {
+		fresh := e.EtcdReadsPerSec * m.FetchShare
+		shared := sharedFetchRate(fresh, m.FetchRoundTrip)
+		add(CostShare{Name: fmt.Sprintf("revision fetches shared: %.0f reads/s needing a fetch, one fetch of %.1f ms in flight", fresh, m.FetchRoundTrip*1000),
+			EtcdReadsPerSec: shared - fresh})
+	}
 	return e
 }
 
@@ -195,6 +229,10 @@ func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
 	}
 	top := slices.MaxFunc(mine, func(a, b ClusterRow) int { return a.Nodes - b.Nodes })
 	m := CostModel{Config: config, Nodes: top.Nodes, Pods: top.Pods, IdleAPI: fitLine(xs, api), IdleEtcd: fitLine(xs, etcd), IdleReads: fitLine(xs, reads)}
+	if top.RevisionFetches > 0 && top.EtcdReads > 0 {
+		m.FetchShare = min(1, top.RevisionFetches/top.EtcdReads)
+		m.FetchRoundTrip = top.FetchSeconds / top.RevisionFetches
+	}
 
 	calib := map[string]CalibRow{}
 	for _, c := range top.Calibration {
@@ -266,7 +304,7 @@ var costModelAssumptions = []string{
 	"Per-node clients (LISTs of one node's pods, GETs, the probe) send as many requests per node as here, so their rate grows with nodes; a LIST of a node's pods costs in proportion to the pods per node, a GET or the probe's one-pod LIST what it cost here.",
 	"Cluster-wide clients (LISTs of every pod, informer relists) keep their rate; each request costs in proportion to the pods it returns. A watch-list is costed as a consistent LIST of every pod.",
 	"The churn replaces the same share of pods per second, so its rate grows with pods, at a constant cost per pod change. It is what the window cost beyond the idle rate and the reads above.",
-	"etcd reads per request are what calibration measured: freshcache's coalescing makes a revision fetch serve more reads when reads come faster, so its figure is an upper bound at 5,000 nodes; upstream sends one per consistent LIST at any rate.",
+	"etcd reads per request are what calibration measured (about one revision fetch per fresh read, at 20 reads/s); upstream sends one per consistent LIST and per GET at rv=\"\" at any rate. freshcache's revision fetches are then shared: the share of its extrapolated reads that were fetches in the measured window is taken as fresh reads arriving independently at that rate, and replaced by the fetches one fetch in flight needs for them, with the round trip measured in the window (rate / (rate×rtt + e^(−rate×rtt)); at most one fetch per round trip). The report's freshness table sets this formula beside the reads per fetch measured in every cell. A busier etcd at 5,000 nodes would lengthen the round trip and so need fewer fetches still; reads arriving in bursts share more than independent ones.",
 	"etcd CPU is local-up's process (all embedded members); per request it is what calibration measured beyond the idle rate. Writes cost the same on both implementations and are in the churn term.",
 	"A negative per-request cost (calibration noise below the idle rate) is taken as zero and marked.",
 	"Latency is not extrapolated: queueing at 5,000 nodes depends on the cores the servers get, which this model does not know.",

@@ -92,7 +92,72 @@ func TestBuildCostModelFromRows(t *testing.T) {
 	if c.Scale != ScaleChurn || !near(c.Rate, 5) || !near(c.APICPU, 0.27/5) {
 		t.Errorf("churn %+v", c)
 	}
+	if m.FetchShare != 0 || m.FetchRoundTrip != 0 {
+		t.Errorf("upstream has no revision fetches: %+v", m)
+	}
 	if _, ok := buildCostModel(rows, ClusterFreshRV0); ok {
 		t.Error("a configuration without rows has no model")
+	}
+	// freshcache's top row: 800 of 1,000 window reads were fetches of
+	// 4 ms on average.
+	rows[1].Config, rows[1].RevisionFetches, rows[1].FetchSeconds = ClusterFreshRV0, 800, 3.2
+	rows[0].Config = ClusterFreshRV0
+	if m, ok := buildCostModel(rows, ClusterFreshRV0); !ok || !near(m.FetchShare, 800.0/1100) || !near(m.FetchRoundTrip, 0.004) {
+		t.Errorf("fetch share and round trip from the top row: %+v", m)
+	}
+}
+
+func TestSharedFetchRate(t *testing.T) {
+	cases := []struct {
+		name      string
+		rate, rtt float64
+		want      float64
+	}{
+		{name: "no reads", rate: 0, rtt: 0.005, want: 0},
+		{name: "no round trip: a fetch each", rate: 40, rtt: 0, want: 40},
+		// 40/s at 1 ms: x = 0.04, a fetch answers 0.04 + e^-0.04 = 1.0008.
+		{name: "slow reads get a fetch each", rate: 40, rtt: 0.001, want: 40 / (0.04 + math.Exp(-0.04))},
+		// 10,000/s at 5 ms: x = 50, one fetch per round trip.
+		{name: "fast reads: one fetch per round trip", rate: 10000, rtt: 0.005, want: 200},
+		// x = 1: 1 / (1 + 1/e) of the rate.
+		{name: "one read per round trip", rate: 100, rtt: 0.01, want: 100 / (1 + math.Exp(-1))},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := sharedFetchRate(c.rate, c.rtt); math.Abs(got-c.want) > 1e-6*max(1, c.want) {
+				t.Errorf("sharedFetchRate(%v, %v) = %v, want %v", c.rate, c.rtt, got, c.want)
+			}
+		})
+	}
+	// Never more fetches than reads, nor more than one per round trip,
+	// and more reads never need fewer fetches.
+	prev := 0.0
+	for rate := 1.0; rate < 1e5; rate *= 1.5 {
+		f := sharedFetchRate(rate, 0.004)
+		if f > rate+1e-9 || f > 1/0.004+1e-9 || f < prev-1e-9 {
+			t.Fatalf("rate %v: %v fetches/s (before: %v)", rate, f, prev)
+		}
+		prev = f
+	}
+}
+
+func TestCostModelSharesFetches(t *testing.T) {
+	m := CostModel{
+		Config: ClusterFreshRV0, Nodes: 100, Pods: 3000,
+		// 10 reads/s per 100 nodes, a fetch each where measured.
+		Terms:      []CostTerm{{Name: "node", Scale: ScaleNodesOne, Rate: 10, EtcdReads: 1}},
+		FetchShare: 0.8, FetchRoundTrip: 0.005,
+	}
+	e := m.Extrapolate(KEPScale)
+	// 500 reads/s at the target, 400 of them fetches: 400/s at 5 ms is
+	// x = 2, 400/(2+e^-2) fetches.
+	shared := 400 / (2 + math.Exp(-2))
+	if len(e.Parts) != 3 || !near(e.Parts[2].EtcdReadsPerSec, shared-400) || !near(e.EtcdReadsPerSec, 100+shared) {
+		t.Fatalf("estimate %+v, want %v reads/s", e, 100+shared)
+	}
+	// Upstream's model has no fetches to share.
+	m.FetchShare, m.FetchRoundTrip = 0, 0
+	if e := m.Extrapolate(KEPScale); len(e.Parts) != 2 || !near(e.EtcdReadsPerSec, 500) {
+		t.Fatalf("without fetches: %+v", e)
 	}
 }

@@ -24,6 +24,7 @@ func TestClusterConfigValidate(t *testing.T) {
 		{func(c *ClusterConfig) { c.Configs = []string{"upstream", "fresh"} }, "--configs"},
 		{func(c *ClusterConfig) { c.PodRate = -1 }, "--pod-rate"},
 		{func(c *ClusterConfig) { c.Window = 0 }, "--window"},
+		{func(c *ClusterConfig) { c.SetupInflightPods = -1 }, "--setup-inflight-pods"},
 	} {
 		cfg := good
 		c.change(&cfg)
@@ -55,5 +56,32 @@ func TestLocalUpArgsComeLast(t *testing.T) {
 		"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true", "--consistent-read-timeout-action=reject"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("local-up args %v, want %v", got, want)
+	}
+}
+
+func TestSetupWave(t *testing.T) {
+	thirty := []int32{30, 30, 30, 30}
+	cases := []struct {
+		name              string
+		next              []int32
+		pending, inflight int
+		want              int
+	}{
+		{"unpaced creates all", thirty, 500, 0, 4},
+		{"fits exactly", thirty, 0, 120, 4},
+		{"fills up to the budget", thirty, 0, 100, 3},
+		{"counts what is pending", thirty, 45, 100, 1},
+		{"full budget waits", thirty, 100, 100, 0},
+		{"over budget waits", thirty, 130, 100, 0},
+		{"larger than the budget, nothing pending", []int32{250, 30}, 0, 100, 1},
+		{"larger than the budget, something pending", []int32{250}, 1, 100, 0},
+		{"nothing left", nil, 0, 100, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := setupWave(c.next, c.pending, c.inflight); got != c.want {
+				t.Errorf("setupWave(%v, pending %d, inflight %d) = %d, want %d", c.next, c.pending, c.inflight, got, c.want)
+			}
+		})
 	}
 }

@@ -49,6 +49,7 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	fs.Float64Var(&cfg.CalibRate, "calibration-rate", 20, "requests per second of each calibrated read kind")
 	fs.Float64Var(&cfg.CalibListAllRate, "calibration-list-all-rate", 4, "requests per second of the calibrated LISTs of every pod")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 10*time.Minute, "bound on local-up's start, on the Deployments' rollout and on the informers' first sync")
+	fs.IntVar(&cfg.SetupInflightPods, "setup-inflight-pods", 600, "before the warm-up, Deployments are created while at most this many of their pods are not yet Running; 0 creates them all at once")
 	fs.StringArrayVar(&cfg.LocalUpArgs, "local-up-arg", nil, "a flag passed to every cluster's local-up after the configuration's own, e.g. --local-up-arg=--consistent-read-timeout-action=reject (repeatable)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed afterwards, when empty")
 	fs.BoolVar(&keep, "keep-data", false, "keep the temporary data directory (logs of every component)")
