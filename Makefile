@@ -241,14 +241,18 @@ bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 
 # (freshcache-bench cluster; docs/results/cluster.md, plots cluster-*.png).
 # It ends with one line: cluster-bench ratios: apiserver-cpu=... etcd-reads=...
 # list-p99=... stale=... Run it on a quiet machine; CLUSTER_NODES lists the
-# node counts. HA runs at 30 nodes: at 100, upstream's 3,000 pods did not
-# all run within the 10 min ready timeout with 2 apiservers and 3 etcd
-# members on 2 cores (docs/investigations/cluster-targets.md). bench-cluster-short is the same at 3 nodes with short
-# windows, to check the harness; it writes under _output, never docs.
-CLUSTER_NODES ?= 10,50,100
+# node counts. 100 nodes is past this 2-core machine's edge: in three runs
+# each configuration's 100-node cell failed or overloaded at least once,
+# so 75 is the largest node count that held for all three. HA runs at 30
+# nodes: at 100, upstream's 3,000 pods did not all run within the 10 min
+# ready timeout with 2 apiservers and 3 etcd members on 2 cores
+# (docs/investigations/cluster-targets.md). A failed cell keeps its logs
+# (the error names them). bench-cluster-short is the same at 3 nodes with
+# short windows, to check the harness; it writes under _output, never docs.
+CLUSTER_NODES ?= 10,50,75,100
 CLUSTER_HA_NODES ?= 30
 CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
-bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 100 hollow nodes + HA at 30 (~90 min, quiet machine); writes docs/results/cluster.md.
+bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 75, 100 hollow nodes + HA at 30 (~105 min, quiet machine); writes docs/results/cluster.md.
 	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
 
 bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.

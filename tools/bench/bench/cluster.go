@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -107,7 +108,11 @@ type ClusterConfig struct {
 	// configuration's own flags (e.g. --consistent-read-timeout-action).
 	LocalUpArgs []string
 	DataDir     string
-	Progress    io.Writer `json:"-"`
+	// RemovePassedCells removes a cell's data directory once the cell has
+	// run, keeping only those of failed cells (their component logs say
+	// why).
+	RemovePassedCells bool      `json:"-"`
+	Progress          io.Writer `json:"-"`
 }
 
 // Validate checks the configuration; errors name the flag at fault.
@@ -209,10 +214,15 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 			return rows, errors.Join(append(errs, ctx.Err())...)
 		}
 		if err != nil {
-			err = fmt.Errorf("bench: %s %s at %d nodes: %w", c.config, c.mode, c.nodes, err)
+			err = fmt.Errorf("bench: %s %s at %d nodes: %w (logs in %s)", c.config, c.mode, c.nodes, err, filepath.Join(cellDir(cfg.DataDir, c), "logs"))
 			fmt.Fprintf(cfg.Progress, "# failed: %v\n", err)
 			errs = append(errs, err)
 			continue
+		}
+		if cfg.RemovePassedCells {
+			if err := os.RemoveAll(cellDir(cfg.DataDir, c)); err != nil {
+				fmt.Fprintf(cfg.Progress, "# %v\n", err)
+			}
 		}
 		row.WallSeconds = time.Since(began).Seconds()
 		fmt.Fprintf(cfg.Progress, "# %s\n", row.summary())

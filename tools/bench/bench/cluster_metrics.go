@@ -6,6 +6,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -181,7 +182,7 @@ func (p *clusterProbe) sample(ctx context.Context) (clusterSample, error) {
 		s.apiTicks = append(s.apiTicks, cpuTicks([]int{p.apiPIDs[i]}))
 		mfs, err := h.metrics(ctx)
 		if err != nil {
-			return s, err
+			return s, p.explain(err)
 		}
 		s.api = append(s.api, apiMetricsFrom(mfs, p.impl))
 	}
@@ -190,10 +191,28 @@ func (p *clusterProbe) sample(ctx context.Context) (clusterSample, error) {
 	defer cancel()
 	emfs, err := scrape(sctx, p.etcdHTTP, strings.TrimSuffix(p.etcdURL, "/")+"/metrics")
 	if err != nil {
-		return s, err
+		return s, p.explain(err)
 	}
 	s.etcd = etcdMetricsFrom(emfs)
 	return s, nil
+}
+
+// explain adds to a failed scrape which of the cluster's servers has
+// exited, if any: a refused connection alone does not say.
+func (p *clusterProbe) explain(err error) error {
+	var gone []string
+	for i, pid := range p.apiPIDs {
+		if !processAlive(pid) {
+			gone = append(gone, fmt.Sprintf("kube-apiserver-%d (pid %d)", i+1, pid))
+		}
+	}
+	if !processAlive(p.etcdPID) {
+		gone = append(gone, fmt.Sprintf("local-up, which runs etcd (pid %d)", p.etcdPID))
+	}
+	if len(gone) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; exited: %s", err, strings.Join(gone, ", "))
 }
 
 // windowDelta is what happened between two samples.

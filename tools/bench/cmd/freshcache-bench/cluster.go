@@ -29,6 +29,7 @@ func runCluster(ctx context.Context, args []string) (err error) {
 		verbose bool
 		notes   []string
 		seed    uint64
+		merge   []string
 	)
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and the binaries it runs (make build)")
 	fs.StringSliceVar(&cfg.Configs, "configs", bench.AllClusterConfigs, "configurations: "+strings.Join(bench.AllClusterConfigs, ", "))
@@ -55,11 +56,15 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	fs.BoolVar(&keep, "keep-data", false, "keep the temporary data directory (logs of every component)")
 	fs.StringVar(&out, "out", "docs/results/cluster.md", "markdown report; its JSON and plots go next to it (NAME.json, NAME-*.png)")
 	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
+	fs.StringSliceVar(&merge, "from-json", nil, "run nothing: write one report from the cells of these reports' JSON (runs of the same load, no cell in two of them)")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.Seed = seed
+	if len(merge) > 0 {
+		return mergeCluster(merge, out, notes)
+	}
 	if !fs.Changed("ha-nodes") {
 		for _, n := range cfg.Nodes {
 			cfg.HANodes = max(cfg.HANodes, n)
@@ -86,7 +91,16 @@ func runCluster(ctx context.Context, args []string) (err error) {
 		if keep {
 			fmt.Fprintln(os.Stderr, "# data in", dir)
 		} else {
-			defer os.RemoveAll(dir)
+			// Failed cells keep their data and logs; the rest go as
+			// each cell ends, and the directory with them if none failed.
+			cfg.RemovePassedCells = true
+			defer func() {
+				if err == nil {
+					os.RemoveAll(dir)
+				} else {
+					fmt.Fprintln(os.Stderr, "# data of the failed cells kept in", dir)
+				}
+			}()
 		}
 		cfg.DataDir = dir
 	}
@@ -100,6 +114,35 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	if len(rows) == 0 {
 		return runErr
 	}
+	return errors.Join(runErr, writeClusterOutputs(report, out))
+}
+
+// mergeCluster writes one report from the cells of several runs' JSON.
+func mergeCluster(paths []string, out string, notes []string) error {
+	var runs []bench.ClusterReport
+	for _, p := range paths {
+		r, err := bench.ReadClusterReport(p)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, r)
+	}
+	id := bench.NewReport("cluster")
+	id.Notes = notes
+	report, err := bench.MergeClusterReports(id, runs)
+	if err != nil {
+		return err
+	}
+	return writeClusterOutputs(report, out)
+}
+
+// writeClusterOutputs writes the markdown at out, its JSON and plots next
+// to it, and prints the closing line.
+func writeClusterOutputs(report bench.ClusterReport, out string) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	rows := report.Cells
 	dir, base := filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md")
 	plots, perr := bench.PlotCluster(rows, dir, base)
 	var rel []string
@@ -109,13 +152,13 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	jerr := report.WriteJSON(filepath.Join(dir, base+".json"))
 	w, done, oerr := createOut(out)
 	if oerr != nil {
-		return errors.Join(runErr, perr, jerr, oerr)
+		return errors.Join(perr, jerr, oerr)
 	}
 	merr := bench.WriteClusterMarkdown(w, report, rel)
 	derr := done()
 	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plots\n", out, filepath.Join(dir, base), len(plots))
 	fmt.Println(bench.ComputeClusterRatios(rows).Line())
-	return errors.Join(runErr, perr, jerr, merr, derr)
+	return errors.Join(perr, jerr, merr, derr)
 }
 
 // runClusterInformers is the informer child of runCluster (not for direct

@@ -1,0 +1,130 @@
+package bench
+
+// Merging cluster reports: the cells of several runs of the same load in
+// one report, e.g. a sweep and a later run of one more node count.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// ReadClusterReport reads a report's JSON (as WriteJSON wrote it).
+func ReadClusterReport(path string) (ClusterReport, error) {
+	var r ClusterReport
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Kind != "cluster" {
+		return r, fmt.Errorf("%s: a %q report, not a cluster one", path, r.Kind)
+	}
+	return r, nil
+}
+
+// sameLoad is the part of the settings every merged run must share: a
+// cell is only comparable with cells that ran the same load.
+func sameLoad(c ClusterConfig) ClusterConfig {
+	return ClusterConfig{
+		PodsPerNode: c.PodsPerNode, ReplicasPerDeployment: c.ReplicasPerDeployment, PodRate: c.PodRate,
+		NodeListRate: c.NodeListRate, AllListRate: c.AllListRate, Informers: c.Informers, InformerRestart: c.InformerRestart,
+		ProbeRate: c.ProbeRate, Seed: c.Seed, Warmup: c.Warmup, Window: c.Window,
+		CalibWindow: c.CalibWindow, CalibRate: c.CalibRate, CalibListAllRate: c.CalibListAllRate,
+		LocalUpArgs: c.LocalUpArgs,
+	}
+}
+
+// MergeClusterReports puts the cells of runs of the same load into one
+// report under id (the merge's own identity). A cell (configuration,
+// mode, node count) measured by two runs is an error: choosing one would
+// be choosing a result. Each run's identity and failures are kept in the
+// notes and the error.
+func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error) {
+	if len(runs) == 0 {
+		return ClusterReport{}, fmt.Errorf("no reports to merge")
+	}
+	settings := runs[0].Settings
+	load := sameLoad(settings)
+	type key struct {
+		config, mode string
+		nodes        int
+	}
+	seen := map[key]int{}
+	var (
+		cells   []ClusterRow
+		notes   []string
+		errs    []string
+		configs = map[string]bool{}
+		nodes   = map[int]bool{}
+	)
+	for i, r := range runs {
+		if !jsonEqual(sameLoad(r.Settings), load) {
+			return ClusterReport{}, fmt.Errorf("run %d (%s) ran another load than run 1: its cells are not comparable", i+1, r.Command)
+		}
+		notes = append(notes, fmt.Sprintf("run %d: commit `%s`, %s, `%s`", i+1, r.GitCommit, r.Date.Format("2006-01-02 15:04 UTC"), r.Command))
+		notes = append(notes, r.Notes...)
+		if r.Error != "" {
+			errs = append(errs, fmt.Sprintf("run %d: %s", i+1, r.Error))
+		}
+		for _, c := range r.Cells {
+			k := key{c.Config, c.Mode, c.Nodes}
+			if j, ok := seen[k]; ok {
+				return ClusterReport{}, fmt.Errorf("%s %s at %d nodes is in run %d and run %d; merge runs of different cells", c.Config, c.Mode, c.Nodes, j, i+1)
+			}
+			seen[k] = i + 1
+			cells = append(cells, c)
+			configs[c.Config] = true
+			if c.Mode == ModeSingle {
+				nodes[c.Nodes] = true
+			} else if settings.HANodes == 0 {
+				settings.HANodes = c.Nodes
+			}
+		}
+	}
+	// The order a single run would have: each node count's
+	// configurations, then HA.
+	order := func(c ClusterRow) (int, int, int) {
+		mode := 0
+		if c.Mode != ModeSingle {
+			mode = 1
+		}
+		return mode, c.Nodes, slices.Index(AllClusterConfigs, c.Config)
+	}
+	slices.SortStableFunc(cells, func(a, b ClusterRow) int {
+		am, an, ac := order(a)
+		bm, bn, bc := order(b)
+		if am != bm {
+			return am - bm
+		}
+		if an != bn {
+			return an - bn
+		}
+		return ac - bc
+	})
+	settings.Configs, settings.Nodes = nil, nil
+	for _, c := range AllClusterConfigs {
+		if configs[c] {
+			settings.Configs = append(settings.Configs, c)
+		}
+	}
+	for n := range nodes {
+		settings.Nodes = append(settings.Nodes, n)
+	}
+	slices.Sort(settings.Nodes)
+	out := NewClusterReport(settings, cells, nil)
+	out.Report = id
+	out.Notes = append(notes, id.Notes...)
+	out.Error = strings.Join(errs, "\n")
+	return out, nil
+}
+
+func jsonEqual(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}

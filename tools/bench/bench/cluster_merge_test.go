@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMergeClusterReports(t *testing.T) {
+	load := ClusterConfig{Configs: AllClusterConfigs, PodsPerNode: 30, ReplicasPerDeployment: 30, PodRate: 5, Window: 2 * time.Minute, Seed: 1}
+	run := func(commit, errText string, nodes []int, ha int, cells ...ClusterRow) ClusterReport {
+		s := load
+		s.Nodes, s.HANodes = nodes, ha
+		return ClusterReport{Report: Report{Kind: "cluster", GitCommit: commit, Command: "freshcache-bench cluster " + commit}, Settings: s, Cells: cells, Error: errText}
+	}
+	row := func(config, mode string, nodes int) ClusterRow {
+		return ClusterRow{Config: config, Mode: mode, Nodes: nodes, Pods: 30 * nodes}
+	}
+	sweep := run("aaa", "bench: upstream single at 100 nodes: connection refused", []int{10, 100}, 30,
+		row(ClusterUpstream, ModeSingle, 10), row(ClusterFreshRV0, ModeSingle, 10), row(ClusterFreshRV0, ModeSingle, 100), row(ClusterUpstream, ModeHA, 30))
+	more := run("bbb", "", []int{75}, 0, row(ClusterFreshRV0, ModeSingle, 75), row(ClusterUpstream, ModeSingle, 75))
+
+	got, err := MergeClusterReports(Report{Kind: "cluster", Command: "merge", Notes: []string{"mine"}}, []ClusterReport{sweep, more})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range got.Cells {
+		order = append(order, fmt.Sprintf("%s/%s/%d", c.Config, c.Mode, c.Nodes))
+	}
+	want := []string{"upstream/single/10", "freshcache-fresh-rv0/single/10", "upstream/single/75", "freshcache-fresh-rv0/single/75", "freshcache-fresh-rv0/single/100", "upstream/ha/30"}
+	if !reflect.DeepEqual(order, want) {
+		t.Errorf("cells %v, want %v", order, want)
+	}
+	if !reflect.DeepEqual(got.Settings.Nodes, []int{10, 75, 100}) || got.Settings.HANodes != 30 || !reflect.DeepEqual(got.Settings.Configs, []string{ClusterUpstream, ClusterFreshRV0}) {
+		t.Errorf("settings %+v", got.Settings)
+	}
+	if got.Command != "merge" || len(got.Notes) != 3 || !strings.Contains(got.Notes[0], "`aaa`") || !strings.Contains(got.Notes[1], "`bbb`") || got.Notes[2] != "mine" {
+		t.Errorf("identity %q, notes %q", got.Command, got.Notes)
+	}
+	if got.Error != "run 1: bench: upstream single at 100 nodes: connection refused" {
+		t.Errorf("error %q", got.Error)
+	}
+	// The ratios come from the merged cells: 75 is the largest N both ran.
+	if r := ComputeClusterRatios(got.Cells); r.Nodes != 75 {
+		t.Errorf("ratios at %d nodes, want 75", r.Nodes)
+	}
+	if len(got.Models) == 0 {
+		t.Error("the cost models are rebuilt from the merged cells")
+	}
+
+	for name, runs := range map[string][]ClusterReport{
+		"a cell in two runs": {sweep, run("ccc", "", []int{10}, 0, row(ClusterUpstream, ModeSingle, 10))},
+		"another load":       {sweep, func() ClusterReport { r := more; r.Settings.PodRate = 10; return r }()},
+		"nothing":            nil,
+	} {
+		if _, err := MergeClusterReports(Report{}, runs); err == nil {
+			t.Errorf("%s: merged without an error", name)
+		}
+	}
+}
+
+func TestReadClusterReportRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.json")
+	r := ClusterReport{Report: Report{Kind: "cluster", GitCommit: "abc"}, Cells: []ClusterRow{{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 3}}}
+	if err := r.WriteJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadClusterReport(path)
+	if err != nil || back.GitCommit != "abc" || len(back.Cells) != 1 || back.Cells[0].Nodes != 3 {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	other := filepath.Join(t.TempDir(), "s.json")
+	if err := writeJSONFile(other, Report{Kind: "storage"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadClusterReport(other); err == nil {
+		t.Error("a storage report read as a cluster one")
+	}
+}
