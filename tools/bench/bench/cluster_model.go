@@ -108,7 +108,7 @@ func (t *CostTerm) clamp() {
 type CostModel struct {
 	Config string `json:"config"`
 	// Nodes and Pods are where the terms were measured (the largest
-	// single-apiserver run).
+	// single-apiserver node count every configuration ran).
 	Nodes int `json:"nodes"`
 	Pods  int `json:"pods"`
 	// Idle* are the idle cluster's rates (cores, reads/s) against nodes,
@@ -209,17 +209,50 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
+// modelNodes is the node count every configuration's model is measured
+// at: the largest single-apiserver count at which every configuration
+// with single-apiserver rows has one, so that the models compare clusters
+// of one size. 0 when there is none.
+func modelNodes(rows []ClusterRow) int {
+	have := map[string]map[int]bool{}
+	for _, r := range rows {
+		if r.Mode != ModeSingle {
+			continue
+		}
+		if have[r.Config] == nil {
+			have[r.Config] = map[int]bool{}
+		}
+		have[r.Config][r.Nodes] = true
+	}
+	best := 0
+	for _, r := range rows {
+		if r.Mode != ModeSingle || r.Nodes <= best {
+			continue
+		}
+		all := true
+		for _, ns := range have {
+			all = all && ns[r.Nodes]
+		}
+		if all {
+			best = r.Nodes
+		}
+	}
+	return best
+}
+
 // buildCostModel makes config's model from its single-apiserver rows:
-// the idle lines over every node count, the terms at the largest. ok is
-// false when config has no such row.
-func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
+// the idle lines over every node count, the terms at nodes. ok is false
+// when config has no row there.
+func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, bool) {
 	var mine []ClusterRow
+	found := false
 	for _, r := range rows {
 		if r.Config == config && r.Mode == ModeSingle {
 			mine = append(mine, r)
+			found = found || r.Nodes == nodes
 		}
 	}
-	if len(mine) == 0 {
+	if !found {
 		return CostModel{}, false
 	}
 	var xs, api, etcd, reads []float64
@@ -227,7 +260,7 @@ func buildCostModel(rows []ClusterRow, config string) (CostModel, bool) {
 		xs = append(xs, float64(r.Nodes))
 		api, etcd, reads = append(api, r.Idle.APICPUPerSec), append(etcd, r.Idle.EtcdCPUPerSec), append(reads, r.Idle.EtcdReadsPerSec)
 	}
-	top := slices.MaxFunc(mine, func(a, b ClusterRow) int { return a.Nodes - b.Nodes })
+	top := mine[slices.IndexFunc(mine, func(r ClusterRow) bool { return r.Nodes == nodes })]
 	m := CostModel{Config: config, Nodes: top.Nodes, Pods: top.Pods, IdleAPI: fitLine(xs, api), IdleEtcd: fitLine(xs, etcd), IdleReads: fitLine(xs, reads)}
 	if top.RevisionFetches > 0 && top.EtcdReads > 0 {
 		m.FetchShare = min(1, top.RevisionFetches/top.EtcdReads)

@@ -73,7 +73,7 @@ func TestBuildCostModelFromRows(t *testing.T) {
 			Reads: []ReadStats{{Kind: ReadListNode, RV: RVConsistent, Rate: 10}, {Kind: ReadListNode, RV: RVZero, Rate: 10}}},
 		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 20, Idle: IdleRates{APICPUPerSec: 9}},
 	}
-	m, ok := buildCostModel(rows, ClusterUpstream)
+	m, ok := buildCostModel(rows, ClusterUpstream, 20)
 	if !ok || m.Nodes != 20 || m.Pods != 600 {
 		t.Fatalf("model %+v, %v", m, ok)
 	}
@@ -95,14 +95,14 @@ func TestBuildCostModelFromRows(t *testing.T) {
 	if m.FetchShare != 0 || m.FetchRoundTrip != 0 {
 		t.Errorf("upstream has no revision fetches: %+v", m)
 	}
-	if _, ok := buildCostModel(rows, ClusterFreshRV0); ok {
+	if _, ok := buildCostModel(rows, ClusterFreshRV0, 20); ok {
 		t.Error("a configuration without rows has no model")
 	}
 	// freshcache's top row: 800 of 1,000 window reads were fetches of
 	// 4 ms on average.
 	rows[1].Config, rows[1].RevisionFetches, rows[1].FetchSeconds = ClusterFreshRV0, 800, 3.2
 	rows[0].Config = ClusterFreshRV0
-	if m, ok := buildCostModel(rows, ClusterFreshRV0); !ok || !near(m.FetchShare, 800.0/1100) || !near(m.FetchRoundTrip, 0.004) {
+	if m, ok := buildCostModel(rows, ClusterFreshRV0, 20); !ok || !near(m.FetchShare, 800.0/1100) || !near(m.FetchRoundTrip, 0.004) {
 		t.Errorf("fetch share and round trip from the top row: %+v", m)
 	}
 }
@@ -159,5 +159,26 @@ func TestCostModelSharesFetches(t *testing.T) {
 	m.FetchShare, m.FetchRoundTrip = 0, 0
 	if e := m.Extrapolate(KEPScale); len(e.Parts) != 2 || !near(e.EtcdReadsPerSec, 500) {
 		t.Fatalf("without fetches: %+v", e)
+	}
+}
+
+func TestModelNodesIsCommonToEveryConfiguration(t *testing.T) {
+	r := func(config, mode string, nodes int) ClusterRow {
+		return ClusterRow{Config: config, Mode: mode, Nodes: nodes}
+	}
+	cases := []struct {
+		name string
+		rows []ClusterRow
+		want int
+	}{
+		{"every configuration at every count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 10), r(ClusterUpstream, ModeSingle, 50), r(ClusterFreshRV0, ModeSingle, 50)}, 50},
+		{"upstream missing at the top", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 10), r(ClusterFreshcache, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 100), r(ClusterFreshcache, ModeSingle, 100)}, 10},
+		{"HA rows do not count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterUpstream, ModeHA, 30), r(ClusterFreshRV0, ModeHA, 30), r(ClusterFreshRV0, ModeSingle, 10)}, 10},
+		{"no common count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 50)}, 0},
+	}
+	for _, c := range cases {
+		if got := modelNodes(c.rows); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }

@@ -29,8 +29,9 @@ func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) Cluste
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
+	at := modelNodes(rows)
 	for _, c := range AllClusterConfigs {
-		if m, ok := buildCostModel(rows, c); ok {
+		if m, ok := buildCostModel(rows, c, at); ok {
 			r.Models = append(r.Models, m)
 			r.Estimates = append(r.Estimates, m.Extrapolate(KEPScale))
 		}
@@ -456,7 +457,7 @@ func writeCostModel(b *strings.Builder, r ClusterReport) {
 		return
 	}
 	m0 := r.Models[0]
-	fmt.Fprintf(b, "\n## Cost model: %d nodes, %d pods\n\nEach configuration's terms, measured at its largest single-apiserver run (%d nodes, %d pods), extrapolated to %d nodes and %d pods (KEP-2340's scale): %.0fx the nodes, %.0fx the pods. Cores are CPU seconds per second. The further the factor, the more the figures are the model's arithmetic rather than a forecast; compare the configurations with each other, not with a real cluster.\n\n",
+	fmt.Fprintf(b, "\n## Cost model: %d nodes, %d pods\n\nEach configuration's terms, measured at the largest single-apiserver node count every configuration ran (%d nodes, %d pods), extrapolated to %d nodes and %d pods (KEP-2340's scale): %.0fx the nodes, %.0fx the pods. Cores are CPU seconds per second. The further the factor, the more the figures are the model's arithmetic rather than a forecast; compare the configurations with each other, not with a real cluster.\n\n",
 		KEPScale.Nodes, KEPScale.Pods, m0.Nodes, m0.Pods, KEPScale.Nodes, KEPScale.Pods, ratio(float64(KEPScale.Nodes), float64(m0.Nodes)), ratio(float64(KEPScale.Pods), float64(m0.Pods)))
 	b.WriteString("| configuration | apiserver cores | etcd cores | etcd reads/s | apiserver vs upstream | etcd CPU vs upstream | etcd reads vs upstream |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	var up *CostEstimate
