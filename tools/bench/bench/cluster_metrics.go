@@ -43,7 +43,24 @@ type apiMetrics struct {
 	// reads_per_revision_fetch); freshReads counts reads_total, every
 	// read that needed freshness, of every resource.
 	fetchSec, fetchReads, freshReads float64
+	// parts are the pieces of a fresh read's wait, by WaitPart name:
+	// freshcache's release (read_release_seconds, pods) and either
+	// implementation's revision fetch (freshcache's revision_fetch_duration
+	// over every resource; upstream's getCurrentResourceVersion for pods
+	// from etcd_request_duration_seconds).
+	parts map[string]histogram
 }
+
+// The pieces of the freshness wait the report splits out.
+const (
+	// WaitPartWait is the whole wait (waitMetric, pods).
+	WaitPartWait    = "wait"
+	WaitPartRelease = "released"
+	WaitPartFetch   = "revision fetch"
+)
+
+// waitParts is the report's column order.
+var waitParts = []string{WaitPartWait, WaitPartRelease, WaitPartFetch}
 
 // requestKey names a series of request_duration_seconds: "LIST cluster",
 // "GET namespace", "PATCH namespace status".
@@ -78,6 +95,15 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 		}
 	}
 	a.wait = histogramFrom(mfs, waitMetric[impl], "pods")
+	a.parts = map[string]histogram{}
+	if impl == BackendFreshcache {
+		a.parts[WaitPartRelease] = histogramFrom(mfs, "apiserver_freshcache_read_release_seconds", "pods")
+		a.parts[WaitPartFetch] = histogramFrom(mfs, "apiserver_freshcache_revision_fetch_duration_seconds", "")
+	} else {
+		a.parts[WaitPartFetch] = histogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
+			return label(m, "operation") == "getCurrentResourceVersion" && label(m, "resource") == "pods" && label(m, "group") == ""
+		})
+	}
 	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
 	a.progress = counterFrom(mfs, progressMetric[BackendFreshcache])
 	a.progressBy = counterByResource(mfs, progressMetric[BackendFreshcache])
@@ -226,6 +252,7 @@ type windowDelta struct {
 	// Requests are the servers' pods request histograms, summed.
 	requests map[string]histogram
 	wait     histogram
+	parts    map[string]histogram
 	// Etcd* are counts in the window.
 	EtcdHandled map[string]float64
 	EtcdWatch   float64
@@ -248,6 +275,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		Seconds:     after.at.Sub(before.at).Seconds(),
 		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / clockTicksPerSec,
 		requests:    map[string]histogram{},
+		parts:       map[string]histogram{},
 		EtcdHandled: subMaps(after.etcd.handled, before.etcd.handled),
 		EtcdWatch:   after.etcd.watchMsgs - before.etcd.watchMsgs,
 		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
@@ -267,6 +295,11 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		if a.wait != nil {
 			d.wait = d.wait.plus(histogramMinus(a.wait, b.wait))
+		}
+		for k, h := range a.parts {
+			if h != nil {
+				d.parts[k] = d.parts[k].plus(histogramMinus(h, b.parts[k]))
+			}
 		}
 		for k, v := range subMaps(a.etcdOps, b.etcdOps) {
 			d.APIEtcdOps[k] += v

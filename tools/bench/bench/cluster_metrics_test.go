@@ -179,3 +179,70 @@ func counter(v float64, labels ...string) *dto.Metric {
 	}
 	return m
 }
+
+// histFamily builds histogram family name, one series per label set, with
+// cumulative counts for upper bounds 0.005, 0.025, 0.1, then the count.
+func histFamily(name string, series ...struct {
+	labels map[string]string
+	counts [4]uint64
+}) *dto.MetricFamily {
+	mf := &dto.MetricFamily{Name: ptrTo(name), Type: dto.MetricType_HISTOGRAM.Enum()}
+	for _, s := range series {
+		h := &dto.Histogram{SampleCount: ptrTo(s.counts[3])}
+		for i, b := range []float64{0.005, 0.025, 0.1} {
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptrTo(b), CumulativeCount: ptrTo(s.counts[i])})
+		}
+		h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: ptrTo(math.Inf(1)), CumulativeCount: ptrTo(s.counts[3])})
+		m := &dto.Metric{Histogram: h}
+		for k, v := range s.labels {
+			m.Label = append(m.Label, &dto.LabelPair{Name: ptrTo(k), Value: ptrTo(v)})
+		}
+		mf.Metric = append(mf.Metric, m)
+	}
+	return mf
+}
+
+type series = struct {
+	labels map[string]string
+	counts [4]uint64
+}
+
+// TestWaitPartsPerImplementation: each implementation's pieces of the
+// wait come from its own metrics, as window deltas, and only those.
+func TestWaitPartsPerImplementation(t *testing.T) {
+	pods := map[string]string{"resource": "pods", "group": ""}
+	scrape := func(n uint64) []*dto.MetricFamily {
+		return []*dto.MetricFamily{
+			histFamily("apiserver_freshcache_read_wait_seconds", series{pods, [4]uint64{0, n, n, n}}),
+			histFamily("apiserver_freshcache_read_release_seconds", series{pods, [4]uint64{n, n, n, n}}),
+			// No resource label: one fetch answers every resource.
+			histFamily("apiserver_freshcache_revision_fetch_duration_seconds", series{nil, [4]uint64{n, n, n, n}}),
+			histFamily("apiserver_watch_cache_read_wait_seconds", series{pods, [4]uint64{0, 0, n, n}}),
+			histFamily("etcd_request_duration_seconds",
+				series{map[string]string{"operation": "getCurrentResourceVersion", "resource": "pods", "group": ""}, [4]uint64{0, 0, n, n}},
+				// Another resource's and another operation's: not counted.
+				series{map[string]string{"operation": "getCurrentResourceVersion", "resource": "leases", "group": "coordination.k8s.io"}, [4]uint64{9 * n, 9 * n, 9 * n, 9 * n}},
+				series{map[string]string{"operation": "get", "resource": "pods", "group": ""}, [4]uint64{7 * n, 7 * n, 7 * n, 7 * n}}),
+		}
+	}
+	parts := func(impl string) map[string]WaitPart {
+		d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(10), impl)}},
+			clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(30), impl)}})
+		var row ClusterRow
+		row.fillWindow(d)
+		out := map[string]WaitPart{}
+		for _, p := range row.WaitParts {
+			out[p.Name] = p
+		}
+		return out
+	}
+	fc := parts(BackendFreshcache)
+	if len(fc) != 3 || fc[WaitPartWait].Count != 20 || fc[WaitPartWait].P99Ms <= 5 || fc[WaitPartWait].P99Ms > 25 ||
+		fc[WaitPartRelease].Count != 20 || fc[WaitPartRelease].P99Ms > 5 || fc[WaitPartFetch].Count != 20 {
+		t.Errorf("freshcache: %+v", fc)
+	}
+	up := parts(BackendUpstream)
+	if len(up) != 2 || up[WaitPartWait].Count != 20 || up[WaitPartFetch].Count != 20 || up[WaitPartFetch].P99Ms <= 25 {
+		t.Errorf("upstream (no release; only pods' getCurrentResourceVersion): %+v", up)
+	}
+}

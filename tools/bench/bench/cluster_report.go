@@ -242,6 +242,7 @@ func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 	writeClusterMain(&b, r.Cells)
 	writeClusterEtcd(&b, r.Cells)
 	writeClusterFreshness(&b, r.Cells)
+	writeClusterWaitParts(&b, r.Cells)
 	writeClusterLatency(&b, r.Cells)
 	writeClusterClients(&b, r.Cells)
 	writeClusterCalibration(&b, r.Cells)
@@ -353,6 +354,42 @@ func writeClusterFreshness(b *strings.Builder, rows []ClusterRow) {
 		rtt := r.FetchSeconds / r.RevisionFetches
 		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.2f | %.2f | %.0f | %s |\n", r.Config, r.Mode, r.Nodes, r.FreshReads, rate,
 			r.RevisionFetches, r.FetchReads/r.RevisionFetches, ratio(rate, sharedFetchRate(rate, rtt)), 1000*rtt, r.ProgressRequests, strings.Join(top, ", "))
+	}
+}
+
+// writeClusterWaitParts sets the freshness wait beside its pieces. The
+// two implementations start their wait at different points: freshcache's
+// at the read's arrival (its revision fetch and the CPU wait after release
+// included), upstream's after its getCurrentResourceVersion, for
+// consistent LISTs only. Rows without the pieces (older runs) are left
+// out.
+func writeClusterWaitParts(b *strings.Builder, rows []ClusterRow) {
+	var mine []ClusterRow
+	for _, r := range rows {
+		if len(r.WaitParts) > 0 {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	b.WriteString("\n## The freshness wait, split\n\nFor pods, p50 / p99 ms (count), the apiservers summed. \"wait\" is the implementation's own histogram: freshcache's `read_wait_seconds` runs from a read's arrival until it is served (its revision fetch, the catch-up and the CPU wait after release), for every fresh read; upstream's `watch_cache_read_wait_seconds` starts after its `getCurrentResourceVersion` and covers consistent LISTs only. \"released\" is freshcache's `read_release_seconds`: arrival until the protocol let the read go. \"revision fetch\" is freshcache's `revision_fetch_duration_seconds` (every resource: one fetch answers them all) and upstream's `getCurrentResourceVersion` for pods from `etcd_request_duration_seconds`, whose buckets start at 5 ms.\n\n| configuration | mode | nodes |")
+	for _, k := range waitParts {
+		fmt.Fprintf(b, " %s |", k)
+	}
+	b.WriteString("\n|---|---|---:|" + strings.Repeat("---:|", len(waitParts)) + "\n")
+	for _, r := range mine {
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		for _, k := range waitParts {
+			cellText := "–"
+			for _, p := range r.WaitParts {
+				if p.Name == k {
+					cellText = fmt.Sprintf("%.1f / %.1f (%.0f)", p.P50Ms, p.P99Ms, p.Count)
+				}
+			}
+			fmt.Fprintf(b, " %s |", cellText)
+		}
+		b.WriteString("\n")
 	}
 }
 

@@ -137,3 +137,24 @@ func TestClusterReportAndPlots(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitPartsTable(t *testing.T) {
+	var b strings.Builder
+	writeClusterWaitParts(&b, []ClusterRow{{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10}})
+	if b.Len() != 0 {
+		t.Fatalf("rows without pieces must give no table: %q", b.String())
+	}
+	rows := []ClusterRow{
+		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, WaitParts: []WaitPart{{Name: WaitPartWait, Count: 5, P50Ms: 1, P99Ms: 2}, {Name: WaitPartFetch, Count: 5, P50Ms: 3, P99Ms: 4.5}}},
+		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, WaitParts: []WaitPart{{Name: WaitPartRelease, Count: 7, P50Ms: 0.5, P99Ms: 9}}},
+	}
+	writeClusterWaitParts(&b, rows)
+	for _, want := range []string{
+		"| upstream | single | 10 | 1.0 / 2.0 (5) | – | 3.0 / 4.5 (5) |",
+		"| freshcache-fresh-rv0 | single | 10 | – | 0.5 / 9.0 (7) | – |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no row %q in\n%s", want, b.String())
+		}
+	}
+}

@@ -73,6 +73,10 @@ type ClusterRow struct {
 	FreshWaitP99Ms  *float64 `json:"fresh_wait_p99_ms,omitempty"`
 	FreshWaitCount  float64  `json:"fresh_wait_count"`
 	FreshWaitMetric string   `json:"fresh_wait_metric"`
+	// WaitParts are pieces of that wait in the window (WaitPart*), so
+	// that the two implementations' waits, which start at different
+	// points, can be set side by side.
+	WaitParts []WaitPart `json:"wait_parts,omitempty"`
 
 	Probe     ProbeStats      `json:"probe"`
 	Reads     []ReadStats     `json:"reads"`
@@ -159,6 +163,19 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	if _, _, p99, ok := latencyOf(d.requests, "LIST", ""); ok {
 		r.ListP99Ms = &p99
 	}
+	r.WaitParts = nil
+	for _, k := range waitParts {
+		h := d.parts[k]
+		if k == WaitPartWait {
+			h = d.wait
+		}
+		if h[posInf()] <= 0 {
+			continue
+		}
+		q50, _ := quantileDelta(nil, h, 0.5)
+		q99, _ := quantileDelta(nil, h, 0.99)
+		r.WaitParts = append(r.WaitParts, WaitPart{Name: k, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000})
+	}
 	if d.wait != nil {
 		r.FreshWaitCount = d.wait[posInf()]
 		if q, ok := quantileDelta(nil, d.wait, 0.99); ok {
@@ -180,4 +197,12 @@ func (r ClusterRow) summary() string {
 	return fmt.Sprintf("%s %s nodes=%d pods=%d: apiserver %.1f cpu-s, etcd %.1f cpu-s, %.0f etcd reads, LIST p99 %s, probe %d writes, stale [%s], pod bound->running p50 %.0fms p99 %.0fms (%d pods), cell %.0fs",
 		r.Config, r.Mode, r.Nodes, r.Pods, r.APICPUSec, r.EtcdCPUSec, r.EtcdReads, p99, r.Probe.Writes, strings.Join(stale, " "),
 		r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.WallSeconds)
+}
+
+// WaitPart is one piece of the freshness wait in the window.
+type WaitPart struct {
+	Name  string  `json:"name"`
+	Count float64 `json:"count"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
 }
