@@ -173,8 +173,14 @@ func TestUpstreamCacherTimeTravels(t *testing.T) {
 }
 
 func freshcacheDecorator(rv0 bool) generic.StorageDecorator {
+	return freshcacheDecoratorWith(rv0, false)
+}
+
+// freshcacheDecoratorWith is freshcacheDecorator with DirectEtcdWatch set
+// to direct: every cache dials etcd itself, through the same fault proxies.
+func freshcacheDecoratorWith(rv0, direct bool) generic.StorageDecorator {
 	on := true
-	return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0}})
+	return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0, DirectEtcdWatch: &direct}})
 }
 
 // TestFreshcache runs freshcache with consistent (rv=""), rv=N and watch
@@ -204,6 +210,25 @@ func TestFreshcacheFreshRVZero(t *testing.T) {
 	if res.Report.Total() > 0 {
 		dump(t, res, dir)
 		t.Fatalf("freshcache with FreshResourceVersionZero: %d violations (seed %d); report in %s", res.Report.Total(), res.Run.Seed, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = WriteReport(dir, res)
+	}
+}
+
+// TestFreshcacheDirectEtcdWatch is TestFreshcacheFreshRVZero with every
+// cache reading etcd itself (DirectEtcdWatch): its own client, its own
+// decoding, revisions applied whole as each watch response arrives. The
+// multi-key transactions and lease expiries must still reach every
+// reader and watcher whole, and every checker must stay at zero.
+func TestFreshcacheDirectEtcdWatch(t *testing.T) {
+	enabled(t)
+	res, dir := variant(t, "freshcache-rv0-direct", freshcacheDecoratorWith(true, true), true, true)
+	requireEveryFault(t, res)
+	requireMultiKey(t, res)
+	if res.Report.Total() > 0 {
+		dump(t, res, dir)
+		t.Fatalf("freshcache with DirectEtcdWatch: %d violations (seed %d); report in %s", res.Report.Total(), res.Run.Seed, dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		_ = WriteReport(dir, res)

@@ -2,6 +2,9 @@ package watchcache
 
 import (
 	"context"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -61,6 +66,27 @@ type Config struct {
 	// to etcd, and the consistent_reads_disabled gauge says so. The storage
 	// decorator sets it from the etcd version guard.
 	ConsistentReadsDisabled string
+
+	// Etcd, when set, makes the reflector list and watch etcd with this
+	// source's client itself instead of through Storage (the DirectEtcdWatch
+	// gate), so that every revision reaches the cache whole on arrival,
+	// with no progress round trip. The cache does not close the client.
+	Etcd *EtcdSource
+}
+
+// EtcdSource is what the cache needs to read etcd itself: a client, and
+// what the etcd3 store decodes with. The storage decorator fills it from
+// the resource's storagebackend.ConfigForResource.
+type EtcdSource struct {
+	Client *clientv3.Client
+	// StoragePrefix is storagebackend.Config.Prefix ("/registry"): with
+	// Config.ResourcePrefix it gives the resource's etcd keys, as the etcd3
+	// store lays them out.
+	StoragePrefix string
+	Codec         runtime.Codec
+	// Transformer is the resource's value transformer (encryption at
+	// rest); nil means values are stored as they are.
+	Transformer value.Transformer
 }
 
 // ErrStopped is returned by waits on a stopped cache.
@@ -95,6 +121,9 @@ type Cache struct {
 	// checker is the inconsistency detector (detector.go), nil when the
 	// CacheInconsistencyDetection gate is off.
 	checker *consistency.Checker
+	// sizesFromReflector: Stats estimates object sizes from the values the
+	// reflector read itself (Config.Etcd with SizeBasedListCostEstimate).
+	sizesFromReflector bool
 	// closeOracle releases an Oracle the cache built itself, or is nil.
 	closeOracle func()
 	// gates shape LIST planning; resolved once in New.
@@ -183,6 +212,22 @@ func New(opts Options, cfg Config) (*Cache, error) {
 	// With the version guard tripped, no wait may rest on a progress
 	// notification (etcd#15220 lets one run ahead of events).
 	untrusted := c.disabledReason != ""
+	var direct *reflector.Etcd
+	if e := cfg.Etcd; e != nil {
+		transformer := e.Transformer
+		if transformer == nil {
+			transformer = identity.NewEncryptCheckTransformer()
+		}
+		direct = &reflector.Etcd{
+			KV:            e.Client,
+			Watcher:       e.Client,
+			Key:           reflector.EtcdKey(e.StoragePrefix, c.prefix),
+			Codec:         e.Codec,
+			Transformer:   transformer,
+			NewFunc:       cfg.NewFunc,
+			GroupResource: cfg.GroupResource,
+		}
+	}
 	c.reflector = reflector.New(reflector.Config{
 		Storage:           cfg.Storage,
 		Versioner:         cfg.Versioner,
@@ -195,6 +240,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		UntrustedProgress: untrusted,
 		RevisionPending:   func(rv uint64) { c.driver.revisionPending(rv) },
 		Metrics:           c.metrics,
+		Etcd:              direct,
 	})
 	source := cfg.Oracle
 	if source == nil && (r.consistentReads || r.freshRVZero) {
@@ -222,9 +268,13 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		c.metrics.ConsistentReadsDisabled(c.disabledReason)
 	}
 	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
-		// As upstream's cacher: the etcd3 store estimates object sizes from
-		// keys, which the cache lists without asking etcd.
-		if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
+		if direct != nil {
+			// The store sees none of the values the reflector reads, so
+			// the reflector keeps their sizes (Stats).
+			c.sizesFromReflector = true
+		} else if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
+			// As upstream's cacher: the etcd3 store estimates object sizes
+			// from keys, which the cache lists without asking etcd.
 			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
 		}
 	}

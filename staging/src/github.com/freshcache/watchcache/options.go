@@ -111,6 +111,12 @@ type Options struct {
 	// (or in New).
 	InconsistencyDetection *bool
 
+	// DirectEtcdWatch overrides the feature gate of the same name: the
+	// storage decorator dials every cache an etcd client of its own, with
+	// which the cache lists and watches etcd (Config.Etcd). Nil: read the
+	// gate once, when NewStorageDecorator is called (or in New).
+	DirectEtcdWatch *bool
+
 	// InconsistencyCheckPeriod is the pause between the end of one round
 	// of the inconsistency detector and the start of the next, stretched
 	// by up to half at random. Each round lists the resource from etcd
@@ -139,6 +145,7 @@ type DecoratorOptions struct {
 	OracleRegistry *oracle.Registry
 
 	// DialOracle dials the etcd client a registry's revision oracle uses
+	// (and, under DirectEtcdWatch, each cache's own client)
 	// for a cluster it has not seen, the first time a cache of that
 	// cluster is built. Nil: a gRPC client on the transport's endpoints
 	// and TLS files. A process that embeds its etcd server can pass an
@@ -165,6 +172,8 @@ type resolved struct {
 	shardedLists bool
 	// detectInconsistency is the CacheInconsistencyDetection gate.
 	detectInconsistency bool
+	// directEtcdWatch is the DirectEtcdWatch gate.
+	directEtcdWatch bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -220,6 +229,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
 	r.detectInconsistency = gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
+	r.directEtcdWatch = gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
@@ -238,8 +248,10 @@ func (o Options) withGatesResolved() Options {
 	cr := gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
 	fz := gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
 	id := gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
+	de := gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
 	o.ConsistentReadsFromCache = &cr
 	o.FreshResourceVersionZero = &fz
 	o.InconsistencyDetection = &id
+	o.DirectEtcdWatch = &de
 	return o
 }

@@ -28,6 +28,15 @@ const (
 	// upstream's DetectCacheInconsistency, which upstream's cacher reads and
 	// freshcache does not.
 	CacheInconsistencyDetection featuregate.Feature = "CacheInconsistencyDetection"
+
+	// DirectEtcdWatch makes every cache list and watch etcd with an etcd
+	// client of its own, decoding values as the etcd3 store does, instead
+	// of through the store. etcd's watch responses hold whole revisions,
+	// so each revision reaches the cache whole on arrival, with no
+	// progress round trip: rv=0 reads and watchers see a write as soon as
+	// upstream's cacher would, and the reflector sends no progress request
+	// of its own. It costs a second etcd connection per cached resource.
+	DirectEtcdWatch featuregate.Feature = "DirectEtcdWatch"
 )
 
 // introducedIn is the Kubernetes minor version our gates are pinned to, so
@@ -47,6 +56,9 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		},
 		CacheInconsistencyDetection: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
+		},
+		DirectEtcdWatch: {
+			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
 		},
 	}
 }

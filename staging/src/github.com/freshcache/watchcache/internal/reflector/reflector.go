@@ -103,6 +103,11 @@ type Config struct {
 	TransientRetry time.Duration
 	// Metrics counts re-watches after transient errors. Nil: discarded.
 	Metrics metrics.Recorder
+	// Etcd, when set, is the reflector's own etcd client, with which it
+	// lists, watches and asks for progress instead of through Storage
+	// (package documentation, "Reading etcd directly"). RevisionPending is
+	// then never called: every revision arrives whole.
+	Etcd *Etcd
 }
 
 // Reflector is the list+watch loop. See the package documentation.
@@ -125,6 +130,8 @@ type Reflector struct {
 	// it (see watch): one started at it failed before it delivered
 	// anything new. Only the Run goroutine uses it.
 	lateAt uint64
+	// sizes: with Etcd, the stored size of every key's value.
+	sizes storedSizes
 
 	mu struct {
 		sync.Mutex
@@ -188,6 +195,9 @@ func (r *Reflector) WithMetadata(ctx context.Context) context.Context {
 // RequestProgress asks etcd for a progress notification on the cache's
 // watch stream.
 func (r *Reflector) RequestProgress(ctx context.Context) error {
+	if r.cfg.Etcd != nil {
+		return r.cfg.Etcd.Watcher.RequestProgress(r.etcdContext(ctx))
+	}
 	return r.cfg.Storage.RequestWatchProgress(r.WithMetadata(ctx))
 }
 
@@ -296,6 +306,37 @@ func (r *Reflector) list(ctx context.Context, reason string) error {
 	case <-r.relist:
 	default:
 	}
+	var (
+		objs  []runtime.Object
+		rv    uint64
+		sizes map[string]int64
+		err   error
+	)
+	if r.cfg.Etcd != nil {
+		objs, rv, sizes, err = r.listEtcd(ctx)
+	} else {
+		objs, rv, err = r.listStore(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if have := r.cfg.Sink.RV(); rv < have {
+		return fmt.Errorf("%w: listed at %d, cache at %d", ErrBackInTime, rv, have)
+	}
+	if err := r.cfg.Sink.Replace(objs, rv, reason); err != nil {
+		return err
+	}
+	if r.cfg.Etcd != nil {
+		r.sizes.reset(sizes)
+	}
+	r.untrusted.rv, r.untrusted.keys = 0, nil
+	r.setErr(nil)
+	r.listedOnce.Do(func() { close(r.listed) })
+	return nil
+}
+
+// listStore lists the resource through the etcd3 store, in pages.
+func (r *Reflector) listStore(ctx context.Context) ([]runtime.Object, uint64, error) {
 	var objs []runtime.Object
 	var rv uint64
 	cont := ""
@@ -306,7 +347,7 @@ func (r *Reflector) list(ctx context.Context, reason string) error {
 			Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: r.cfg.PageSize, Continue: cont},
 		}
 		if err := r.cfg.Storage.GetList(ctx, r.cfg.Prefix, opts, listObj); err != nil {
-			return fmt.Errorf("list %s: %w", r.cfg.Prefix, err)
+			return nil, 0, fmt.Errorf("list %s: %w", r.cfg.Prefix, err)
 		}
 		// Each item gets its own allocation (a shallow copy out of the
 		// list's Items array). Otherwise every cached object would keep the
@@ -314,34 +355,24 @@ func (r *Reflector) list(ctx context.Context, reason string) error {
 		// with while etcd3 appended to it (~15% of a pod's top-level size).
 		items, err := meta.ExtractListWithAlloc(listObj)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		objs = append(objs, items...)
 		lm, err := meta.ListAccessor(listObj)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		if rv == 0 {
 			rv, err = r.cfg.Versioner.ParseResourceVersion(lm.GetResourceVersion())
 			if err != nil {
-				return err
+				return nil, 0, err
 			}
 		}
 		cont = lm.GetContinue()
 		if cont == "" {
-			break
+			return objs, rv, nil
 		}
 	}
-	if have := r.cfg.Sink.RV(); rv < have {
-		return fmt.Errorf("%w: listed at %d, cache at %d", ErrBackInTime, rv, have)
-	}
-	if err := r.cfg.Sink.Replace(objs, rv, reason); err != nil {
-		return err
-	}
-	r.untrusted.rv, r.untrusted.keys = 0, nil
-	r.setErr(nil)
-	r.listedOnce.Do(func() { close(r.listed) })
-	return nil
 }
 
 // classify turns a watch ERROR event into how the watch ends.
@@ -362,6 +393,9 @@ func classify(err error) watchEnd {
 // watch follows etcd from the sink's revision until the watch ends, an
 // error needs handling or ctx is done.
 func (r *Reflector) watch(ctx context.Context) watchEnd {
+	if r.cfg.Etcd != nil {
+		return r.watchEtcd(ctx)
+	}
 	if r.cfg.UntrustedProgress {
 		return r.watchUntrusted(ctx)
 	}

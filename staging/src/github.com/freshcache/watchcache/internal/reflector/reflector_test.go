@@ -44,10 +44,12 @@ type recordingSink struct {
 	batches []int
 	unready int
 	changed chan struct{}
+	// full is every object the sink holds, by name.
+	full map[string]runtime.Object
 }
 
 func newSink() *recordingSink {
-	return &recordingSink{objs: map[string]string{}, changed: make(chan struct{}, 1)}
+	return &recordingSink{objs: map[string]string{}, full: map[string]runtime.Object{}, changed: make(chan struct{}, 1)}
 }
 
 func (s *recordingSink) moved(rv uint64) {
@@ -63,9 +65,11 @@ func (s *recordingSink) Replace(objs []runtime.Object, rv uint64, reason string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs = map[string]string{}
+	s.full = map[string]runtime.Object{}
 	for _, o := range objs {
 		m, _ := meta.Accessor(o)
 		s.objs[m.GetName()] = m.GetResourceVersion()
+		s.full[m.GetName()] = o
 	}
 	s.replaces++
 	s.reasons = append(s.reasons, reason)
@@ -80,8 +84,10 @@ func (s *recordingSink) Apply(rv uint64, evs []reflector.Event) error {
 		m, _ := meta.Accessor(e.Object)
 		if e.Type == watch.Deleted {
 			delete(s.objs, m.GetName())
+			delete(s.full, m.GetName())
 		} else {
 			s.objs[m.GetName()] = m.GetResourceVersion()
+			s.full[m.GetName()] = e.Object
 		}
 	}
 	s.batches = append(s.batches, len(evs))
@@ -248,9 +254,10 @@ func start(t *testing.T) *env {
 
 func (e *env) run(t *testing.T) { e.runWith(t, reflector.Config{}) }
 
-// runWith starts a reflector over e with cfg's UntrustedProgress and
-// TransientRetry. A pending revision is answered with a progress request,
-// as the cache's driver does.
+// runWith starts a reflector over e with cfg's UntrustedProgress,
+// TransientRetry, Etcd and RevisionPending. Without a RevisionPending of
+// the test's, a pending revision is answered with a progress request, as
+// the cache's driver does.
 func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
 	var r *reflector.Reflector
 	cfg.Storage = e.control
@@ -262,8 +269,10 @@ func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
 	cfg.Name = "pods"
 	progressCtx, cancelProgress := context.WithCancel(context.Background())
 	t.Cleanup(cancelProgress)
-	cfg.RevisionPending = func(uint64) {
-		go func() { _ = r.RequestProgress(progressCtx) }()
+	if cfg.RevisionPending == nil {
+		cfg.RevisionPending = func(uint64) {
+			go func() { _ = r.RequestProgress(progressCtx) }()
+		}
 	}
 	r = reflector.New(cfg)
 	stop := make(chan struct{})
@@ -572,5 +581,22 @@ func (e *env) waitSink(t *testing.T, what string, cond func() bool) {
 		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// putTxn puts the pods in one etcd transaction, as another etcd client
+// could: the apiserver itself writes one key per transaction.
+func (e *env) putTxn(ctx context.Context, t *testing.T, names ...string) {
+	t.Helper()
+	var ops []clientv3.Op
+	for _, n := range names {
+		data, err := runtime.Encode(cachetest.ProtoCodec, &example.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "ns"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, clientv3.OpPut(etcd3testing.PathPrefix()+"/pods/ns/"+n, string(data)))
+	}
+	if _, err := e.client.Txn(ctx).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
 	}
 }
