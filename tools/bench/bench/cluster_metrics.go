@@ -35,7 +35,7 @@ type apiMetrics struct {
 	etcdOps map[string]float64
 	// fetches counts freshcache's revision fetches, progress its progress
 	// requests; zero on upstream's cacher, which exports neither.
-	fetches, progress float64
+	fetches, progress, stalls float64
 	// progressBy is progress requests by resource ("leases.coordination.k8s.io").
 	progressBy map[string]float64
 	// fetchSec is the fetches' summed round trips, fetchReads the reads
@@ -107,6 +107,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
 	a.progress = counterFrom(mfs, progressMetric[BackendFreshcache])
 	a.progressBy = counterByResource(mfs, progressMetric[BackendFreshcache])
+	a.stalls = counterFrom(mfs, "apiserver_freshcache_progress_stalls_total")
 	a.fetchSec = histogramSum(mfs, "apiserver_freshcache_revision_fetch_duration_seconds")
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
 	a.freshReads = counterFrom(mfs, "apiserver_freshcache_reads_total")
@@ -261,6 +262,7 @@ type windowDelta struct {
 	Fetches     float64
 	Progress    float64
 	ProgressBy  map[string]float64
+	Stalls      float64
 	// FetchSec, FetchReads and FreshReads are the window's part of
 	// apiMetrics' sums of the same names.
 	FetchSec, FetchReads, FreshReads float64
@@ -306,6 +308,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		d.Fetches += a.fetches - b.fetches
 		d.Progress += a.progress - b.progress
+		d.Stalls += a.stalls - b.stalls
 		for k, v := range subMaps(a.progressBy, b.progressBy) {
 			d.ProgressBy[k] += v
 		}

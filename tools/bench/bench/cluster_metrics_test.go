@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,5 +245,42 @@ func TestWaitPartsPerImplementation(t *testing.T) {
 	up := parts(BackendUpstream)
 	if len(up) != 2 || up[WaitPartWait].Count != 20 || up[WaitPartFetch].Count != 20 || up[WaitPartFetch].P99Ms <= 25 {
 		t.Errorf("upstream (no release; only pods' getCurrentResourceVersion): %+v", up)
+	}
+}
+
+// counterFamilyOf is a counter family with one series per labels map.
+func counterFamilyOf(name string, values map[string]float64) *dto.MetricFamily {
+	mf := &dto.MetricFamily{Name: ptrTo(name), Type: dto.MetricType_COUNTER.Enum()}
+	for resource, v := range values {
+		mf.Metric = append(mf.Metric, &dto.Metric{
+			Label:   []*dto.LabelPair{{Name: ptrTo("group"), Value: ptrTo("")}, {Name: ptrTo("resource"), Value: ptrTo(resource)}},
+			Counter: &dto.Counter{Value: ptrTo(v)},
+		})
+	}
+	return mf
+}
+
+// TestProgressStallsInTheWindow: the stalls of every resource, as a window
+// delta, reach the row and the freshness table's stalls column.
+func TestProgressStallsInTheWindow(t *testing.T) {
+	scrape := func(n float64) []*dto.MetricFamily {
+		return []*dto.MetricFamily{
+			counterFamilyOf("apiserver_freshcache_progress_requests_total", map[string]float64{"pods": 10 * n, "nodes": n}),
+			counterFamilyOf("apiserver_freshcache_progress_stalls_total", map[string]float64{"pods": 2 * n, "nodes": n}),
+		}
+	}
+	d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(1), BackendFreshcache)}},
+		clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(4), BackendFreshcache)}})
+	row := ClusterRow{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 3}
+	row.fillWindow(d)
+	if row.ProgressRequests != 33 || row.ProgressStalls != 9 {
+		t.Fatalf("progress requests %v, stalls %v; want 33 and 9", row.ProgressRequests, row.ProgressStalls)
+	}
+	// The table lists rows that fetched.
+	row.RevisionFetches, row.FetchReads, row.FetchSeconds = 1, 1, 0.01
+	var b strings.Builder
+	writeClusterFreshness(&b, []ClusterRow{row})
+	if !strings.Contains(b.String(), "| progress requests | stalls |") || !strings.Contains(b.String(), "| 33 | 9 | pods 30, nodes 3") {
+		t.Fatalf("freshness table lacks the stalls column:\n%s", b.String())
 	}
 }

@@ -57,6 +57,9 @@ type ClusterRow struct {
 	// with few fresh reads and many writes asks for progress mostly to
 	// prove its last revision whole (the reflector's pending revision).
 	ProgressByResource map[string]float64 `json:"progress_by_resource,omitempty"`
+	// ProgressStalls counts progress requests no notification answered
+	// within freshcache's stall time, each followed by another.
+	ProgressStalls float64 `json:"progress_stalls"`
 	// FreshReads counts freshcache's reads_total (every read that needed
 	// freshness, every resource); FetchReads the reads the revision
 	// fetches answered, FetchSeconds the fetches' summed round trips.
@@ -146,7 +149,7 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	r.WindowSeconds = d.Seconds
 	r.APICPUSec, r.APICPUSecEach, r.EtcdCPUSec = d.APICPUSec, d.APICPUSecEach, d.EtcdCPUSec
 	r.EtcdReads, r.EtcdHandled, r.EtcdWatchMsgs, r.EtcdMVCC = d.etcdReads(), d.EtcdHandled, d.EtcdWatch, d.EtcdMVCC
-	r.APIEtcdOps, r.RevisionFetches, r.ProgressRequests = d.APIEtcdOps, d.Fetches, d.Progress
+	r.APIEtcdOps, r.RevisionFetches, r.ProgressRequests, r.ProgressStalls = d.APIEtcdOps, d.Fetches, d.Progress, d.Stalls
 	if len(d.ProgressBy) > 0 {
 		r.ProgressByResource = d.ProgressBy
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/freshness"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
@@ -87,6 +89,7 @@ type recorder struct {
 	mu       sync.Mutex
 	reads    map[string]int // verb/requested/outcome
 	progress int
+	stalls   int
 	disabled []string
 	// waits and releases are the observed durations, by verb/requested.
 	waits, releases map[string][]time.Duration
@@ -126,6 +129,19 @@ func (r *recorder) ProgressRequest() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.progress++
+}
+
+func (r *recorder) ProgressStalled() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stalls++
+}
+
+// counts is the progress requests and stalls recorded so far.
+func (r *recorder) counts() (progress, stalls int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.progress, r.stalls
 }
 
 func (r *recorder) ConsistentReadsDisabled(reason string) {
@@ -465,6 +481,56 @@ func TestProgressRequestSentAtOnce(t *testing.T) {
 	defer rec.mu.Unlock()
 	if n := rec.progress - recBefore; n != 1 {
 		t.Fatalf("progress_requests_total grew by %d, want 1", n)
+	}
+}
+
+// droppingProgress loses the next drop progress requests, as etcd drops
+// one while a watch on the stream is catching up.
+type droppingProgress struct {
+	storage.Interface
+	drop atomic.Int32
+}
+
+func (d *droppingProgress) RequestWatchProgress(ctx context.Context) error {
+	if d.drop.Add(-1) >= 0 {
+		return nil
+	}
+	return d.Interface.RequestWatchProgress(ctx)
+}
+
+// TestProgressStallCounted: a progress request that nothing answers is
+// declared lost after the stall time, counted in progress_stalls_total,
+// and followed by another, which releases the read.
+func TestProgressStallCounted(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	rec := newRecorder()
+	dp := &droppingProgress{}
+	e := cachetest.Start(t, cachetest.ThroughStore, cachetest.WithRecorder(rec),
+		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { dp.Interface = s; return dp }),
+		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), Clock: clk}))
+	ctx := context.Background()
+	a := create(t, e.Cache, "ns", "a", "")
+	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+	sent, stalls := rec.counts()
+	dp.drop.Store(1)
+	want := e.IncreaseRV(ctx, t)
+	done := make(chan error, 1)
+	list := &example.PodList{}
+	go func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), list) }()
+	waitFor(t, "a progress request", func() bool { p, _ := rec.counts(); return p > sent })
+	if _, s := rec.counts(); s != stalls {
+		t.Fatalf("%d stalls before the stall time passed", s-stalls)
+	}
+	clk.Step(freshness.DefaultProgressStall)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := rvOf(t, list.ResourceVersion); got < uint64(want) {
+		t.Fatalf("LIST at %d, want >= %d", got, want)
+	}
+	p, s := rec.counts()
+	if s-stalls != 1 || p-sent != 2 {
+		t.Fatalf("%d stalls and %d progress requests, want the lost one counted and one more sent", s-stalls, p-sent)
 	}
 }
 

@@ -411,7 +411,12 @@ func (d *driver) run() {
 		case <-t.C():
 			d.mu.Lock()
 			now := d.clock.Now()
+			inFlight := d.mu.m.Status().ProgressInFlight
 			d.mu.m.Tick(now)
+			if inFlight && !d.mu.m.Status().ProgressInFlight {
+				// Only a stall ends a progress request in Tick.
+				d.rec.ProgressStalled()
+			}
 			d.mu.armed = time.Time{}
 			d.processLocked()
 			d.mu.Unlock()

@@ -149,6 +149,10 @@ type Recorder interface {
 	Read(verb, requested, outcome string)
 	// ProgressRequest counts one progress request sent to etcd.
 	ProgressRequest()
+	// ProgressStalled counts one progress request that no notification
+	// answered within the stall time (etcd drops a request while a watch
+	// on the stream is catching up), so that another was asked for.
+	ProgressStalled()
 	// ConsistentReadsDisabled records that the cache delegates its
 	// consistent reads to etcd, and why (e.g. ReasonEtcdVersion).
 	ConsistentReadsDisabled(reason string)
@@ -161,6 +165,7 @@ func For(gr schema.GroupResource) Recorder {
 	registerRead()
 	return &legacy{group: gr.Group, resource: gr.Resource,
 		progress: progressRequests.WithLabelValues(gr.Group, gr.Resource),
+		stalls:   progressStalls.WithLabelValues(gr.Group, gr.Resource),
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
@@ -176,6 +181,7 @@ type legacy struct {
 	events          compbasemetrics.CounterMetric
 	watchers        compbasemetrics.GaugeMetric
 	progress        compbasemetrics.CounterMetric
+	stalls          compbasemetrics.CounterMetric
 	inconsistent    compbasemetrics.CounterMetric
 }
 

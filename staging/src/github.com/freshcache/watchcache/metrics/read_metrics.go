@@ -71,6 +71,13 @@ var (
 		Help:           "Watch progress requests the cache sent to etcd on its own watch stream.",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, labels)
+	progressStalls = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "progress_stalls_total",
+		Help:           "Progress requests that no notification answered within the stall time (etcd drops one while a watch on the stream is catching up), after which the cache sent another.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
 	consistentReadsDisabled = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -84,7 +91,7 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readRelease, readsTotal, progressRequests, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, progressRequests, progressStalls, consistentReadsDisabled)
 	})
 }
 
@@ -106,6 +113,9 @@ func (l *legacy) Read(verb, requested, outcome string) {
 // ProgressRequest counts one progress request sent to etcd.
 func (l *legacy) ProgressRequest() { l.progress.Inc() }
 
+// ProgressStalled counts one progress request declared lost.
+func (l *legacy) ProgressStalled() { l.stalls.Inc() }
+
 // ConsistentReadsDisabled sets the consistent_reads_disabled gauge.
 func (l *legacy) ConsistentReadsDisabled(reason string) {
 	consistentReadsDisabled.WithLabelValues(l.group, l.resource, reason).Set(1)
@@ -122,6 +132,9 @@ func (Discard) Read(string, string, string) {}
 
 // ProgressRequest records nothing.
 func (Discard) ProgressRequest() {}
+
+// ProgressStalled records nothing.
+func (Discard) ProgressStalled() {}
 
 // ConsistentReadsDisabled records nothing.
 func (Discard) ConsistentReadsDisabled(string) {}
