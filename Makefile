@@ -110,8 +110,11 @@ test-conformance: build e2e-suite ## Upstream's e2e tests on upstream, freshcach
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=upstream,freshcache,freshcache-fresh-rv0 FRESHCACHE_E2E_REPORT=$(abspath docs/results/e2e-conformance.md) \
 		$(GO) test -count=1 -timeout 4h -v -run TestUpstreamConformance ./test/upstreame2e/
 
+# E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (test/upstreame2e
+# Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
+E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
 test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (part of make test).
-	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=freshcache-fresh-rv0 \
+	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
 verify: fmt lint ## gofmt, go vet and golangci-lint on both modules.
