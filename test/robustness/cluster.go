@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -49,16 +50,59 @@ type Cluster struct {
 // kernel's ephemeral range (package freeport).
 func freeAddr() (string, error) { return freeport.Addr("127.0.0.1") }
 
+// startAttempts bounds how often StartCluster picks new ports after one
+// of its picks was taken before a member bound it.
+const startAttempts = 3
+
 // StartCluster starts the members together and waits until every one of
-// them serves a linearizable read.
+// them serves a linearizable read. A port picked free that something took
+// before the member bound it (freeport cannot reserve one) fails only that
+// attempt: the members' data is removed and the cluster starts again on
+// new ports.
 func StartCluster(ctx context.Context, dir string, seed uint64) (*Cluster, error) {
+	return startClusterPicking(ctx, dir, seed, freeAddr)
+}
+
+func startClusterPicking(ctx context.Context, dir string, seed uint64, pick func() (string, error)) (*Cluster, error) {
+	var err error
+	for range startAttempts {
+		var c *Cluster
+		c, err = startCluster(ctx, dir, seed, pick)
+		if err == nil || !portTaken(err) {
+			return c, err
+		}
+		for i := range Members {
+			_ = os.RemoveAll(filepath.Join(dir, fmt.Sprintf("m%d", i)))
+		}
+	}
+	return nil, fmt.Errorf("%d attempts: %w", startAttempts, err)
+}
+
+// portTaken reports whether err is a listener's "address already in use".
+func portTaken(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+func startCluster(ctx context.Context, dir string, seed uint64, pick func() (string, error)) (*Cluster, error) {
 	c := &Cluster{dir: dir, members: make([]*embed.Etcd, Members), ids: make([]uint64, Members)}
+	// Picks are not reserved: the same free port could come up twice.
+	picked := map[string]bool{}
+	distinct := func() (string, error) {
+		for range 64 {
+			a, err := pick()
+			if err != nil || !picked[a] {
+				picked[a] = true
+				return a, err
+			}
+		}
+		return "", errors.New("no distinct free port in 64 picks")
+	}
 	for i := range Members {
-		pl, err := freeAddr()
+		pl, err := distinct()
 		if err != nil {
 			return nil, err
 		}
-		cl, err := freeAddr()
+		cl, err := distinct()
 		if err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package robustness
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +348,38 @@ func TestDirectWritesAgainstEtcd(t *testing.T) {
 		if len(idx.AtRev(e.Rev)) < 2 {
 			t.Errorf("revision %d changed one key; every direct write here changes two or more", e.Rev)
 		}
+	}
+}
+
+// TestStartClusterRetriesATakenPort: a port picked free but taken before
+// the member binds it fails only that attempt; the cluster starts on new
+// ports and serves reads.
+func TestStartClusterRetriesATakenPort(t *testing.T) {
+	enabled(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	first := true
+	pick := func() (string, error) {
+		if first {
+			first = false
+			return taken.Addr().String(), nil
+		}
+		return freeAddr()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := startClusterPicking(ctx, t.TempDir(), 1, pick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if first {
+		t.Fatal("the taken port was never picked")
+	}
+	if _, err := cl.Admin().Get(ctx, "any"); err != nil {
+		t.Fatalf("cluster started after the retry does not serve reads: %v", err)
 	}
 }
