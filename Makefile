@@ -253,11 +253,15 @@ bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 
 # (docs/investigations/cluster-targets.md). A failed cell keeps its logs
 # (the error names them). bench-cluster-short is the same at 3 nodes with
 # short windows, to check the harness; it writes under _output, never docs.
+# CLUSTER_REPEAT runs every cell that many times, interleaved, and the
+# ratios are then medians over the repeats: one cell's CPU and LIST p99 move
+# by more than the targets' margins from run to run.
 CLUSTER_NODES ?= 10,50,75,100
+CLUSTER_REPEAT ?= 1
 CLUSTER_HA_NODES ?= 30
 CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
 bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 75, 100 hollow nodes + HA at 30 (~105 min, quiet machine); writes docs/results/cluster.md.
-	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
+	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --repeat=$(CLUSTER_REPEAT) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
 
 bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
 	@mkdir -p $(OUT)/bench

@@ -91,6 +91,11 @@ type ClusterConfig struct {
 	// ways).
 	ProbeRate float64
 	Seed      uint64
+	// Repeats runs every cell this many times (at least 1), interleaved:
+	// each node count's configurations in turn, then again. On 2 cores one
+	// cell's CPU and LIST p99 move by more than the targets' margins from
+	// run to run; the ratios are then the median over repeats.
+	Repeats int
 	// Warmup runs the churn before the window; Window is measured.
 	Warmup, Window time.Duration
 	// CalibWindow is the length of the idle window and of each per-kind
@@ -141,7 +146,7 @@ func (c ClusterConfig) Validate() error {
 		flag string
 		v    float64
 	}{
-		{"--pods-per-node", float64(c.PodsPerNode)}, {"--replicas-per-deployment", float64(c.ReplicasPerDeployment)},
+		{"--repeat", float64(c.Repeats)}, {"--pods-per-node", float64(c.PodsPerNode)}, {"--replicas-per-deployment", float64(c.ReplicasPerDeployment)},
 		{"--window", c.Window.Seconds()}, {"--calibration-window", c.CalibWindow.Seconds()},
 		{"--calibration-rate", c.CalibRate}, {"--calibration-list-all-rate", c.CalibListAllRate},
 	}
@@ -166,28 +171,52 @@ func (c ClusterConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// cell is one cluster: a configuration at a node count in a mode.
+// cell is one cluster: a configuration at a node count in a mode, and
+// which repeat of it (1 to Repeats; 0 when the run does not repeat).
 type cell struct {
 	config, mode string
 	nodes        int
+	repeat       int
 }
 
 // cells lists the runs in order: for each node count every configuration
 // in turn (so a noisy minute on the shared machine hits neighbours of the
-// same N, not one configuration), then the HA runs.
+// same N, not one configuration), then the HA runs. With repeats, each
+// node count's round of configurations runs Repeats times, the order
+// rotated by one each round so that no configuration always runs first.
 func (c ClusterConfig) cells() []cell {
+	rounds := max(c.Repeats, 1)
+	round := func(mode string, n int) []cell {
+		var out []cell
+		for r := range rounds {
+			for i := range c.Configs {
+				cf := c.Configs[(i+r)%len(c.Configs)]
+				rep := r + 1
+				if rounds == 1 {
+					rep = 0
+				}
+				out = append(out, cell{cf, mode, n, rep})
+			}
+		}
+		return out
+	}
 	var out []cell
 	for _, n := range c.Nodes {
-		for _, cf := range c.Configs {
-			out = append(out, cell{cf, ModeSingle, n})
-		}
+		out = append(out, round(ModeSingle, n)...)
 	}
 	if c.HANodes > 0 {
-		for _, cf := range c.Configs {
-			out = append(out, cell{cf, ModeHA, c.HANodes})
-		}
+		out = append(out, round(ModeHA, c.HANodes)...)
 	}
 	return out
+}
+
+// name is how progress lines and errors call c.
+func (c cell) name() string {
+	s := fmt.Sprintf("%s %s at %d nodes", c.config, c.mode, c.nodes)
+	if c.repeat > 0 {
+		s += fmt.Sprintf(", repeat %d", c.repeat)
+	}
+	return s
 }
 
 // RunCluster runs every cell and returns the rows it measured. A cell that
@@ -207,14 +236,14 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 	)
 	cells := cfg.cells()
 	for i, c := range cells {
-		fmt.Fprintf(cfg.Progress, "# [%d/%d] %s, %s, %d nodes\n", i+1, len(cells), c.config, c.mode, c.nodes)
+		fmt.Fprintf(cfg.Progress, "# [%d/%d] %s\n", i+1, len(cells), c.name())
 		began := time.Now()
 		row, err := runCell(ctx, cfg, c)
 		if ctx.Err() != nil {
 			return rows, errors.Join(append(errs, ctx.Err())...)
 		}
 		if err != nil {
-			err = fmt.Errorf("bench: %s %s at %d nodes: %w (logs in %s)", c.config, c.mode, c.nodes, err, filepath.Join(cellDir(cfg.DataDir, c), "logs"))
+			err = fmt.Errorf("bench: %s: %w (logs in %s)", c.name(), err, filepath.Join(cellDir(cfg.DataDir, c), "logs"))
 			fmt.Fprintf(cfg.Progress, "# failed: %v\n", err)
 			errs = append(errs, err)
 			continue
@@ -242,5 +271,9 @@ func (cfg ClusterConfig) localUpArgs(c cell) []string {
 }
 
 func cellDir(root string, c cell) string {
-	return filepath.Join(root, fmt.Sprintf("%s-%d-%s", c.mode, c.nodes, c.config))
+	name := fmt.Sprintf("%s-%d-%s", c.mode, c.nodes, c.config)
+	if c.repeat > 0 {
+		name += fmt.Sprintf("-r%d", c.repeat)
+	}
+	return filepath.Join(root, name)
 }

@@ -57,7 +57,7 @@ func newClusterClient(kubeconfig string) (*clusterClient, error) {
 }
 
 func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, err error) {
-	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: waitMetric[clusterImpl(c.config)]}
+	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Repeat: c.repeat, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: waitMetric[clusterImpl(c.config)]}
 	dir := cellDir(cfg.DataDir, c)
 	began := time.Now()
 	lu, err := startLocalUp(ctx, cfg.BinDir, dir, cfg.localUpArgs(c))

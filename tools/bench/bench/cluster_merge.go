@@ -51,8 +51,8 @@ func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error)
 	settings := runs[0].Settings
 	load := sameLoad(settings)
 	type key struct {
-		config, mode string
-		nodes        int
+		config, mode  string
+		nodes, repeat int
 	}
 	seen := map[key]int{}
 	var (
@@ -72,9 +72,9 @@ func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error)
 			errs = append(errs, fmt.Sprintf("run %d: %s", i+1, r.Error))
 		}
 		for _, c := range r.Cells {
-			k := key{c.Config, c.Mode, c.Nodes}
+			k := key{c.Config, c.Mode, c.Nodes, c.Repeat}
 			if j, ok := seen[k]; ok {
-				return ClusterReport{}, fmt.Errorf("%s %s at %d nodes is in run %d and run %d; merge runs of different cells", c.Config, c.Mode, c.Nodes, j, i+1)
+				return ClusterReport{}, fmt.Errorf("%s %s at %d nodes (repeat %d) is in run %d and run %d; merge runs of different cells", c.Config, c.Mode, c.Nodes, c.Repeat, j, i+1)
 			}
 			seen[k] = i + 1
 			cells = append(cells, c)
@@ -88,24 +88,14 @@ func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error)
 	}
 	// The order a single run would have: each node count's
 	// configurations, then HA.
-	order := func(c ClusterRow) (int, int, int) {
+	order := func(c ClusterRow) []int {
 		mode := 0
 		if c.Mode != ModeSingle {
 			mode = 1
 		}
-		return mode, c.Nodes, slices.Index(AllClusterConfigs, c.Config)
+		return []int{mode, c.Nodes, c.Repeat, slices.Index(AllClusterConfigs, c.Config)}
 	}
-	slices.SortStableFunc(cells, func(a, b ClusterRow) int {
-		am, an, ac := order(a)
-		bm, bn, bc := order(b)
-		if am != bm {
-			return am - bm
-		}
-		if an != bn {
-			return an - bn
-		}
-		return ac - bc
-	})
+	slices.SortStableFunc(cells, func(a, b ClusterRow) int { return slices.Compare(order(a), order(b)) })
 	settings.Configs, settings.Nodes = nil, nil
 	for _, c := range AllClusterConfigs {
 		if configs[c] {

@@ -54,12 +54,42 @@ func TestMergeClusterReports(t *testing.T) {
 
 	for name, runs := range map[string][]ClusterReport{
 		"a cell in two runs": {sweep, run("ccc", "", []int{10}, 0, row(ClusterUpstream, ModeSingle, 10))},
-		"another load":       {sweep, func() ClusterReport { r := more; r.Settings.PodRate = 10; return r }()},
-		"nothing":            nil,
+		"a repeat in two runs": {
+			run("ddd", "", []int{75}, 0, func() ClusterRow { r := row(ClusterUpstream, ModeSingle, 75); r.Repeat = 2; return r }()),
+			run("eee", "", []int{75}, 0, func() ClusterRow { r := row(ClusterUpstream, ModeSingle, 75); r.Repeat = 2; return r }()),
+		},
+		"another load": {sweep, func() ClusterReport { r := more; r.Settings.PodRate = 10; return r }()},
+		"nothing":      nil,
 	} {
 		if _, err := MergeClusterReports(Report{}, runs); err == nil {
 			t.Errorf("%s: merged without an error", name)
 		}
+	}
+}
+
+// TestMergeClusterRepeats: runs that measured different repeats of the
+// same cell merge, in repeat order within each node count.
+func TestMergeClusterRepeats(t *testing.T) {
+	load := ClusterConfig{Configs: AllClusterConfigs, PodsPerNode: 30, Window: time.Minute, Seed: 1}
+	rep := func(config string, repeat int) ClusterRow {
+		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 75, Repeat: repeat}
+	}
+	a := ClusterReport{Report: Report{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterFreshRV0, 2), rep(ClusterUpstream, 2)}}
+	b := ClusterReport{Report: Report{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterUpstream, 1), rep(ClusterFreshRV0, 1)}}
+	got, err := MergeClusterReports(Report{Kind: "cluster"}, []ClusterReport{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range got.Cells {
+		order = append(order, fmt.Sprintf("%s#%d", c.Config, c.Repeat))
+	}
+	want := []string{"upstream#1", "freshcache-fresh-rv0#1", "upstream#2", "freshcache-fresh-rv0#2"}
+	if !reflect.DeepEqual(order, want) {
+		t.Errorf("cells %v, want %v", order, want)
+	}
+	if r := ComputeClusterRatios(got.Cells); r.Pairs != 2 {
+		t.Errorf("%d pairs, want 2", r.Pairs)
 	}
 }
 

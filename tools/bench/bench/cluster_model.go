@@ -240,6 +240,16 @@ func modelNodes(rows []ClusterRow) int {
 	return best
 }
 
+// medianRepeat is, of a cell's repeats, the one with the median apiserver
+// CPU (the lower of the middle two for an even count): the model's terms
+// come from one cluster's calibration, and this one is neither repeat's
+// outlier.
+func medianRepeat(rows []ClusterRow) ClusterRow {
+	s := slices.Clone(rows)
+	slices.SortStableFunc(s, func(a, b ClusterRow) int { return cmpFloat(a.APICPUSec, b.APICPUSec) })
+	return s[(len(s)-1)/2]
+}
+
 // buildCostModel makes config's model from its single-apiserver rows:
 // the idle lines over every node count, the terms at nodes. ok is false
 // when config has no row there.
@@ -260,7 +270,13 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 		xs = append(xs, float64(r.Nodes))
 		api, etcd, reads = append(api, r.Idle.APICPUPerSec), append(etcd, r.Idle.EtcdCPUPerSec), append(reads, r.Idle.EtcdReadsPerSec)
 	}
-	top := mine[slices.IndexFunc(mine, func(r ClusterRow) bool { return r.Nodes == nodes })]
+	var at []ClusterRow
+	for _, r := range mine {
+		if r.Nodes == nodes {
+			at = append(at, r)
+		}
+	}
+	top := medianRepeat(at)
 	m := CostModel{Config: config, Nodes: top.Nodes, Pods: top.Pods, IdleAPI: fitLine(xs, api), IdleEtcd: fitLine(xs, etcd), IdleReads: fitLine(xs, reads)}
 	if top.RevisionFetches > 0 && top.EtcdReads > 0 {
 		m.FetchShare = min(1, top.RevisionFetches/top.EtcdReads)

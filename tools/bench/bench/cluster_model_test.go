@@ -182,3 +182,30 @@ func TestModelNodesIsCommonToEveryConfiguration(t *testing.T) {
 		}
 	}
 }
+
+// TestCostModelTakesTheMedianRepeat: a repeated cell's model is built
+// from the repeat with the median apiserver CPU, not from whichever came
+// first.
+func TestCostModelTakesTheMedianRepeat(t *testing.T) {
+	row := func(repeat int, cpu float64, pods int) ClusterRow {
+		return ClusterRow{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, Pods: pods}
+	}
+	for _, tc := range []struct {
+		name     string
+		rows     []ClusterRow
+		wantPods int
+	}{
+		{"odd", []ClusterRow{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3)}, 3},
+		{"even takes the lower middle", []ClusterRow{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3), row(4, 60, 4)}, 3},
+		{"one", []ClusterRow{row(0, 10, 7)}, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := medianRepeat(tc.rows); got.Pods != tc.wantPods {
+				t.Errorf("median repeat %+v, want the one with pods=%d", got, tc.wantPods)
+			}
+			if m, ok := buildCostModel(tc.rows, ClusterUpstream, 75); !ok || m.Pods != tc.wantPods {
+				t.Errorf("model from %d pods (%v), want %d", m.Pods, ok, tc.wantPods)
+			}
+		})
+	}
+}

@@ -72,9 +72,11 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 					line = append(line, pt)
 				}
 			}
-			slices.SortFunc(line, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 			if len(line) > 0 {
-				l, s, err := plotter.NewLinePoints(line)
+				// Repeats of a cell: the line goes through their median,
+				// and every repeat is a small ring around it.
+				mid := medianByX(line)
+				l, s, err := plotter.NewLinePoints(mid)
 				if err != nil {
 					return paths, err
 				}
@@ -82,6 +84,14 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 				l.Width = vg.Points(1.5)
 				p.Add(l, s)
 				p.Legend.Add(config, l, s)
+				if len(mid) < len(line) {
+					each, err := plotter.NewScatter(line)
+					if err != nil {
+						return paths, err
+					}
+					each.Color, each.Shape, each.Radius = configColor(config), draw.RingGlyph{}, vg.Points(2.5)
+					p.Add(each)
+				}
 				any = true
 			}
 			if len(ha) > 0 {
@@ -111,4 +121,18 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 		paths = append(paths, path)
 	}
 	return paths, nil
+}
+
+// medianByX is pts with one point per X, the median of its Ys, in X order.
+func medianByX(pts plotter.XYs) plotter.XYs {
+	ys := map[float64][]float64{}
+	for _, pt := range pts {
+		ys[pt.X] = append(ys[pt.X], pt.Y)
+	}
+	var out plotter.XYs
+	for x, v := range ys {
+		out = append(out, plotter.XY{X: x, Y: median(v)})
+	}
+	slices.SortFunc(out, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+	return out
 }

@@ -44,16 +44,24 @@ func (r ClusterReport) WriteJSON(path string) error { return writeJSONFile(path,
 
 // ClusterRatios are the closing line's figures: freshcache with
 // FreshResourceVersionZero over upstream at the largest single-apiserver
-// node count both ran, and freshcache's stale answers.
+// node count both ran, and freshcache's stale answers. When the run
+// repeated cells, the i-th repeat of one is paired with the i-th of the
+// other (they ran next to each other), and each ratio is the median over
+// the pairs; Pairs and the *Each slices keep every pair's ratio, so the
+// report can show the spread.
 type ClusterRatios struct {
 	Nodes                      int
 	APICPU, EtcdReads, ListP99 *float64
+	// Pairs is how many upstream/freshcache-fresh-rv0 pairs the ratios
+	// are the median of.
+	Pairs                                  int
+	APICPUEach, EtcdReadsEach, ListP99Each []float64
 	// Work is how much of upstream's open-loop work freshcache-fresh-rv0
 	// got done in the same window: the smaller of the ratios of answered
-	// LIST-client reads and of churned pods (created + deleted). Below
-	// comparableWork its CPU and etcd figures are those of a cluster that
-	// served less, not of one that served the same for less. Nil when
-	// upstream did none.
+	// LIST-client reads and of churned pods (created + deleted), the
+	// median over the pairs. Below comparableWork its CPU and etcd figures
+	// are those of a cluster that served less, not of one that served the
+	// same for less. Nil when upstream did none.
 	Work *float64
 	// Stale counts, over every freshcache run, the stale answers to reads
 	// that configuration promises fresh: rv="" reads on freshcache,
@@ -65,39 +73,37 @@ type ClusterRatios struct {
 // ComputeClusterRatios finds the ratios in rows.
 func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
 	var r ClusterRatios
-	find := func(config string, n int) (ClusterRow, bool) {
+	runs := func(config string, n int) []ClusterRow {
+		var out []ClusterRow
 		for _, x := range rows {
 			if x.Config == config && x.Mode == ModeSingle && x.Nodes == n {
-				return x, true
+				out = append(out, x)
 			}
 		}
-		return ClusterRow{}, false
+		slices.SortStableFunc(out, func(a, b ClusterRow) int { return a.Repeat - b.Repeat })
+		return out
 	}
 	for _, x := range rows {
-		_, up := find(ClusterUpstream, x.Nodes)
-		if x.Config == ClusterFreshRV0 && x.Mode == ModeSingle && up && x.Nodes > r.Nodes {
+		if x.Config == ClusterFreshRV0 && x.Mode == ModeSingle && len(runs(ClusterUpstream, x.Nodes)) > 0 && x.Nodes > r.Nodes {
 			r.Nodes = x.Nodes
 		}
 	}
 	if r.Nodes > 0 {
-		f, _ := find(ClusterFreshRV0, r.Nodes)
-		u, _ := find(ClusterUpstream, r.Nodes)
-		r.APICPU = ratioPtr(f.APICPUSec, u.APICPUSec)
-		r.EtcdReads = ratioPtr(f.EtcdReads, u.EtcdReads)
-		if f.ListP99Ms != nil && u.ListP99Ms != nil {
-			r.ListP99 = ratioPtr(*f.ListP99Ms, *u.ListP99Ms)
+		fs, us := runs(ClusterFreshRV0, r.Nodes), runs(ClusterUpstream, r.Nodes)
+		r.Pairs = min(len(fs), len(us))
+		var work []float64
+		for i := range r.Pairs {
+			f, u := fs[i], us[i]
+			appendRatio(&r.APICPUEach, f.APICPUSec, u.APICPUSec)
+			appendRatio(&r.EtcdReadsEach, f.EtcdReads, u.EtcdReads)
+			if f.ListP99Ms != nil && u.ListP99Ms != nil {
+				appendRatio(&r.ListP99Each, *f.ListP99Ms, *u.ListP99Ms)
+			}
+			if w := workRatio(f, u); w != nil {
+				work = append(work, *w)
+			}
 		}
-		fl, fc := servedWork(f)
-		ul, uc := servedWork(u)
-		lists, churn := ratioPtr(fl, ul), ratioPtr(fc, uc)
-		switch {
-		case lists == nil:
-			r.Work = churn
-		case churn == nil || *lists <= *churn:
-			r.Work = lists
-		default:
-			r.Work = churn
-		}
+		r.APICPU, r.EtcdReads, r.ListP99, r.Work = medianPtr(r.APICPUEach), medianPtr(r.EtcdReadsEach), medianPtr(r.ListP99Each), medianPtr(work)
 	}
 	for _, x := range rows {
 		if x.Config != ClusterFreshcache && x.Config != ClusterFreshRV0 {
@@ -113,6 +119,35 @@ func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
 		*r.Stale += n
 	}
 	return r
+}
+
+// workRatio is the share of u's open-loop work that f served: the
+// smaller of the LIST-client and churn ratios (see ClusterRatios.Work).
+func workRatio(f, u ClusterRow) *float64 {
+	fl, fc := servedWork(f)
+	ul, uc := servedWork(u)
+	lists, churn := ratioPtr(fl, ul), ratioPtr(fc, uc)
+	switch {
+	case lists == nil:
+		return churn
+	case churn == nil || *lists <= *churn:
+		return lists
+	}
+	return churn
+}
+
+func appendRatio(to *[]float64, a, b float64) {
+	if p := ratioPtr(a, b); p != nil {
+		*to = append(*to, *p)
+	}
+}
+
+func medianPtr(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := median(v)
+	return &m
 }
 
 // comparableWork is the least share of upstream's work a cell must serve
@@ -185,11 +220,14 @@ func clusterTargets(r ClusterRatios) [][4]string {
 		}
 		return met(p, limit)
 	}
-	val := func(p *float64) string {
+	val := func(p *float64, each []float64) string {
 		if p == nil {
 			return "n/a"
 		}
-		return fmt.Sprintf("%.2f", *p)
+		if len(each) < 2 {
+			return fmt.Sprintf("%.2f", *p)
+		}
+		return fmt.Sprintf("%.2f (pairs: %s)", *p, fmtList(each, "%.2f"))
 	}
 	staleMet, staleVal := "not measured", "n/a"
 	if r.Stale != nil {
@@ -197,9 +235,9 @@ func clusterTargets(r ClusterRatios) [][4]string {
 		staleMet = map[bool]string{true: "yes", false: "no"}[*r.Stale == 0]
 	}
 	return [][4]string{
-		{"apiserver CPU, freshcache-fresh-rv0 / upstream", val(r.APICPU), "≤ 1.05", cost(r.APICPU, 1.05)},
-		{"etcd reads (Range + RangeStream), freshcache-fresh-rv0 / upstream", val(r.EtcdReads), "≤ 0.5", cost(r.EtcdReads, 0.5)},
-		{"pod LIST p99, freshcache-fresh-rv0 / upstream", val(r.ListP99), "≤ 1", met(r.ListP99, 1)},
+		{"apiserver CPU, freshcache-fresh-rv0 / upstream", val(r.APICPU, r.APICPUEach), "≤ 1.05", cost(r.APICPU, 1.05)},
+		{"etcd reads (Range + RangeStream), freshcache-fresh-rv0 / upstream", val(r.EtcdReads, r.EtcdReadsEach), "≤ 0.5", cost(r.EtcdReads, 0.5)},
+		{"pod LIST p99, freshcache-fresh-rv0 / upstream", val(r.ListP99, r.ListP99Each), "≤ 1", met(r.ListP99, 1)},
 		{"stale answers freshcache promised fresh", staleVal, "0", staleMet},
 	}
 }
@@ -228,6 +266,9 @@ func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 	where := "No node count has both upstream and freshcache-fresh-rv0 on a single apiserver, so there are no ratios."
 	if ratios.Nodes > 0 {
 		where = fmt.Sprintf("Ratios at %d nodes, single apiserver; stale over every freshcache run.", ratios.Nodes)
+		if ratios.Pairs > 1 {
+			where += fmt.Sprintf(" Each cell ran %d times, interleaved; a ratio is the median over the %d pairs of upstream and freshcache-fresh-rv0 cells of the same repeat, and its row lists every pair's ratio. A target is met when the median is.", ratios.Pairs, ratios.Pairs)
+		}
 	}
 	if ratios.Work != nil {
 		where += fmt.Sprintf(" freshcache-fresh-rv0 served %.0f%% of upstream's open-loop work there (the smaller of answered LIST-client reads and churned pods); below %.0f%% its cost ratios are marked not comparable.", 100**ratios.Work, 100*comparableWork)
@@ -280,7 +321,7 @@ func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
 		}
 		w := max(r.WindowSeconds, 1e-9)
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %.1f (%.2f) | %s | %.1f (%.2f) | %.0f | %.0f (%.1f) | %s | %s | %d / %d | %.0f / %.0f (%d) | %.0f / %.0f | %d, %d | %.0f, %.0f, %.0f |\n",
-			r.Config, r.Mode, r.Nodes, r.Pods, r.WindowSeconds, r.APICPUSec, r.APICPUSec/w, joinFloats(r.APIPeakRSSMB, "%.0f"),
+			r.Config, r.modeLabel(), r.Nodes, r.Pods, r.WindowSeconds, r.APICPUSec, r.APICPUSec/w, joinFloats(r.APIPeakRSSMB, "%.0f"),
 			r.EtcdCPUSec, r.EtcdCPUSec/w, r.EtcdPeakRSSMB, r.EtcdReads, r.EtcdReads/w, optMs(r.ListP99Ms), optMs(r.FreshWaitP99Ms),
 			r.Probe.StaleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodLatency.StatusP50S, r.PodLatency.StatusP99S, r.PodsCreated, r.PodsDeleted,
 			r.ReadySeconds, r.SetupSeconds, r.WallSeconds)
@@ -291,7 +332,7 @@ func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
 	}
 	b.WriteString("errors | through |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %s | %d | %d | ", r.Config, r.Mode, r.Nodes, r.Probe.Writes)
+		fmt.Fprintf(b, "| %s | %s | %d | %d | ", r.Config, r.modeLabel(), r.Nodes, r.Probe.Writes)
 		for _, pr := range probeReads {
 			k := probeReadName(pr.kind, pr.rv)
 			fmt.Fprintf(b, "%d / %d | ", r.Probe.Stale[k], r.Probe.Reads[k])
@@ -315,7 +356,7 @@ func writeClusterEtcd(b *strings.Builder, rows []ClusterRow) {
 	b.WriteString(" Watch msgs in | mvcc range | mvcc put | apiserver get / list / getCurrentResourceVersion | freshcache fetches | progress requests |\n|---|---|---:|")
 	b.WriteString(strings.Repeat("---:|", len(etcdMethods)+6) + "\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.modeLabel(), r.Nodes)
 		for _, m := range etcdMethods {
 			fmt.Fprintf(b, " %.0f |", r.EtcdHandled[m])
 		}
@@ -352,7 +393,7 @@ func writeClusterFreshness(b *strings.Builder, rows []ClusterRow) {
 			rate = r.FreshReads / r.WindowSeconds
 		}
 		rtt := r.FetchSeconds / r.RevisionFetches
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %s |\n", r.Config, r.Mode, r.Nodes, r.FreshReads, rate,
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.2f | %.2f | %.0f | %.0f | %s |\n", r.Config, r.modeLabel(), r.Nodes, r.FreshReads, rate,
 			r.RevisionFetches, r.FetchReads/r.RevisionFetches, ratio(rate, sharedFetchRate(rate, rtt)), 1000*rtt, r.ProgressRequests, r.ProgressStalls, strings.Join(top, ", "))
 	}
 }
@@ -394,7 +435,7 @@ func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, 
 	}
 	b.WriteString("\n|---|---|---:|" + strings.Repeat("---:|", len(keys)) + "\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.modeLabel(), r.Nodes)
 		for _, k := range keys {
 			text := "–"
 			if p50, p99, n, ok := at(r, k); ok {
@@ -442,7 +483,7 @@ func writeClusterClients(b *strings.Builder, rows []ClusterRow) {
 	}
 	b.WriteString(" errors |\n|---|---|---:|" + strings.Repeat("---:|", len(kinds)+1) + "\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.Mode, r.Nodes)
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.modeLabel(), r.Nodes)
 		var errs int64
 		first := ""
 		for _, rd := range r.Reads {
@@ -463,7 +504,7 @@ func writeClusterClients(b *strings.Builder, rows []ClusterRow) {
 			for _, k := range sortedKeys(inf.Requests) {
 				req = append(req, fmt.Sprintf("%s: %d", k, inf.Requests[k]))
 			}
-			fmt.Fprintf(b, "| %s | %s | %d | %v | %d | %d | %.0f / %.0f | %d | %s |\n", r.Config, r.Mode, r.Nodes, inf.WatchListClient, inf.Informers, inf.Syncs,
+			fmt.Fprintf(b, "| %s | %s | %d | %v | %d | %d | %.0f / %.0f | %d | %s |\n", r.Config, r.modeLabel(), r.Nodes, inf.WatchListClient, inf.Informers, inf.Syncs,
 				quantileSorted(sync, 0.5), quantileSorted(sync, 0.99), inf.Events, strings.Join(req, ", "))
 		}
 	}
@@ -487,7 +528,7 @@ func writeClusterCalibration(b *strings.Builder, rows []ClusterRow) {
 				idle = fmt.Sprintf("%.3f / %.3f", r.Idle.APICPUPerSec, r.Idle.EtcdCPUPerSec)
 				reads = fmt.Sprintf("%.1f", r.Idle.EtcdReadsPerSec)
 			}
-			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f |\n", r.Config, r.Mode, r.Nodes, idle, reads,
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s %s | %d | %.0f | %.2f | %.2f | %.2f | %.1f |\n", r.Config, r.modeLabel(), r.Nodes, idle, reads,
 				c.Kind, rvLabel(c.RV), c.Requests, c.Items, c.APICPUMsPerReq, c.EtcdCPUMsPerReq, c.EtcdReadsPerReq, c.P99Ms)
 		}
 	}

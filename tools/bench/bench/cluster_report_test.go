@@ -42,6 +42,56 @@ func TestClusterRatiosAndClosingLine(t *testing.T) {
 	}
 }
 
+// TestClusterRatiosMedianOverRepeats: repeated cells pair by repeat, and
+// each ratio is the median over the pairs, with every pair's ratio kept
+// for the report; the markdown names each row's repeat.
+func TestClusterRatiosMedianOverRepeats(t *testing.T) {
+	p := func(v float64) *float64 { return &v }
+	row := func(config string, repeat int, cpu, reads, p99 float64) ClusterRow {
+		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99)}
+	}
+	rows := []ClusterRow{
+		// Out of order on purpose: pairs are by repeat, not by position.
+		row(ClusterFreshRV0, 3, 52, 80, 300), row(ClusterUpstream, 1, 50, 100, 100),
+		row(ClusterFreshRV0, 1, 60, 40, 90), row(ClusterUpstream, 2, 40, 100, 200),
+		row(ClusterUpstream, 3, 40, 100, 200), row(ClusterFreshRV0, 2, 42, 60, 190),
+	}
+	r := ComputeClusterRatios(rows)
+	if r.Pairs != 3 {
+		t.Fatalf("%d pairs, want 3", r.Pairs)
+	}
+	eq := func(got []float64, want ...float64) bool {
+		if len(got) != len(want) {
+			return false
+		}
+		for i := range got {
+			if d := got[i] - want[i]; d > 1e-9 || d < -1e-9 {
+				return false
+			}
+		}
+		return true
+	}
+	if !eq(r.APICPUEach, 1.2, 1.05, 1.3) || !eq(r.EtcdReadsEach, 0.4, 0.6, 0.8) || !eq(r.ListP99Each, 0.9, 0.95, 1.5) {
+		t.Errorf("pairs: cpu %v reads %v p99 %v", r.APICPUEach, r.EtcdReadsEach, r.ListP99Each)
+	}
+	if want := "cluster-bench ratios: apiserver-cpu=1.20 etcd-reads=0.60 list-p99=0.95 stale=n/a"; r.Line() != want {
+		t.Errorf("line\n got %s\nwant %s", r.Line(), want)
+	}
+	targets := clusterTargets(r)
+	if targets[0][1] != "1.20 (pairs: 1.20, 1.05, 1.30)" || targets[0][3] != "no" || targets[2][3] != "yes" {
+		t.Errorf("targets %v", targets)
+	}
+	var b strings.Builder
+	if err := WriteClusterMarkdown(&b, NewClusterReport(ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+}
+
 // TestOverloadedCellNotComparable: a freshcache-fresh-rv0 cell that served
 // far less than upstream's cell has lower CPU and etcd figures because it
 // did less; those targets say so instead of "yes". Its latency is still

@@ -12,6 +12,9 @@ type ClusterRow struct {
 	Config string `json:"config"`
 	Mode   string `json:"mode"`
 	Nodes  int    `json:"nodes"`
+	// Repeat is which run of this cell the row is (1 to --repeat); 0 when
+	// the run did not repeat cells.
+	Repeat int `json:"repeat,omitempty"`
 	// Pods is the Deployments' replicas at the start; PodsRunning how many
 	// ran before the window.
 	Pods        int    `json:"pods"`
@@ -188,6 +191,15 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	}
 }
 
+// modeLabel is the mode column of the report's tables: the mode, and the
+// repeat when the run repeated cells.
+func (r ClusterRow) modeLabel() string {
+	if r.Repeat > 0 {
+		return fmt.Sprintf("%s #%d", r.Mode, r.Repeat)
+	}
+	return r.Mode
+}
+
 func (r ClusterRow) summary() string {
 	p99 := "n/a"
 	if r.ListP99Ms != nil {
@@ -198,7 +210,7 @@ func (r ClusterRow) summary() string {
 		stale = append(stale, fmt.Sprintf("%s:%d", k, r.Probe.Stale[k]))
 	}
 	return fmt.Sprintf("%s %s nodes=%d pods=%d: apiserver %.1f cpu-s, etcd %.1f cpu-s, %.0f etcd reads, LIST p99 %s, probe %d writes, stale [%s], pod bound->running p50 %.0fms p99 %.0fms (%d pods), cell %.0fs",
-		r.Config, r.Mode, r.Nodes, r.Pods, r.APICPUSec, r.EtcdCPUSec, r.EtcdReads, p99, r.Probe.Writes, strings.Join(stale, " "),
+		r.Config, r.modeLabel(), r.Nodes, r.Pods, r.APICPUSec, r.EtcdCPUSec, r.EtcdReads, p99, r.Probe.Writes, strings.Join(stale, " "),
 		r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.WallSeconds)
 }
 

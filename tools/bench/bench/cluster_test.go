@@ -9,7 +9,7 @@ import (
 )
 
 func TestClusterConfigValidate(t *testing.T) {
-	good := ClusterConfig{Configs: []string{ClusterUpstream}, Nodes: []int{2}, PodsPerNode: 1, ReplicasPerDeployment: 1,
+	good := ClusterConfig{Configs: []string{ClusterUpstream}, Nodes: []int{2}, Repeats: 1, PodsPerNode: 1, ReplicasPerDeployment: 1,
 		Window: time.Second, CalibWindow: time.Second, CalibRate: 1, CalibListAllRate: 1}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
@@ -25,6 +25,7 @@ func TestClusterConfigValidate(t *testing.T) {
 		{func(c *ClusterConfig) { c.PodRate = -1 }, "--pod-rate"},
 		{func(c *ClusterConfig) { c.Window = 0 }, "--window"},
 		{func(c *ClusterConfig) { c.SetupInflightPods = -1 }, "--setup-inflight-pods"},
+		{func(c *ClusterConfig) { c.Repeats = 0 }, "--repeat"},
 	} {
 		cfg := good
 		c.change(&cfg)
@@ -47,11 +48,42 @@ func TestClusterCellsOrder(t *testing.T) {
 	}
 }
 
+// TestClusterCellsRepeatInterleaved: with --repeat, each node count's
+// round of configurations runs again before the next count, the order
+// rotated each round, and every cell knows its repeat (and so its own
+// data directory).
+func TestClusterCellsRepeatInterleaved(t *testing.T) {
+	c := ClusterConfig{Configs: AllClusterConfigs, Nodes: []int{75}, HANodes: 30, Repeats: 3}
+	var got []string
+	dirs := map[string]bool{}
+	for _, x := range c.cells() {
+		got = append(got, fmt.Sprintf("%s %s %d #%d", x.config, x.mode, x.nodes, x.repeat))
+		dirs[cellDir("/d", x)] = true
+	}
+	want := []string{
+		"upstream single 75 #1", "freshcache single 75 #1", "freshcache-fresh-rv0 single 75 #1",
+		"freshcache single 75 #2", "freshcache-fresh-rv0 single 75 #2", "upstream single 75 #2",
+		"freshcache-fresh-rv0 single 75 #3", "upstream single 75 #3", "freshcache single 75 #3",
+		"upstream ha 30 #1", "freshcache ha 30 #1", "freshcache-fresh-rv0 ha 30 #1",
+		"freshcache ha 30 #2", "freshcache-fresh-rv0 ha 30 #2", "upstream ha 30 #2",
+		"freshcache-fresh-rv0 ha 30 #3", "upstream ha 30 #3", "freshcache ha 30 #3",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cells\n got %v\nwant %v", got, want)
+	}
+	if len(dirs) != len(want) {
+		t.Errorf("%d data directories for %d cells", len(dirs), len(want))
+	}
+	if x := (ClusterConfig{Configs: []string{ClusterUpstream}, Nodes: []int{3}, Repeats: 1}).cells(); len(x) != 1 || x[0].repeat != 0 || cellDir("/d", x[0]) != "/d/single-3-upstream" {
+		t.Errorf("an unrepeated run's cells %+v", x)
+	}
+}
+
 // TestLocalUpArgsComeLast: flags given with --local-up-arg follow the
 // configuration's own, so they reach every cluster and can override them.
 func TestLocalUpArgsComeLast(t *testing.T) {
 	cfg := ClusterConfig{ReadyTimeout: time.Minute, LocalUpArgs: []string{"--consistent-read-timeout-action=reject"}}
-	got := cfg.localUpArgs(cell{ClusterFreshRV0, ModeHA, 3})
+	got := cfg.localUpArgs(cell{ClusterFreshRV0, ModeHA, 3, 0})
 	want := []string{"--controllers=true", "--nodes=3", "--ready-timeout=1m0s", "--apiservers=2", "--etcd-members=3",
 		"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true", "--consistent-read-timeout-action=reject"}
 	if !reflect.DeepEqual(got, want) {

@@ -35,6 +35,7 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	fs.StringSliceVar(&cfg.Configs, "configs", bench.AllClusterConfigs, "configurations: "+strings.Join(bench.AllClusterConfigs, ", "))
 	fs.IntSliceVar(&cfg.Nodes, "nodes", []int{10, 50, 100}, "hollow-node counts of the single-apiserver sweep, one cluster per count and configuration")
 	fs.IntVar(&cfg.HANodes, "ha-nodes", 0, "hollow nodes of the HA runs (2 kube-apiservers, 3 etcd members); 0 runs none (default: the largest --nodes)")
+	fs.IntVar(&cfg.Repeats, "repeat", 1, "run every cell this many times, interleaved (each node count's configurations in turn, then again, the order rotated); the ratios are then the median over the repeats")
 	fs.IntVar(&cfg.PodsPerNode, "pods-per-node", 30, "pods per hollow node, in Deployments")
 	fs.IntVar(&cfg.ReplicasPerDeployment, "replicas-per-deployment", 30, "replicas of each Deployment at the start")
 	fs.Float64Var(&cfg.PodRate, "pod-rate", 5, "churn: pods created plus deleted per second, through Deployment scale-ups, scale-downs and rollouts")
