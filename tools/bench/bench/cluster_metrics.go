@@ -43,7 +43,7 @@ type apiMetrics struct {
 	// reads_per_revision_fetch); freshReads counts reads_total, every
 	// read that needed freshness, of every resource.
 	fetchSec, fetchReads, freshReads float64
-	// parts are the pieces of a fresh read's wait, by WaitPart name:
+	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
 	// over every resource; upstream's getCurrentResourceVersion for pods

@@ -226,14 +226,14 @@ func TestWaitPartsPerImplementation(t *testing.T) {
 				series{map[string]string{"operation": "get", "resource": "pods", "group": ""}, [4]uint64{7 * n, 7 * n, 7 * n, 7 * n}}),
 		}
 	}
-	parts := func(impl string) map[string]WaitPart {
+	parts := func(impl string) map[string]Quantiles {
 		d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(10), impl)}},
 			clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(30), impl)}})
 		var row ClusterRow
 		row.fillWindow(d)
-		out := map[string]WaitPart{}
+		out := map[string]Quantiles{}
 		for _, p := range row.WaitParts {
-			out[p.Name] = p
+			out[p.Key] = p
 		}
 		return out
 	}

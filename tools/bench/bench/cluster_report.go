@@ -415,20 +415,13 @@ func writeClusterWaitParts(b *strings.Builder, rows []ClusterRow) {
 		return
 	}
 	b.WriteString("\n## The freshness wait, split\n\nFor pods, p50 / p99 ms (count), the apiservers summed. \"wait\" is the implementation's own histogram: freshcache's `read_wait_seconds` runs from a read's arrival until it is served (its revision fetch, the catch-up and the CPU wait after release), for every fresh read; upstream's `watch_cache_read_wait_seconds` starts after its `getCurrentResourceVersion` and covers consistent LISTs only. \"released\" is freshcache's `read_release_seconds`: arrival until the protocol let the read go. \"revision fetch\" is freshcache's `revision_fetch_duration_seconds` (every resource: one fetch answers them all) and upstream's `getCurrentResourceVersion` for pods from `etcd_request_duration_seconds`, whose buckets start at 5 ms.\n\n")
-	writeQuantileColumns(b, mine, waitParts, "%.1f", func(r ClusterRow, k string) (float64, float64, float64, bool) {
-		for _, p := range r.WaitParts {
-			if p.Name == k {
-				return p.P50Ms, p.P99Ms, p.Count, true
-			}
-		}
-		return 0, 0, 0, false
-	})
+	writeQuantileColumns(b, mine, waitParts, "%.1f", func(r ClusterRow) []Quantiles { return r.WaitParts })
 }
 
 // writeQuantileColumns writes a table with one line per row and one column
-// per key, each cell "p50 / p99 (count)" in ms as at finds it for the row,
-// or "–" where it finds none. p99Verb formats the p99.
-func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, p99Verb string, at func(r ClusterRow, key string) (p50, p99, count float64, ok bool)) {
+// per key, each cell "p50 / p99 (count)" in ms of the row's Quantiles
+// (of) with that key, or "–" where it has none. p99Verb formats the p99.
+func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, p99Verb string, of func(r ClusterRow) []Quantiles) {
 	b.WriteString("| configuration | mode | nodes |")
 	for _, k := range keys {
 		fmt.Fprintf(b, " %s |", k)
@@ -438,8 +431,9 @@ func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, 
 		fmt.Fprintf(b, "| %s | %s | %d |", r.Config, r.modeLabel(), r.Nodes)
 		for _, k := range keys {
 			text := "–"
-			if p50, p99, n, ok := at(r, k); ok {
-				text = fmt.Sprintf("%.1f / "+p99Verb+" (%.0f)", p50, p99, n)
+			if i := slices.IndexFunc(of(r), func(q Quantiles) bool { return q.Key == k }); i >= 0 {
+				q := of(r)[i]
+				text = fmt.Sprintf("%.1f / "+p99Verb+" (%.0f)", q.P50Ms, q.P99Ms, q.Count)
 			}
 			fmt.Fprintf(b, " %s |", text)
 		}
@@ -460,14 +454,7 @@ func writeClusterLatency(b *strings.Builder, rows []ClusterRow) {
 	keys = keys[:min(len(keys), 8)]
 	slices.Sort(keys)
 	b.WriteString("\n## Pod request latency by verb and scope\n\n`apiserver_request_duration_seconds` deltas over the window for pods (every client: kubelets, controllers, scheduler, informers, the benchmark), the apiservers summed; p50 / p99 ms interpolated inside the histogram's buckets (5, 25, 50, 100, 200, 400, 600, 800 ms, 1 s ...), so a p50 under 5 ms only says \"under 5 ms\". Count in parentheses.\n\n")
-	writeQuantileColumns(b, rows, keys, "%.0f", func(r ClusterRow, k string) (float64, float64, float64, bool) {
-		for _, l := range r.Latency {
-			if l.Key == k {
-				return l.P50Ms, l.P99Ms, l.Count, true
-			}
-		}
-		return 0, 0, 0, false
-	})
+	writeQuantileColumns(b, rows, keys, "%.0f", func(r ClusterRow) []Quantiles { return r.Latency })
 }
 
 func writeClusterClients(b *strings.Builder, rows []ClusterRow) {

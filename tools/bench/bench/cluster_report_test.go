@@ -152,7 +152,7 @@ func TestClusterReportAndPlots(t *testing.T) {
 			Informers:   []InformerStats{{WatchListClient: true, Informers: 1, Syncs: 2, SyncMs: []float64{5, 7}, Requests: map[string]int64{"watch-list": 2}}},
 			Idle:        IdleRates{Seconds: 3, APICPUPerSec: 0.1},
 			Calibration: []CalibRow{{Kind: ReadListNode, RV: RVConsistent, Requests: 10, APICPUMsPerReq: 2}},
-			Latency:     []VerbLatency{{Key: "LIST cluster", Count: 10, P50Ms: 3, P99Ms: cpu}},
+			Latency:     []Quantiles{{Key: "LIST cluster", Count: 10, P50Ms: 3, P99Ms: cpu}},
 			PodsCreated: 5, PodsDeleted: 5}
 	}
 	rows := []ClusterRow{
@@ -195,8 +195,8 @@ func TestWaitPartsTable(t *testing.T) {
 		t.Fatalf("rows without pieces must give no table: %q", b.String())
 	}
 	rows := []ClusterRow{
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, WaitParts: []WaitPart{{Name: WaitPartWait, Count: 5, P50Ms: 1, P99Ms: 2}, {Name: WaitPartFetch, Count: 5, P50Ms: 3, P99Ms: 4.5}}},
-		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, WaitParts: []WaitPart{{Name: WaitPartRelease, Count: 7, P50Ms: 0.5, P99Ms: 9}}},
+		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: WaitPartWait, Count: 5, P50Ms: 1, P99Ms: 2}, {Key: WaitPartFetch, Count: 5, P50Ms: 3, P99Ms: 4.5}}},
+		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: WaitPartRelease, Count: 7, P50Ms: 0.5, P99Ms: 9}}},
 	}
 	writeClusterWaitParts(&b, rows)
 	for _, want := range []string{

@@ -72,7 +72,7 @@ type ClusterRow struct {
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
 	// and scope, every apiserver summed.
-	Latency []VerbLatency `json:"latency"`
+	Latency []Quantiles `json:"latency"`
 	// ListP99Ms is that of every pod LIST (all scopes).
 	ListP99Ms *float64 `json:"list_p99_ms,omitempty"`
 	// FreshWaitP99Ms is the p99 of FreshWaitMetric for pods.
@@ -82,7 +82,7 @@ type ClusterRow struct {
 	// WaitParts are pieces of that wait in the window (WaitPart*), so
 	// that the two implementations' waits, which start at different
 	// points, can be set side by side.
-	WaitParts []WaitPart `json:"wait_parts,omitempty"`
+	WaitParts []Quantiles `json:"wait_parts,omitempty"`
 
 	Probe     ProbeStats      `json:"probe"`
 	Reads     []ReadStats     `json:"reads"`
@@ -104,12 +104,25 @@ type ClusterRow struct {
 	Notes       []string   `json:"notes,omitempty"`
 }
 
-// VerbLatency is one verb and scope of request_duration_seconds.
-type VerbLatency struct {
-	Key   string  `json:"key"` // "LIST cluster"
+// Quantiles is one histogram's window: a verb and scope of
+// request_duration_seconds (Key "LIST cluster"), or a piece of the
+// freshness wait (Key one of the WaitPart* names).
+type Quantiles struct {
+	Key   string  `json:"key"`
 	Count float64 `json:"count"`
 	P50Ms float64 `json:"p50_ms"`
 	P99Ms float64 `json:"p99_ms"`
+}
+
+// quantilesOf is h's count, p50 and p99 under key; ok is false when h
+// counted nothing.
+func quantilesOf(key string, h histogram) (q Quantiles, ok bool) {
+	if h[posInf()] <= 0 {
+		return q, false
+	}
+	q50, _ := quantileDelta(nil, h, 0.5)
+	q99, _ := quantileDelta(nil, h, 0.99)
+	return Quantiles{Key: key, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000}, true
 }
 
 // PodLatency is bound-to-Running as the benchmark's watch saw it, and
@@ -158,13 +171,9 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	}
 	r.FreshReads, r.FetchReads, r.FetchSeconds = d.FreshReads, d.FetchReads, d.FetchSec
 	for _, k := range sortedKeys(d.requests) {
-		h := d.requests[k]
-		if h[posInf()] <= 0 {
-			continue
+		if q, ok := quantilesOf(k, d.requests[k]); ok {
+			r.Latency = append(r.Latency, q)
 		}
-		q50, _ := quantileDelta(nil, h, 0.5)
-		q99, _ := quantileDelta(nil, h, 0.99)
-		r.Latency = append(r.Latency, VerbLatency{Key: k, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000})
 	}
 	if _, _, p99, ok := latencyOf(d.requests, "LIST", ""); ok {
 		r.ListP99Ms = &p99
@@ -175,12 +184,9 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 		if k == WaitPartWait {
 			h = d.wait
 		}
-		if h[posInf()] <= 0 {
-			continue
+		if q, ok := quantilesOf(k, h); ok {
+			r.WaitParts = append(r.WaitParts, q)
 		}
-		q50, _ := quantileDelta(nil, h, 0.5)
-		q99, _ := quantileDelta(nil, h, 0.99)
-		r.WaitParts = append(r.WaitParts, WaitPart{Name: k, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000})
 	}
 	if d.wait != nil {
 		r.FreshWaitCount = d.wait[posInf()]
@@ -212,12 +218,4 @@ func (r ClusterRow) summary() string {
 	return fmt.Sprintf("%s %s nodes=%d pods=%d: apiserver %.1f cpu-s, etcd %.1f cpu-s, %.0f etcd reads, LIST p99 %s, probe %d writes, stale [%s], pod bound->running p50 %.0fms p99 %.0fms (%d pods), cell %.0fs",
 		r.Config, r.modeLabel(), r.Nodes, r.Pods, r.APICPUSec, r.EtcdCPUSec, r.EtcdReads, p99, r.Probe.Writes, strings.Join(stale, " "),
 		r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.WallSeconds)
-}
-
-// WaitPart is one piece of the freshness wait in the window.
-type WaitPart struct {
-	Name  string  `json:"name"`
-	Count float64 `json:"count"`
-	P50Ms float64 `json:"p50_ms"`
-	P99Ms float64 `json:"p99_ms"`
 }
