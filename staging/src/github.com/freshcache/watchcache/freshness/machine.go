@@ -77,14 +77,21 @@ type Options struct {
 	NoProgress bool
 	// ProgressStall is how long a progress request may stay unanswered
 	// while something needs it before the Machine considers it lost (the
-	// watch stream broke, etcd was unreachable) and asks for another.
-	// etcd answers a request on a synced stream within a round trip, so a
-	// healthy wait never reaches it. Zero: DefaultProgressStall.
+	// watch stream broke, etcd was unreachable, or etcd dropped it) and
+	// asks for another. Zero: DefaultProgressStall.
 	ProgressStall time.Duration
 }
 
-// DefaultProgressStall is Options.ProgressStall's default.
-const DefaultProgressStall = 250 * time.Millisecond
+// DefaultProgressStall is Options.ProgressStall's default: upstream's
+// cacher sends a progress request every 100 ms while reads wait, so a
+// request etcd drops costs upstream at most that long, and freshcache
+// matches it. etcd drops one whenever a watch on the stream is not synced
+// (progressIfSync), which a loaded apiserver's shared stream often is: at
+// 75 hollow nodes, 6-11% of the gate's progress requests stalled in the
+// cells with the slowest waits (docs/investigations/cluster-targets.md,
+// finding 10). A request that is only slow is then sent twice, and etcd
+// answers both.
+const DefaultProgressStall = 100 * time.Millisecond
 
 // New returns a Machine with no reads, no fetch and no progress request in
 // flight.
