@@ -21,7 +21,6 @@ import (
 
 	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
-	"github.com/freshcache/watchcache/metrics"
 )
 
 // controlledWatcher passes watches to etcd, but lets the test end the
@@ -277,51 +276,6 @@ func TestDirectDecodesAsTheStore(t *testing.T) {
 			t.Fatalf("pod %s: reflector decoded %#v, the store %#v", want.Name, got, want)
 		}
 	}
-}
-
-// TestDirectResumeAfterWatchEnds: a watch that ends is resumed from the
-// sink's revision with no relist, and nothing written meanwhile is lost.
-func TestDirectResumeAfterWatchEnds(t *testing.T) {
-	ctx := context.Background()
-	d, _, first := followingDirect(ctx, t)
-	release := d.watcher.holdNextWatch()
-	first.stop()
-	d.create(ctx, t, "while-down")
-	d.delete(ctx, t, "pod-0")
-	d.putTxn(ctx, t, "x", "y")
-	close(release)
-	d.nextWatch(t)
-	d.converge(ctx, t)
-	d.checkMonotonic(t)
-	if replaces, _, _, _ := d.counts(); replaces != 1 {
-		t.Fatalf("%d lists, want 1: a watch that ends must resume, not relist", replaces)
-	}
-}
-
-// TestDirectRelistAfterCompaction: etcd compacts past the sink's revision
-// while the watch is down; the next watch fails with a compaction and the
-// reflector relists, marked compacted, and follows etcd after it.
-func TestDirectRelistAfterCompaction(t *testing.T) {
-	ctx := context.Background()
-	d, _, first := followingDirect(ctx, t)
-	release := d.watcher.holdNextWatch()
-	first.stop()
-	d.create(ctx, t, "while-down")
-	d.delete(ctx, t, "pod-1")
-	d.delete(ctx, t, "pod-2")
-	_, rv := d.etcdState(ctx, t)
-	if _, err := d.client.Compact(ctx, int64(rv)); err != nil {
-		t.Fatal(err)
-	}
-	close(release)
-	d.converge(ctx, t)
-	d.checkMonotonic(t)
-	replaces, unready, reasons, _ := d.counts()
-	if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
-		t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
-	}
-	d.create(ctx, t, "after-relist")
-	d.converge(ctx, t)
 }
 
 // TestDirectTransientErrorRewatches: a watch cancelled for a lost leader,

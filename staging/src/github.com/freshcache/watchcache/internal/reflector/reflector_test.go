@@ -396,59 +396,87 @@ func following(ctx context.Context, t *testing.T) (*env, *endableWatch) {
 	return e, first
 }
 
-// TestResumeAfterWatchEnds: a watch that ends without an error is resumed
-// from the sink's revision, without a relist, and nothing is lost.
-func TestResumeAfterWatchEnds(t *testing.T) {
-	ctx := context.Background()
-	e, first := following(ctx, t)
+// followed is a reflector following etcd, with the controls of its watch
+// that do not depend on where its events come from.
+type followed struct {
+	*env
+	endWatch  func()
+	holdNext  func() chan struct{}
+	nextWatch func(t *testing.T)
+}
 
-	release := e.control.holdNextWatch()
-	first.Stop()
-	e.create(ctx, t, "while-down")
-	e.delete(ctx, t, "pod-0")
-	close(release)
-	nextWatch(t, e)
-	e.converge(ctx, t)
-	e.checkMonotonic(t)
-	e.sink.mu.Lock()
-	defer e.sink.mu.Unlock()
-	if e.sink.replaces != 1 {
-		t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", e.sink.replaces)
+// watchSources are the two places a reflector's events come from: the
+// etcd3 store's watch (controlledStorage) and etcd's own (Config.Etcd,
+// controlledWatcher). The tests that only end, hold or resume the watch
+// run over both; each starts on five pods, converged.
+var watchSources = []struct {
+	name   string
+	follow func(ctx context.Context, t *testing.T) followed
+}{
+	{"through the store", func(ctx context.Context, t *testing.T) followed {
+		e, first := following(ctx, t)
+		return followed{env: e, endWatch: first.Stop, holdNext: e.control.holdNextWatch, nextWatch: func(t *testing.T) { nextWatch(t, e) }}
+	}},
+	{"direct", func(ctx context.Context, t *testing.T) followed {
+		d, _, first := followingDirect(ctx, t)
+		return followed{env: d.env, endWatch: first.stop, holdNext: d.watcher.holdNextWatch, nextWatch: func(t *testing.T) { d.nextWatch(t) }}
+	}},
+}
+
+// TestResumeAfterWatchEnds: a watch that ends without an error is resumed
+// from the sink's revision, without a relist, and nothing written
+// meanwhile (a transaction included) is lost.
+func TestResumeAfterWatchEnds(t *testing.T) {
+	for _, src := range watchSources {
+		t.Run(src.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := src.follow(ctx, t)
+			release := f.holdNext()
+			f.endWatch()
+			f.create(ctx, t, "while-down")
+			f.delete(ctx, t, "pod-0")
+			f.putTxn(ctx, t, "x", "y")
+			close(release)
+			f.nextWatch(t)
+			f.converge(ctx, t)
+			f.checkMonotonic(t)
+			if replaces, _, _, _ := f.counts(); replaces != 1 {
+				t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", replaces)
+			}
+		})
 	}
 }
 
 // TestRelistAfterCompaction: the watch breaks, etcd compacts past the
-// sink's revision before the watch resumes, so resuming fails with 410 and
-// the reflector must relist, converge on etcd's state, and never go back.
+// sink's revision before the watch resumes, so resuming fails (410 through
+// the store, a compacted cancel direct) and the reflector must relist,
+// marked compacted, converge on etcd's state, never go back, and keep
+// following etcd after it.
 func TestRelistAfterCompaction(t *testing.T) {
-	ctx := context.Background()
-	e, first := following(ctx, t)
-
-	release := e.control.holdNextWatch()
-	first.Stop()
-	e.create(ctx, t, "while-down")
-	e.delete(ctx, t, "pod-1")
-	e.delete(ctx, t, "pod-2")
-	_, rv := e.etcdState(ctx, t)
-	if _, err := e.client.Compact(ctx, int64(rv)); err != nil {
-		t.Fatal(err)
+	for _, src := range watchSources {
+		t.Run(src.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := src.follow(ctx, t)
+			release := f.holdNext()
+			f.endWatch()
+			f.create(ctx, t, "while-down")
+			f.delete(ctx, t, "pod-1")
+			f.delete(ctx, t, "pod-2")
+			_, rv := f.etcdState(ctx, t)
+			if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			f.converge(ctx, t)
+			f.checkMonotonic(t)
+			replaces, unready, reasons, _ := f.counts()
+			if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
+				t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
+			}
+			f.create(ctx, t, "after-relist")
+			f.converge(ctx, t)
+		})
 	}
-	close(release)
-	e.converge(ctx, t)
-	e.checkMonotonic(t)
-	e.sink.mu.Lock()
-	replaces := e.sink.replaces
-	e.sink.mu.Unlock()
-	if replaces < 2 {
-		t.Fatalf("%d lists, want a relist after the compaction", replaces)
-	}
-	if _, unready, reasons, _ := e.counts(); unready < 1 || reasons[1] != metrics.RelistCompacted {
-		t.Fatalf("unready %d, relist reasons %v; want the relist marked compacted", unready, reasons)
-	}
-
-	// And the relisted reflector keeps following etcd.
-	e.create(ctx, t, "after-relist")
-	e.converge(ctx, t)
 }
 
 func (e *env) counts() (replaces, unready int, reasons []string, batches []int) {
