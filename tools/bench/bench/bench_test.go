@@ -290,7 +290,7 @@ func TestHarnessAttachedEtcd(t *testing.T) {
 		// Long enough that a row on a busy machine (CI beside other
 		// processes) completes consistent reads; a progress request etcd
 		// ignores (a watcher on the stream not yet synced) is retried
-		// after the 250 ms stall.
+		// after the 100 ms stall.
 		Duration: time.Second,
 		Load:     Load{LeaseWritesPerSec: 50},
 	})
