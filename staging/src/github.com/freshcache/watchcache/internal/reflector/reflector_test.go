@@ -405,6 +405,15 @@ type followed struct {
 	nextWatch func(t *testing.T)
 }
 
+// downWhile ends the reflector's watch and holds the next one back while
+// writes run, as a watch stream that broke and came back after them.
+func (f followed) downWhile(writes func()) {
+	release := f.holdNext()
+	f.endWatch()
+	writes()
+	close(release)
+}
+
 // watchSources are the two places a reflector's events come from: the
 // etcd3 store's watch (controlledStorage) and etcd's own (Config.Etcd,
 // controlledWatcher). The tests that only end, hold or resume the watch
@@ -431,12 +440,11 @@ func TestResumeAfterWatchEnds(t *testing.T) {
 		t.Run(src.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := src.follow(ctx, t)
-			release := f.holdNext()
-			f.endWatch()
-			f.create(ctx, t, "while-down")
-			f.delete(ctx, t, "pod-0")
-			f.putTxn(ctx, t, "x", "y")
-			close(release)
+			f.downWhile(func() {
+				f.create(ctx, t, "while-down")
+				f.delete(ctx, t, "pod-0")
+				f.putTxn(ctx, t, "x", "y")
+			})
 			f.nextWatch(t)
 			f.converge(ctx, t)
 			f.checkMonotonic(t)
@@ -457,16 +465,15 @@ func TestRelistAfterCompaction(t *testing.T) {
 		t.Run(src.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := src.follow(ctx, t)
-			release := f.holdNext()
-			f.endWatch()
-			f.create(ctx, t, "while-down")
-			f.delete(ctx, t, "pod-1")
-			f.delete(ctx, t, "pod-2")
-			_, rv := f.etcdState(ctx, t)
-			if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
-				t.Fatal(err)
-			}
-			close(release)
+			f.downWhile(func() {
+				f.create(ctx, t, "while-down")
+				f.delete(ctx, t, "pod-1")
+				f.delete(ctx, t, "pod-2")
+				_, rv := f.etcdState(ctx, t)
+				if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
+					t.Fatal(err)
+				}
+			})
 			f.converge(ctx, t)
 			f.checkMonotonic(t)
 			replaces, unready, reasons, _ := f.counts()
