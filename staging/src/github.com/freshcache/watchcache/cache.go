@@ -126,6 +126,9 @@ type Cache struct {
 	sizesFromReflector bool
 	// closeOracle releases an Oracle the cache built itself, or is nil.
 	closeOracle func()
+	// announcer is told about the cache's writes (RevisionsFromWrites), or
+	// is nil.
+	announcer WriteAnnouncer
 	// gates shape LIST planning; resolved once in New.
 	gates plan.Gates
 	// disabledReason is Config.ConsistentReadsDisabled.
@@ -252,6 +255,9 @@ func New(opts Options, cfg Config) (*Cache, error) {
 			return nil, fmt.Errorf("watchcache: revision oracle: %w", err)
 		}
 		source, c.closeOracle = o, o.Close
+	}
+	if a, ok := source.(WriteAnnouncer); ok && r.revisionsFromWrites {
+		c.announcer = a
 	}
 	c.driver = newDriver(driverConfig{
 		Source:     source,

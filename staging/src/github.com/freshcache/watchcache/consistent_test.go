@@ -395,6 +395,8 @@ func (f *fetchCounter) FetchDone(reads int, _ time.Duration, err error) {
 	f.reads += reads
 }
 
+func (f *fetchCounter) WriteAnswered(int) {}
+
 // TestCoalescing: N concurrent consistent reads across two resources that
 // share one oracle cost a handful of revision fetches, not N. The first
 // fetch of each cache is held until every read waits, which makes the

@@ -48,7 +48,14 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 		if err != nil {
 			return nil, func() {}, err
 		}
-		raw, destroyRaw, err := generic.NewRawStorage(storageConfig, newFunc, newListFunc, resourcePrefix)
+		rawConfig := storageConfig
+		if r.revisionsFromWrites && (r.consistentReads || r.freshRVZero) {
+			// The store's writes tell the revision oracle when they go out.
+			c := *storageConfig
+			c.Transformer = AnnounceWrites(c.Transformer)
+			rawConfig = &c
+		}
+		raw, destroyRaw, err := generic.NewRawStorage(rawConfig, newFunc, newListFunc, resourcePrefix)
 		if err != nil {
 			return raw, destroyRaw, err
 		}

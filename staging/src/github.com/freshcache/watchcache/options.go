@@ -117,6 +117,14 @@ type Options struct {
 	// gate once, when NewStorageDecorator is called (or in New).
 	DirectEtcdWatch *bool
 
+	// RevisionsFromWrites overrides the feature gate of the same name:
+	// the cache's writes answer the consistent reads that wait for a
+	// revision when they are sent (oracle.Write). Create and
+	// GuaranteedUpdate take part only when the storage's transformer is
+	// wrapped by AnnounceWrites, as NewStorageDecorator does. Nil: read
+	// the gate once, when NewStorageDecorator is called (or in New).
+	RevisionsFromWrites *bool
+
 	// InconsistencyCheckPeriod is the pause between the end of one round
 	// of the inconsistency detector and the start of the next, stretched
 	// by up to half at random. Each round lists the resource from etcd
@@ -174,6 +182,8 @@ type resolved struct {
 	detectInconsistency bool
 	// directEtcdWatch is the DirectEtcdWatch gate.
 	directEtcdWatch bool
+	// revisionsFromWrites is the RevisionsFromWrites gate.
+	revisionsFromWrites bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -230,6 +240,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
 	r.detectInconsistency = gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	r.directEtcdWatch = gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
+	r.revisionsFromWrites = gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
@@ -249,9 +260,11 @@ func (o Options) withGatesResolved() Options {
 	fz := gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
 	id := gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	de := gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
+	rw := gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
 	o.ConsistentReadsFromCache = &cr
 	o.FreshResourceVersionZero = &fz
 	o.InconsistencyDetection = &id
 	o.DirectEtcdWatch = &de
+	o.RevisionsFromWrites = &rw
 	return o
 }

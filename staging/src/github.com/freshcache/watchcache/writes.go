@@ -5,12 +5,120 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/klog/v2"
+
+	"github.com/freshcache/watchcache/oracle"
 )
+
+// WriteAnnouncer is implemented by a RevisionSource that can answer waiting
+// reads with the revisions of the cache's own writes (*oracle.Oracle). The
+// cache calls WriteStarting just before each write request goes to etcd
+// and ends the Write with the written object's resourceVersion. The
+// source's etcd cluster must be the storage's.
+type WriteAnnouncer interface {
+	WriteStarting() *oracle.Write
+}
+
+// A writeProbe follows one Create, Delete or GuaranteedUpdate through the
+// etcd3 store, which tells nobody when it sends a request or whether its
+// answer is a write: the store's own callbacks mark the moments. The
+// transformer (AnnounceWrites) and the deletion validator run just before
+// the store sends a write; the update function runs at the start of each
+// attempt, so it withdraws an earlier attempt that etcd refused, and an
+// attempt that turns out to change nothing (the store answers it from its
+// own read, without a write) never reaches the transformer. When the call
+// succeeds, the last attempt was a write, and the object carries the
+// revision etcd committed it at.
+type writeProbe struct {
+	announcer WriteAnnouncer
+	w         *oracle.Write
+}
+
+type writeProbeKey struct{}
+
+// probeWrite returns ctx carrying a probe for one write call, or ctx and
+// nil when writes do not answer reads.
+func (c *Cache) probeWrite(ctx context.Context) (context.Context, *writeProbe) {
+	if c.announcer == nil {
+		return ctx, nil
+	}
+	p := &writeProbe{announcer: c.announcer}
+	return context.WithValue(ctx, writeProbeKey{}, p), p
+}
+
+// sending marks a write request about to be sent.
+func (p *writeProbe) sending() {
+	if p == nil {
+		return
+	}
+	p.w.Failed()
+	p.w = p.announcer.WriteStarting()
+}
+
+// retrying withdraws the write of an attempt the store starts over.
+func (p *writeProbe) retrying() {
+	if p == nil {
+		return
+	}
+	p.w.Failed()
+	p.w = nil
+}
+
+// end ends the call's write with its outcome.
+func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versioner) {
+	if p == nil || p.w == nil {
+		return
+	}
+	w := p.w
+	p.w = nil
+	if err != nil || obj == nil {
+		w.Failed()
+		return
+	}
+	rv, verr := versioner.ObjectResourceVersion(obj)
+	if verr != nil || rv == 0 {
+		w.Failed()
+		return
+	}
+	w.Succeeded(int64(rv))
+}
+
+// AnnounceWrites wraps the transformer of a resource's etcd3 store so that
+// the store's Create and GuaranteedUpdate, called through a Cache, tell the
+// cache's revision source when they send a write (WriteAnnouncer). The
+// store encrypts a value just before it sends it, and only when it sends
+// it. NewStorageDecorator wraps every store's transformer; an embedder that
+// builds the store for New itself wraps its own. t nil stands for the
+// store's default, identity.NewEncryptCheckTransformer.
+func AnnounceWrites(t value.Transformer) value.Transformer {
+	if t == nil {
+		t = identity.NewEncryptCheckTransformer()
+	}
+	return announcingTransformer{t}
+}
+
+type announcingTransformer struct {
+	value.Transformer
+}
+
+func (t announcingTransformer) TransformToStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, error) {
+	out, err := t.Transformer.TransformToStorage(ctx, data, dataCtx)
+	if err == nil {
+		if p, ok := ctx.Value(writeProbeKey{}).(*writeProbe); ok {
+			p.sending()
+		}
+	}
+	return out, err
+}
 
 // Create implements storage.Interface; it goes to etcd.
 func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
-	if err := c.cfg.Storage.Create(ctx, key, obj, out, ttl); err != nil {
+	ctx, probe := c.probeWrite(ctx)
+	err := c.cfg.Storage.Create(ctx, key, obj, out, ttl)
+	probe.end(err, out, c.cfg.Versioner)
+	if err != nil {
 		return err
 	}
 	c.noteWrite(key, out)
@@ -58,7 +166,21 @@ func (c *Cache) suggestion(key string) runtime.Object {
 // Delete implements storage.Interface; it goes to etcd with the cached
 // object as the suggestion, as upstream's cacher does.
 func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, _ runtime.Object, opts storage.DeleteOptions) error {
-	if err := c.cfg.Storage.Delete(ctx, key, out, preconditions, validateDeletion, c.suggestion(key), opts); err != nil {
+	ctx, probe := c.probeWrite(ctx)
+	validate := validateDeletion
+	if probe != nil && validateDeletion != nil {
+		// The store sends the deletion as soon as the validator agrees.
+		validate = func(ctx context.Context, obj runtime.Object) error {
+			if err := validateDeletion(ctx, obj); err != nil {
+				return err
+			}
+			probe.sending()
+			return nil
+		}
+	}
+	err := c.cfg.Storage.Delete(ctx, key, out, preconditions, validate, c.suggestion(key), opts)
+	probe.end(err, out, c.cfg.Versioner)
+	if err != nil {
 		return err
 	}
 	// The cache deletes whatever it holds at out's KeyFunc key, which is
@@ -70,7 +192,17 @@ func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, prec
 // GuaranteedUpdate implements storage.Interface; it goes to etcd with the
 // cached object as the suggestion.
 func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, _ runtime.Object) error {
-	if err := c.cfg.Storage.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, c.suggestion(key)); err != nil {
+	ctx, probe := c.probeWrite(ctx)
+	update := tryUpdate
+	if probe != nil {
+		update = func(in runtime.Object, meta storage.ResponseMeta) (runtime.Object, *uint64, error) {
+			probe.retrying()
+			return tryUpdate(in, meta)
+		}
+	}
+	err := c.cfg.Storage.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, update, c.suggestion(key))
+	probe.end(err, destination, c.cfg.Versioner)
+	if err != nil {
 		return err
 	}
 	c.noteWrite(key, destination)

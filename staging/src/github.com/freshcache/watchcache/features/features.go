@@ -37,6 +37,15 @@ const (
 	// upstream's cacher would, and the reflector sends no progress request
 	// of its own. It costs a second etcd connection per cached resource.
 	DirectEtcdWatch featuregate.Feature = "DirectEtcdWatch"
+
+	// RevisionsFromWrites lets the revision of a write that this
+	// kube-apiserver sends to etcd answer the consistent reads that were
+	// waiting for a revision fetch when the write was sent, and spares the
+	// fetch when the write answers every one of them. A write sent after a
+	// read arrived is committed after every write that completed before
+	// it, so its revision is as good a bound as a fetch's. When off, every
+	// revision comes from a fetch.
+	RevisionsFromWrites featuregate.Feature = "RevisionsFromWrites"
 )
 
 // introducedIn is the Kubernetes minor version our gates are pinned to, so
@@ -59,6 +68,9 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		},
 		DirectEtcdWatch: {
 			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
+		},
+		RevisionsFromWrites: {
+			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
 	}
 }

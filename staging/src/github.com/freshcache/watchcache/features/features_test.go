@@ -16,6 +16,8 @@ func TestGateDefaults(t *testing.T) {
 		{string(ConsistentReadsFromCache), true},
 		{string(FreshResourceVersionZero), false},
 		{string(CacheInconsistencyDetection), true},
+		{string(DirectEtcdWatch), false},
+		{string(RevisionsFromWrites), true},
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for _, c := range cases {

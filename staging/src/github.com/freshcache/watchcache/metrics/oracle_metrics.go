@@ -38,6 +38,15 @@ var (
 		Buckets:        readWaitBuckets,
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, []string{"result"})
+	// readsAnsweredByWrites counts the reads that took their revision from
+	// a write of this apiserver instead of a fetch.
+	readsAnsweredByWrites = compbasemetrics.NewCounter(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "reads_answered_by_writes_total",
+		Help:           "Consistent reads whose revision came from a write this apiserver sent to etcd after they arrived, instead of a revision fetch.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	})
 
 	registerOracleOnce sync.Once
 )
@@ -59,7 +68,7 @@ type OracleRecorder struct {
 // a recorder for them.
 func NewOracleRecorder() *OracleRecorder {
 	registerOracleOnce.Do(func() {
-		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch, revisionFetchDuration)
+		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch, revisionFetchDuration, readsAnsweredByWrites)
 	})
 	return &OracleRecorder{
 		success:     revisionFetches.WithLabelValues(FetchSuccess),
@@ -80,4 +89,9 @@ func (r *OracleRecorder) FetchDone(reads int, took time.Duration, err error) {
 		r.tookSuccess.Observe(took.Seconds())
 	}
 	readsPerRevisionFetch.Observe(float64(reads))
+}
+
+// WriteAnswered records reads answered by a write's revision.
+func (r *OracleRecorder) WriteAnswered(reads int) {
+	readsAnsweredByWrites.Add(float64(reads))
 }

@@ -39,6 +39,13 @@ func TestOracleRecorder(t *testing.T) {
 	okTookN, okTookSum := took(FetchSuccess)
 	errTookN, errTookSum := took(FetchError)
 
+	writesBefore, _ := testutil.GetCounterMetricValue(readsAnsweredByWrites)
+	r.WriteAnswered(3)
+	r.WriteAnswered(2)
+	if v, _ := testutil.GetCounterMetricValue(readsAnsweredByWrites); v-writesBefore != 5 {
+		t.Errorf("reads answered by writes +%v, want +5", v-writesBefore)
+	}
+
 	r.FetchDone(63, 2*time.Millisecond, nil)
 	r.FetchDone(1, 500*time.Microsecond, nil)
 	r.FetchDone(4, 5*time.Second, errors.New("etcdserver: request timed out"))
@@ -69,6 +76,7 @@ func TestOracleRecorder(t *testing.T) {
 		"apiserver_freshcache_revision_fetches_total":          false,
 		"apiserver_freshcache_reads_per_revision_fetch":        false,
 		"apiserver_freshcache_revision_fetch_duration_seconds": false,
+		"apiserver_freshcache_reads_answered_by_writes_total":  false,
 	}
 	for _, f := range families {
 		if _, ok := want[f.GetName()]; ok {

@@ -57,11 +57,16 @@ type Recorder interface {
 	// round trip, from just before the request was sent to its answer. err
 	// is nil on success.
 	FetchDone(reads int, took time.Duration, err error)
+	// WriteAnswered is called when a write's revision answered reads
+	// Revision calls (reads > 0) that would otherwise have waited for a
+	// fetch (see Write).
+	WriteAnswered(reads int)
 }
 
 type noopRecorder struct{}
 
 func (noopRecorder) FetchDone(int, time.Duration, error) {}
+func (noopRecorder) WriteAnswered(int)                   {}
 
 // Options configures an Oracle. The zero value means the production
 // defaults.
@@ -73,6 +78,13 @@ type Options struct {
 	FetchTimeout time.Duration
 	// Recorder receives measurements. Default: none.
 	Recorder Recorder
+	// WriteWait bounds how long open rounds wait, when a fetch or a write
+	// ends, for the writes in flight that cover them (see Write) before
+	// the Oracle fetches for them. Zero: a moving mean of the fetch round
+	// trip, so that waiting for a write costs a read at most about one
+	// fetch. Negative: never wait; writes still answer rounds that a
+	// fetch has not answered yet.
+	WriteWait time.Duration
 
 	// UnsafeSerializable makes the fetch a serializable read: the member
 	// answers from its own state, without asking the leader. Its revision
@@ -91,6 +103,9 @@ type Stats struct {
 	// Reads is the number of Revision calls answered by a fetch, with a
 	// revision or an error.
 	Reads uint64
+	// ReadsFromWrites is the number of Revision calls answered by a
+	// write's revision (Write.Succeeded) before any fetch answered them.
+	ReadsFromWrites uint64
 }
 
 // Oracle hands out etcd revisions R such that every write that completed
@@ -106,36 +121,72 @@ type Oracle struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running fetch goroutines
 
-	fetches, failed, reads atomic.Uint64
+	fetches, failed, reads, fromWrites atomic.Uint64
 
 	// testJoined, if set, is called under mu each time a caller joins a
-	// round that is not yet in flight (inFlight reports whether another
-	// fetch is running). Tests use it to wait for callers without sleeping.
+	// round while a fetch is in flight or not (inFlight). Tests use it
+	// to wait for callers without sleeping.
 	testJoined func(inFlight bool)
 
 	mu struct {
 		sync.Mutex
-		// inFlight is the round whose fetch is running, or nil.
-		inFlight *round
-		// next collects the callers that arrived while inFlight ran. It is
-		// started when inFlight ends, so its fetch is issued after every
-		// one of them arrived.
-		next   *round
+		// open holds every round not yet answered, oldest first. Round
+		// ids grow in that order.
+		open   []*round
+		lastID uint64
+		// join is the round a new caller joins, or nil: then the caller
+		// starts a new one. A fetch's start and a write's start clear it,
+		// so that no caller joins a round after the request that will
+		// answer it was sent.
+		join *round
+		// inFlight is the fetch running, or nil. At most one runs.
+		inFlight *fetch
+		// writes are the writes in flight (WriteStarting), each covering
+		// the rounds up to its id.
+		writes []*Write
+		// deferred, if set, ends a wait for writes (see scheduleLocked)
+		// with a fetch.
+		deferred *time.Timer
+		// rtt is a moving mean of fetch round trips, the default bound of
+		// that wait.
+		rtt    time.Duration
 		closed bool
 	}
 }
 
-// round is one fetch and the callers that share its answer. rev and err are
-// written before done is closed and read only after.
+// round is the callers that joined between two requests and so share the
+// first answer of a request sent after all of them. rev and err are written
+// before done is closed and read only after.
 type round struct {
 	done chan struct{}
 	rev  int64
 	err  error
 
 	// Guarded by Oracle.mu.
-	waiters int                // callers still waiting
-	reads   int                // reads those callers stand for (RevisionFor)
-	cancel  context.CancelFunc // aborts the fetch; set when started
+	id       uint64
+	waiters  int    // callers still waiting
+	reads    int    // reads those callers stand for (RevisionFor)
+	fetch    *fetch // the fetch in flight that covers it, or nil
+	answered bool
+}
+
+// fetch is one revision request to etcd and the rounds open when it was
+// sent.
+type fetch struct {
+	rounds []*round
+	cancel context.CancelFunc // aborts the request
+}
+
+// A Write is one write request of this process to the Oracle's etcd
+// cluster, announced by WriteStarting just before it is sent. etcd orders
+// every write in one revision sequence, and a write sent after a caller
+// arrived is committed after every write that completed before the caller
+// arrived, so the revision it is committed at answers the caller as a
+// fetch would: the Oracle answers the rounds open at WriteStarting with it
+// when the write succeeds. A nil *Write is valid and does nothing.
+type Write struct {
+	o      *Oracle
+	covers uint64 // the id of the newest round open when it started
 }
 
 // New returns an Oracle that fetches revisions through client. It does not
@@ -209,21 +260,22 @@ func (opts Options) withDefaults() (Options, error) {
 	return opts, nil
 }
 
-// Revision returns a revision R from a fetch issued after the call began. So
-// every write that completed before Revision was called has a revision <= R.
+// Revision returns a revision R from a fetch issued after the call began, or
+// from a write of this process sent after it began (see Write). So every
+// write that completed before Revision was called has a revision <= R.
 //
 // If a fetch is in flight, the call waits for it to end and then for the next
 // one, which it shares with every caller that arrived meanwhile. It returns
-// when the fetch answers, or when ctx is done (wrapping ctx.Err()), or with
-// an error wrapping ErrFetchFailed if the fetch fails. It never returns a
-// revision from a fetch issued before it was called.
+// when the fetch (or such a write) answers, or when ctx is done (wrapping
+// ctx.Err()), or with an error wrapping ErrFetchFailed if the fetch fails. It
+// never returns a revision from a request sent before it was called.
 func (o *Oracle) Revision(ctx context.Context) (int64, error) {
 	return o.RevisionFor(ctx, 1)
 }
 
 // RevisionFor is Revision for a caller that stands for reads client reads
 // (a cache's freshness driver asks once for every read its own fetch
-// covers). reads only feeds Stats.Reads and Recorder.FetchDone, so that
+// covers). reads only feeds Stats and the Recorder, so that
 // reads_per_revision_fetch counts client reads, not callers. Values below 1
 // count as 1.
 func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
@@ -238,19 +290,21 @@ func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
 		o.mu.Unlock()
 		return 0, ErrClosed
 	}
-	r := o.mu.next
+	r := o.mu.join
 	if r == nil {
-		r = &round{done: make(chan struct{})}
-		o.mu.next = r
+		o.mu.lastID++
+		r = &round{done: make(chan struct{}), id: o.mu.lastID}
+		o.mu.join = r
+		o.mu.open = append(o.mu.open, r)
 	}
 	r.waiters++
 	r.reads += reads
 	if o.testJoined != nil {
 		o.testJoined(o.mu.inFlight != nil)
 	}
-	if o.mu.inFlight == nil {
-		o.startLocked()
-	}
+	// No write in flight covers r (it has not sealed it yet), so this
+	// fetches at once unless one is in flight.
+	o.scheduleLocked(true)
 	o.mu.Unlock()
 
 	select {
@@ -258,25 +312,95 @@ func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
 		return r.rev, r.err
 	case <-ctx.Done():
 		if o.leave(r, reads) {
-			return r.rev, r.err // answered as ctx ended; the fetch counted this read
+			return r.rev, r.err // answered as ctx ended; the answer counted this read
 		}
 		return 0, fmt.Errorf("oracle: waiting for a revision: %w", ctx.Err())
 	}
 }
 
-// startLocked sends the fetch for o.mu.next. Every caller in it joined under
-// o.mu before this point, so the request goes out after all of them arrived.
-func (o *Oracle) startLocked() {
-	r := o.mu.next
-	o.mu.next = nil
-	o.mu.inFlight = r
-	ctx, cancel := context.WithTimeout(o.ctx, o.opts.FetchTimeout)
-	r.cancel = cancel
-	o.wg.Add(1)
-	go metrics.Labeled(metrics.ProfileFetch, func() { o.fetch(ctx, r) })
+// scheduleLocked starts a fetch for the open rounds unless one is in flight
+// or none is open.
+//
+// If mayWait, and every open round is covered by a write in flight, it
+// waits for the writes instead, for at most the wait bound
+// (Options.WriteWait): a write that succeeds answers them without a fetch,
+// and one that fails calls scheduleLocked again. A round cannot be covered
+// when it is created (the write that covers it starts later), so a new
+// caller never waits for a write that may not come: this only happens when
+// a fetch or a write has just ended.
+func (o *Oracle) scheduleLocked(mayWait bool) {
+	if o.mu.closed || o.mu.inFlight != nil {
+		return
+	}
+	if len(o.mu.open) == 0 {
+		o.stopWaitLocked()
+		return
+	}
+	newest := o.mu.open[len(o.mu.open)-1].id
+	if mayWait && newest <= o.coveredLocked() {
+		if wait := o.writeWaitLocked(); wait > 0 {
+			if o.mu.deferred == nil {
+				o.mu.deferred = time.AfterFunc(wait, o.waitEnded)
+			}
+			return
+		}
+	}
+	o.startLocked()
 }
 
-func (o *Oracle) fetch(ctx context.Context, r *round) {
+// waitEnded ends a wait for writes that lasted the whole bound.
+func (o *Oracle) waitEnded() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.mu.deferred = nil
+	o.scheduleLocked(false)
+}
+
+func (o *Oracle) stopWaitLocked() {
+	if o.mu.deferred != nil {
+		o.mu.deferred.Stop()
+		o.mu.deferred = nil
+	}
+}
+
+// coveredLocked is the newest round id a write in flight covers, or 0.
+func (o *Oracle) coveredLocked() uint64 {
+	var newest uint64
+	for _, w := range o.mu.writes {
+		newest = max(newest, w.covers)
+	}
+	return newest
+}
+
+func (o *Oracle) writeWaitLocked() time.Duration {
+	switch {
+	case o.opts.WriteWait < 0:
+		return 0
+	case o.opts.WriteWait > 0:
+		return o.opts.WriteWait
+	default:
+		return o.mu.rtt
+	}
+}
+
+// startLocked sends a fetch for every open round. Every caller in them
+// joined under o.mu before this point, so the request goes out after all of
+// them arrived.
+func (o *Oracle) startLocked() {
+	o.stopWaitLocked()
+	f := &fetch{rounds: append([]*round(nil), o.mu.open...)}
+	for _, r := range f.rounds {
+		r.fetch = f
+	}
+	o.mu.join = nil
+	o.mu.inFlight = f
+	ctx, cancel := context.WithTimeout(o.ctx, o.opts.FetchTimeout)
+	f.cancel = cancel
+	o.wg.Add(1)
+	go metrics.Labeled(metrics.ProfileFetch, func() { o.fetch(ctx, f) })
+}
+
+func (o *Oracle) fetch(ctx context.Context, f *fetch) {
 	defer o.wg.Done()
 	start := time.Now()
 	region := trace.StartRegion(ctx, TraceRegionFetch)
@@ -286,25 +410,33 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 	// Before cancel: only FetchTimeout's deadline makes this
 	// DeadlineExceeded (Close and leave cancel ctx).
 	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
-	r.cancel()
+	f.cancel()
 
 	o.mu.Lock()
 	switch {
 	case err != nil && o.mu.closed:
-		r.err = fmt.Errorf("%w: %w", ErrClosed, err)
+		err = fmt.Errorf("%w: %w", ErrClosed, err)
 	case err != nil && timedOut:
-		r.err = fmt.Errorf("%w: %w (%v): %w", ErrFetchFailed, ErrFetchTimedOut, o.opts.FetchTimeout, err)
+		err = fmt.Errorf("%w: %w (%v): %w", ErrFetchFailed, ErrFetchTimedOut, o.opts.FetchTimeout, err)
 	case err != nil:
-		r.err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
-	default:
-		r.rev = rev
+		err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
 	}
-	reads := r.reads
-	close(r.done)
+	reads := 0
+	for _, r := range f.rounds {
+		if !r.answered { // a write may have answered it first
+			reads += r.reads
+			o.answerLocked(r, rev, err)
+		}
+	}
 	o.mu.inFlight = nil
-	if o.mu.next != nil && !o.mu.closed {
-		o.startLocked()
+	if err == nil {
+		if o.mu.rtt == 0 {
+			o.mu.rtt = took
+		} else {
+			o.mu.rtt += (took - o.mu.rtt) / 8
+		}
 	}
+	o.scheduleLocked(true)
 	o.mu.Unlock()
 
 	o.fetches.Add(1)
@@ -315,34 +447,139 @@ func (o *Oracle) fetch(ctx context.Context, r *round) {
 	o.opts.Recorder.FetchDone(reads, took, err)
 }
 
+// answerLocked answers r with rev or err and drops it from the open rounds.
+func (o *Oracle) answerLocked(r *round, rev int64, err error) {
+	if err != nil {
+		r.err = err
+	} else {
+		r.rev = rev
+	}
+	r.answered = true
+	close(r.done)
+	if o.mu.join == r {
+		o.mu.join = nil
+	}
+	for i, q := range o.mu.open {
+		if q == r {
+			o.mu.open = append(o.mu.open[:i], o.mu.open[i+1:]...)
+			break
+		}
+	}
+}
+
 // leave is called by a caller that gave up on r. A round nobody waits for is
-// dropped before it starts, or aborted if it is in flight: no later caller
-// may use its answer anyway. It reports whether r was answered meanwhile.
+// dropped, and a fetch whose rounds nobody waits for is aborted: no later
+// caller may use its answer anyway. It reports whether r was answered
+// meanwhile.
 func (o *Oracle) leave(r *round, reads int) (answered bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	select {
-	case <-r.done:
+	if r.answered {
 		return true
-	default:
 	}
 	r.waiters--
 	r.reads -= reads
 	if r.waiters > 0 {
 		return false
 	}
-	switch r {
-	case o.mu.next:
-		o.mu.next = nil
-	case o.mu.inFlight:
-		r.cancel()
+	if r.fetch == nil {
+		r.answered = true // nobody reads it; its done channel stays open
+		if o.mu.join == r {
+			o.mu.join = nil
+		}
+		for i, q := range o.mu.open {
+			if q == r {
+				o.mu.open = append(o.mu.open[:i], o.mu.open[i+1:]...)
+				break
+			}
+		}
+		o.scheduleLocked(true)
+		return false
 	}
+	for _, q := range r.fetch.rounds {
+		if !q.answered && q.waiters > 0 {
+			return false
+		}
+	}
+	r.fetch.cancel()
 	return false
+}
+
+// WriteStarting announces a write to the Oracle's etcd cluster that is about
+// to be sent; call it just before the request goes out, after everything
+// that may still decide not to send it. End the write with Succeeded or
+// Failed. The rounds open now are answered by the write if it succeeds
+// first; callers that arrive from now on are not. Returns nil (a valid
+// Write that does nothing) when no caller waits.
+func (o *Oracle) WriteStarting() *Write {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.closed || len(o.mu.open) == 0 {
+		return nil
+	}
+	o.mu.join = nil
+	w := &Write{o: o, covers: o.mu.lastID}
+	o.mu.writes = append(o.mu.writes, w)
+	return w
+}
+
+// Succeeded ends a write that etcd committed at revision rev (the revision
+// in its response's header, which the etcd3 store sets as the written
+// object's resourceVersion). It answers every round the write covers that
+// is still open. A revision below 1 counts as Failed.
+func (w *Write) Succeeded(rev int64) {
+	if w == nil {
+		return
+	}
+	w.o.writeEnded(w, rev)
+}
+
+// Failed ends a write that was not committed, or whose revision is unknown:
+// an error, a conflict that the caller retries as another write, or an
+// update that turned out to change nothing.
+func (w *Write) Failed() {
+	if w == nil {
+		return
+	}
+	w.o.writeEnded(w, 0)
+}
+
+func (o *Oracle) writeEnded(w *Write, rev int64) {
+	o.mu.Lock()
+	found := false
+	for i, q := range o.mu.writes {
+		if q == w {
+			o.mu.writes = append(o.mu.writes[:i], o.mu.writes[i+1:]...)
+			found = true
+			break
+		}
+	}
+	reads := 0
+	if found && rev > 0 && !o.mu.closed {
+		for len(o.mu.open) > 0 && o.mu.open[0].id <= w.covers {
+			r := o.mu.open[0]
+			reads += r.reads
+			o.answerLocked(r, rev, nil)
+		}
+	}
+	if found {
+		o.scheduleLocked(true)
+	}
+	o.mu.Unlock()
+	if reads > 0 {
+		o.fromWrites.Add(uint64(reads))
+		o.opts.Recorder.WriteAnswered(reads)
+	}
 }
 
 // Stats returns the Oracle's counters.
 func (o *Oracle) Stats() Stats {
-	return Stats{Fetches: o.fetches.Load(), FailedFetches: o.failed.Load(), Reads: o.reads.Load()}
+	return Stats{
+		Fetches:         o.fetches.Load(),
+		FailedFetches:   o.failed.Load(),
+		Reads:           o.reads.Load(),
+		ReadsFromWrites: o.fromWrites.Load(),
+	}
 }
 
 // Close aborts the fetch in flight, fails every waiting caller with an error
@@ -353,11 +590,13 @@ func (o *Oracle) Close() {
 	o.mu.Lock()
 	if !o.mu.closed {
 		o.mu.closed = true
-		if r := o.mu.next; r != nil {
-			o.mu.next = nil
-			r.err = ErrClosed
-			close(r.done)
+		o.stopWaitLocked()
+		for _, r := range append([]*round(nil), o.mu.open...) {
+			if r.fetch == nil {
+				o.answerLocked(r, 0, ErrClosed)
+			}
 		}
+		o.mu.writes = nil
 	}
 	o.mu.Unlock()
 	o.cancel()

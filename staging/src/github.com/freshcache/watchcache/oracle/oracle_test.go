@@ -81,6 +81,19 @@ type fetchRecord struct {
 type recorder struct {
 	mu      sync.Mutex
 	fetches []fetchRecord
+	writes  []int // reads answered, one per WriteAnswered
+}
+
+func (r *recorder) WriteAnswered(reads int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes = append(r.writes, reads)
+}
+
+func (r *recorder) answeredByWrites() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.writes...)
 }
 
 func (r *recorder) FetchDone(reads int, took time.Duration, err error) {
@@ -366,10 +379,10 @@ func TestCancellation(t *testing.T) {
 		// Nobody was left for the next round, so no second fetch.
 		waitStats(t, o, func(st Stats) bool { return st.Fetches == before.Fetches+1 })
 		o.mu.Lock()
-		next, inFlight := o.mu.next, o.mu.inFlight
+		open, inFlight := len(o.mu.open), o.mu.inFlight
 		o.mu.Unlock()
-		if next != nil || inFlight != nil {
-			t.Fatalf("round left behind: next=%v inFlight=%v", next, inFlight)
+		if open != 0 || inFlight != nil {
+			t.Fatalf("round left behind: %d open, inFlight=%v", open, inFlight)
 		}
 	})
 

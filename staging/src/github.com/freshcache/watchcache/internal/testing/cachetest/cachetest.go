@@ -232,7 +232,9 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 	compactor := etcd3.NewCompactor(client.Client, 0, clock.RealClock{}, nil)
 	t.Cleanup(compactor.Stop)
 	etcdStore, err := etcd3.New(client, compactor, s.Codec, NewPod, NewPodList,
-		etcd3testing.PathPrefix(), s.Prefix, s.GroupResource, s.Transformer,
+		// As NewStorageDecorator does: the store's writes announce
+		// themselves (RevisionsFromWrites) through the cache.
+		etcd3testing.PathPrefix(), s.Prefix, s.GroupResource, watchcache.AnnounceWrites(s.Transformer),
 		etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(s.Codec, versioner), versioner)
 	if err != nil {
 		t.Fatal(err)
