@@ -43,6 +43,9 @@ type apiMetrics struct {
 	// reads_per_revision_fetch); freshReads counts reads_total, every
 	// read that needed freshness, of every resource.
 	fetchSec, fetchReads, freshReads float64
+	// writeReads counts the reads a write's revision answered
+	// (reads_answered_by_writes_total, RevisionsFromWrites).
+	writeReads float64
 	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
@@ -111,6 +114,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.fetchSec = histogramSum(mfs, "apiserver_freshcache_revision_fetch_duration_seconds")
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
 	a.freshReads = counterFrom(mfs, "apiserver_freshcache_reads_total")
+	a.writeReads = counterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
 	return a
 }
 
@@ -266,6 +270,8 @@ type windowDelta struct {
 	// FetchSec, FetchReads and FreshReads are the window's part of
 	// apiMetrics' sums of the same names.
 	FetchSec, FetchReads, FreshReads float64
+	// WriteReads is the window's part of writeReads.
+	WriteReads float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -314,6 +320,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		d.FetchSec += a.fetchSec - b.fetchSec
 		d.FetchReads += a.fetchReads - b.fetchReads
+		d.WriteReads += a.writeReads - b.writeReads
 		d.FreshReads += a.freshReads - b.freshReads
 	}
 	return d

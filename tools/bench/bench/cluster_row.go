@@ -68,6 +68,9 @@ type ClusterRow struct {
 	// fetches answered, FetchSeconds the fetches' summed round trips.
 	FreshReads   float64 `json:"fresh_reads"`
 	FetchReads   float64 `json:"fetch_reads"`
+	// WriteReads are the fresh reads a write's revision answered instead
+	// of a fetch (RevisionsFromWrites); absent in older runs.
+	WriteReads float64 `json:"write_reads,omitempty"`
 	FetchSeconds float64 `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
@@ -170,6 +173,7 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 		r.ProgressByResource = d.ProgressBy
 	}
 	r.FreshReads, r.FetchReads, r.FetchSeconds = d.FreshReads, d.FetchReads, d.FetchSec
+	r.WriteReads = d.WriteReads
 	for _, k := range sortedKeys(d.requests) {
 		if q, ok := quantilesOf(k, d.requests[k]); ok {
 			r.Latency = append(r.Latency, q)
