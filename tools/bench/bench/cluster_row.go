@@ -66,11 +66,11 @@ type ClusterRow struct {
 	// FreshReads counts freshcache's reads_total (every read that needed
 	// freshness, every resource); FetchReads the reads the revision
 	// fetches answered, FetchSeconds the fetches' summed round trips.
-	FreshReads   float64 `json:"fresh_reads"`
-	FetchReads   float64 `json:"fetch_reads"`
+	FreshReads float64 `json:"fresh_reads"`
+	FetchReads float64 `json:"fetch_reads"`
 	// WriteReads are the fresh reads a write's revision answered instead
 	// of a fetch (RevisionsFromWrites); absent in older runs.
-	WriteReads float64 `json:"write_reads,omitempty"`
+	WriteReads   float64 `json:"write_reads,omitempty"`
 	FetchSeconds float64 `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb

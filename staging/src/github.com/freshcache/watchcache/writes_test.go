@@ -156,7 +156,9 @@ func TestWritesAnswerWaitingReads(t *testing.T) {
 			name:  "delete the validator refuses",
 			setup: func(t *testing.T, e *cachetest.Env) { mustCreate(t, e, key) },
 			write: func(t *testing.T, e *cachetest.Env, out *example.Pod) error {
-				refuse := func(context.Context, runtime.Object) error { return apierrors.NewForbidden(example.Resource("pods"), "p", nil) }
+				refuse := func(context.Context, runtime.Object) error {
+					return apierrors.NewForbidden(example.Resource("pods"), "p", nil)
+				}
 				return e.Cache.Delete(ctx, key, out, nil, refuse, nil, storage.DeleteOptions{})
 			},
 			wantErr: apierrors.IsForbidden,
