@@ -19,7 +19,8 @@ import (
 // RevisionSource hands out etcd revisions for consistent reads.
 // *oracle.Oracle implements it: RevisionFor returns a revision R from a
 // linearizable fetch issued after the call began, coalesced with every
-// other caller (one fetch in flight per etcd cluster); reads is how many
+// other caller (one fetch in flight per etcd cluster), or from a write of
+// this process sent after it began (WriteAnnouncer); reads is how many
 // client reads the call stands for, for the coalescing metrics. An error
 // wrapping oracle.ErrFetchTimedOut says etcd gave no answer within the
 // source's own time limit (at least a round trip), as opposed to refusing:

@@ -26,6 +26,20 @@
 // the round's channel and ctx.Done(): no goroutine per caller, no sleeping.
 // If every caller of the fetch in flight gives up, the fetch is aborted.
 //
+// # Revisions from writes
+//
+// A write that this process sends to the same etcd cluster after a caller
+// arrived is as good as a fetch: etcd numbers writes in commit order, so it
+// is committed after every write that completed before the caller arrived.
+// The cache announces each write just before it is sent (WriteStarting),
+// which closes the round new callers join, and ends it with the revision
+// etcd committed it at (Write.Succeeded) or without (Write.Failed). A
+// successful write answers every round open when it started, a round in
+// the fetch in flight included. When a fetch ends and every open round is
+// covered by a write in flight, the next fetch waits for those writes, at
+// most Options.WriteWait (default: the mean fetch round trip); a new caller
+// never waits for one, because no write sent before it arrived covers it.
+//
 // # Why linearizable
 //
 // A serializable range is answered by the member from its own state. A
@@ -58,17 +72,17 @@
 // the cache revision, waiters, progress requests and deadlines, and its
 // caller must serialize every call. The Oracle needs only "one fetch in
 // flight, the callers that arrived meanwhile form the next round", shared by
-// many caches, each with its own Machine. That is one mutex, two round
-// pointers and a channel per round (oracle.go), small enough to check by
-// eye, and the randomized tests of both packages cover the same rule from
+// many caches, each with its own Machine, plus the writes that may answer
+// a round first. That is one mutex, a short list of open rounds and a
+// channel per round (oracle.go), small enough to check by eye, and the randomized tests of both packages cover the same rule from
 // each side. Driving a Machine here would add an Output loop and per-read IDs
 // for nothing.
 //
 // # Concurrency
 //
-// Oracle.mu guards the two rounds (inFlight, next) and each round's waiters.
-// A round's rev and err are written before its done channel is closed and
-// read only after. One goroutine runs per fetch, never per caller; Close
+// Oracle.mu guards the open rounds, the round callers join, the fetch in
+// flight, the writes in flight and the wait for them. A round's rev and
+// err are written before its done channel is closed and read only after. One goroutine runs per fetch, never per caller; Close
 // waits for it. Registry.mu guards the entries and is taken before
 // Oracle.mu (Acquire/release may create or close an Oracle), never after.
 //
@@ -78,6 +92,8 @@
 // calls it answered and the fetch's round trip. metrics.OracleRecorder
 // turns that into apiserver_freshcache_revision_fetches_total,
 // apiserver_freshcache_reads_per_revision_fetch and
-// apiserver_freshcache_revision_fetch_duration_seconds. These carry no
+// apiserver_freshcache_revision_fetch_duration_seconds, and one
+// WriteAnswered per write that answered reads, into
+// apiserver_freshcache_reads_answered_by_writes_total. These carry no
 // group and resource labels: a fetch serves every resource at once.
 package oracle
