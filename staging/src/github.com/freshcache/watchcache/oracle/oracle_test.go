@@ -288,18 +288,8 @@ func TestConcurrentCallersSeeTheirWrites(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resp, err := c.Put(context.Background(), fmt.Sprintf("/wave/%d/%d", wave, i), "v")
-				if err != nil {
-					errs <- err
-					return
-				}
-				rev, err := o.Revision(context.Background())
-				if err != nil {
-					errs <- err
-					return
-				}
-				if rev < resp.Header.Revision {
-					errs <- fmt.Errorf("caller %d: revision %d before its write %d", i, rev, resp.Header.Revision)
+				if err := writeThenRead(c, o, fmt.Sprintf("/wave/%d/%d", wave, i), "v"); err != nil {
+					errs <- fmt.Errorf("caller %d: %w", i, err)
 				}
 			}()
 		}
@@ -672,4 +662,21 @@ func BenchmarkRevision(b *testing.B) {
 	})
 	st := o.Stats()
 	b.ReportMetric(float64(st.Reads)/float64(max(st.Fetches, 1)), "reads/fetch")
+}
+
+// writeThenRead writes key and then asks o for a revision, which must
+// cover the write it saw complete.
+func writeThenRead(c *clientv3.Client, o *Oracle, key, val string) error {
+	resp, err := c.Put(context.Background(), key, val)
+	if err != nil {
+		return err
+	}
+	rev, err := o.Revision(context.Background())
+	if err != nil {
+		return err
+	}
+	if rev < resp.Header.Revision {
+		return fmt.Errorf("revision %d before its write %d", rev, resp.Header.Revision)
+	}
+	return nil
 }

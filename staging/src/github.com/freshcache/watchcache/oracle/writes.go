@@ -1,0 +1,80 @@
+package oracle
+
+// A Write is one write request of this process to the Oracle's etcd
+// cluster, announced by WriteStarting just before it is sent. etcd orders
+// every write in one revision sequence, and a write sent after a caller
+// arrived is committed after every write that completed before the caller
+// arrived, so the revision it is committed at answers the caller as a
+// fetch would: the Oracle answers the rounds open at WriteStarting with it
+// when the write succeeds. A nil *Write is valid and does nothing.
+type Write struct {
+	o      *Oracle
+	covers uint64 // the id of the newest round open when it started
+}
+
+// WriteStarting announces a write to the Oracle's etcd cluster that is about
+// to be sent; call it just before the request goes out, after everything
+// that may still decide not to send it. End the write with Succeeded or
+// Failed. The rounds open now are answered by the write if it succeeds
+// first; callers that arrive from now on are not. Returns nil (a valid
+// Write that does nothing) when no caller waits.
+func (o *Oracle) WriteStarting() *Write {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.closed || len(o.mu.open) == 0 {
+		return nil
+	}
+	o.mu.join = nil
+	w := &Write{o: o, covers: o.mu.lastID}
+	o.mu.writes = append(o.mu.writes, w)
+	return w
+}
+
+// Succeeded ends a write that etcd committed at revision rev (the revision
+// in its response's header, which the etcd3 store sets as the written
+// object's resourceVersion). It answers every round the write covers that
+// is still open. A revision below 1 counts as Failed.
+func (w *Write) Succeeded(rev int64) {
+	if w == nil {
+		return
+	}
+	w.o.writeEnded(w, rev)
+}
+
+// Failed ends a write that was not committed, or whose revision is unknown:
+// an error, a conflict that the caller retries as another write, or an
+// update that turned out to change nothing.
+func (w *Write) Failed() {
+	if w == nil {
+		return
+	}
+	w.o.writeEnded(w, 0)
+}
+
+func (o *Oracle) writeEnded(w *Write, rev int64) {
+	o.mu.Lock()
+	found := false
+	for i, q := range o.mu.writes {
+		if q == w {
+			o.mu.writes = append(o.mu.writes[:i], o.mu.writes[i+1:]...)
+			found = true
+			break
+		}
+	}
+	reads := 0
+	if found && rev > 0 && !o.mu.closed {
+		for len(o.mu.open) > 0 && o.mu.open[0].id <= w.covers {
+			r := o.mu.open[0]
+			reads += r.reads
+			o.answerLocked(r, rev, nil)
+		}
+	}
+	if found {
+		o.scheduleLocked(true)
+	}
+	o.mu.Unlock()
+	if reads > 0 {
+		o.fromWrites.Add(uint64(reads))
+		o.opts.Recorder.WriteAnswered(reads)
+	}
+}
