@@ -30,4 +30,14 @@
 //	watchdog.go  bounds every step, so that a hung run fails fast, by name
 //	run.go       one run: wiring, stop, check, report
 //	report.go    the failure report directory and the summary
+//
+// The fault-heal scenario (TestFaultHeal, make test-fault-heal) is apart
+// from the checked histories: writes through the apiserver on member 0,
+// reads through the one on member 1, member 1 cut off and healed, and
+// every read's status counted as the server sent it:
+//
+//	heal.go         one run: cluster, apiservers, the isolation schedule
+//	heal_traffic.go the writer and the raw-HTTP readers
+//	heal_tally.go   stale, 429, late 429, 5xx and errors per read kind
+//	heal_report.go  the markdown report and the summary lines
 package robustness
