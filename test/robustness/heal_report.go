@@ -41,8 +41,9 @@ func writeHealReport(w io.Writer, m healMeta, tallies []*healTally) error {
 	b.WriteString("- Implementations: " + implList(tallies) + "\n\n")
 	b.WriteString("Columns: **answered** 2xx; **stale** answered with a counter older than the newest write " +
 		"that had completed before the read started (a LIST by the counter object in it); **429** and **5xx** " +
-		"as the server sent them (no client retries); **late 429** a 429 to a read that started more than " +
-		fmt.Sprintf("%s after a heal (or before the first cut) and before the next cut; ", healGrace) +
+		"as the server sent them (no client retries); **late 429** a 429 to a read that was sent more than " +
+		fmt.Sprintf("%s after a heal (or before the first cut) and answered before the next cut began ", healGrace) +
+		"(a read sent just before a cut that waits into it is the cut's, not late); " +
 		"**errors** every other outcome (another status, no answer within the read timeout, a 2xx without " +
 		"the counter); **p99** and **max** the latency of all reads of the row, whatever their outcome. " +
 		"A read that waits out a cut shows in max, not in p99.\n\n")
@@ -114,6 +115,9 @@ func writeHealDetails(b *strings.Builder, t *healTally) {
 		fmt.Fprintf(b, " (first: `%s`)", oneLine(t.WriteErrors[0]))
 	}
 	fmt.Fprintf(b, "; %d consistent reads held up (failed or took %s or more) while member 1 was cut off.\n", t.Disturbed, slowRead)
+	writePhases(b, "stale answers", t.StalePhases)
+	writePhases(b, "429s", t.TooManyPhases)
+	writePhases(b, "5xx", t.ServerPhases)
 	writeMessages(b, "5xx", t.Server)
 	if len(t.ServerReads) > 0 {
 		fmt.Fprintf(b, "\nThe first %d 5xx:\n\n", len(t.ServerReads))
@@ -132,6 +136,19 @@ func writeHealDetails(b *strings.Builder, t *healTally) {
 		r := l.Read
 		fmt.Fprintf(b, "- `%s` sent %s, answered after %s: `%s`\n", r.Kind, phase(t.Cuts, r.Start), fmtLatency(r.End.Sub(r.Start)), oneLine(r.Err))
 	}
+}
+
+// writePhases says when the reads of one outcome came, if any did.
+func writePhases(b *strings.Builder, what string, n [phases]int) {
+	total := 0
+	for _, v := range n {
+		total += v
+	}
+	if total == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%d %s: %d %s, %d %s, %d %s.\n", total, what,
+		n[phaseCut], phaseCut, n[phaseGrace], phaseGrace, n[phaseHealthy], phaseHealthy)
 }
 
 func writeMessages(b *strings.Builder, title string, m healMessages) {

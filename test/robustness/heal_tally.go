@@ -105,9 +105,11 @@ type healTally struct {
 	Other       healMessages // neither 2xx, 429 nor 5xx, or no answer
 	Late        []lateRead
 	ServerReads []healRead // the first few 5xx answers, to show when they came
-	Cuts        []healWindow
-	Writes      int
-	WriteErrors []string
+	// When the stale answers, 429s and 5xx came, by readPhase.
+	StalePhases, TooManyPhases, ServerPhases [phases]int
+	Cuts                                     []healWindow
+	Writes                                   int
+	WriteErrors                              []string
 	// Disturbed counts the rv="" reads in flight while member 1 was cut
 	// off that failed or took at least slowRead: proof that the
 	// partition reached R.
@@ -129,22 +131,27 @@ func tallyHeal(o *healOutcome) *healTally {
 		latencies[r.Kind] = append(latencies[r.Kind], r.End.Sub(r.Start))
 		all = append(all, r.End.Sub(r.Start))
 		ok := r.Status/100 == 2 && r.Err == ""
+		ph := phaseOfRead(o.Windows, r)
 		switch {
 		case ok:
 			c.Answered++
 			if r.Value < newestBefore(o.Writes, r.Start) {
 				c.Stale++
+				t.StalePhases[ph]++
 			}
 		case r.Status == http.StatusTooManyRequests:
 			c.TooMany++
 			t.TooMany.add(r)
-			if heal, since, late := healedFor(o.Windows, r.Start, healGrace); late {
+			t.TooManyPhases[ph]++
+			if ph == phaseHealthy {
+				heal, since, _ := healedFor(o.Windows, r.Start, healGrace)
 				c.Late429++
 				t.Late = append(t.Late, lateRead{Read: r, Heal: heal, SinceHeal: since})
 			}
 		case r.Status/100 == 5:
 			c.Server++
 			t.Server.add(r)
+			t.ServerPhases[ph]++
 			if len(t.ServerReads) < healExamples {
 				t.ServerReads = append(t.ServerReads, r)
 			}
@@ -163,6 +170,37 @@ func tallyHeal(o *healOutcome) *healTally {
 	}
 	t.Total.P99, t.Total.Max = quantiles(all)
 	return t
+}
+
+// readPhase is where a read lies in the isolation schedule.
+type readPhase int
+
+const (
+	// phaseHealthy: in flight only while member 1 was connected, sent
+	// before the first cut or more than healGrace after a heal. A 429
+	// here is a late 429.
+	phaseHealthy readPhase = iota
+	// phaseCut: in flight at some time member 1 was cut off (a read sent
+	// just before a cut that waits into it counts here, not as late).
+	phaseCut
+	// phaseGrace: sent within healGrace after a heal, answered before
+	// the next cut.
+	phaseGrace
+	phases // the number of phases
+)
+
+func (p readPhase) String() string {
+	return [...]string{"healthy", "in flight during a cut", fmt.Sprintf("sent within %s of a heal", healGrace)}[p]
+}
+
+func phaseOfRead(windows []healWindow, r healRead) readPhase {
+	if overlapsCut(windows, r) {
+		return phaseCut
+	}
+	if _, _, ok := healedFor(windows, r.Start, healGrace); !ok {
+		return phaseGrace
+	}
+	return phaseHealthy
 }
 
 // newestBefore is the value of the newest write that completed before t,

@@ -112,13 +112,14 @@ func TestTallyHeal(t *testing.T) {
 		read(listZero, 15, 15.1, 200, -1, errNoCounter.Error()), // a 2xx without the counter
 		read(listConsistent, 7, 7.1, 504, -1, "leader changed 9"),
 		read(getConsistent, 4.9, 12.5, 200, 2, ""), // waited through the cut
+		read(listZero, 4.8, 7.8, 429, -1, "wait"),  // sent before the cut: the cut's 429, not late
 	}
 	tl := tallyHeal(o)
 	want := map[readKind]healCounts{
 		getConsistent:  {Reads: 3, Answered: 2, Other: 1},
 		getZero:        {Reads: 1, Answered: 1, Stale: 1},
 		listConsistent: {Reads: 3, TooMany: 1, Server: 2},
-		listZero:       {Reads: 2, TooMany: 1, Late429: 1, Other: 1},
+		listZero:       {Reads: 3, TooMany: 2, Late429: 1, Other: 1},
 	}
 	for k, w := range want {
 		got := tl.Kinds[k]
@@ -133,6 +134,9 @@ func TestTallyHeal(t *testing.T) {
 	if len(tl.Server) != 2 { // 500 and 504 stay apart; the digits do not
 		t.Errorf("5xx messages %v, want 2 groups", tl.Server)
 	}
+	if tl.TooManyPhases != [phases]int{phaseHealthy: 1, phaseCut: 1, phaseGrace: 1} {
+		t.Errorf("429 phases %v", tl.TooManyPhases)
+	}
 	if tl.Total.Max != 15*time.Second {
 		t.Errorf("max latency %s, want 15s", tl.Total.Max)
 	}
@@ -146,7 +150,7 @@ func TestTallyHeal(t *testing.T) {
 	if err := writeHealReport(&b, healMeta{When: at(0), Commit: "c"}, []*healTally{tl}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| x | `LIST rv=\"0\"` | 2 | 0 | 0 | 1 | 1 | 0 | 1 | 100 ms | 100 ms |", "sent 1s after heal 1", "fault-heal x: stale=1 5xx=2 late429=1 errors=2 (upstream errors=n/a)"} {
+	for _, s := range []string{"| x | `LIST rv=\"0\"` | 3 | 0 | 0 | 2 | 1 | 0 | 1 | 3.0 s | 3.0 s |", "3 429s: 1 in flight during a cut, 1 sent within 250ms of a heal, 1 healthy.", "sent 1s after heal 1", "fault-heal x: stale=1 5xx=2 late429=1 errors=2 (upstream errors=n/a)"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, b.String())
 		}
