@@ -69,11 +69,19 @@
 //     already holds is discarded and retried; events and progress
 //     notifications at or below the current revision are ignored.
 //   - Transient watch errors (etcd without a leader, overloaded or
-//     unreachable: internal error, 429, 503, timeouts) are retried on the
-//     same history, from the sink's revision, for up to TransientRetry
-//     (30 s, as upstream's cacher) without progress; only then, after a
-//     compaction (410), or after a failed apply does it relist. Before a
-//     relist it calls Sink.Unready, and every Replace names its reason.
+//     unreachable: an internal error whose cause is etcd's or gRPC's, 429,
+//     503, timeouts) are retried on the same history, from the sink's
+//     revision, for up to TransientRetry (30 s, as upstream's cacher)
+//     without progress; only then, after a compaction (410), after a value
+//     that cannot be decoded or transformed, or after a failed apply does
+//     it relist. Progress is an event applied or a notification beyond
+//     the sink's revision, never the re-delivered events of the revision a
+//     watch started at. Before a relist it calls Sink.Unready, and every
+//     Replace names its reason.
+//   - A decode or transform error relists at once. Upstream's client-go
+//     reflector cannot tell it from a lost leader (the etcd3 store sends
+//     both as an internal error) and re-watches for 30 s; the same event
+//     fails each time, and meanwhile its cache stays ready but frozen.
 //   - A watch that just ends is resumed from the current revision.
 //   - Run returns when stop is closed, after the in-flight call to etcd
 //     returns (its context is cancelled).

@@ -99,6 +99,10 @@ func (s *recordingSink) Unready(error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unready++
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 func (s *recordingSink) Progress(rv uint64) {
@@ -120,12 +124,29 @@ type controlledStorage struct {
 	watches chan *endableWatch
 	mu      sync.Mutex
 	hold    chan struct{} // non-nil: the next Watch waits for it to close
+	// failAfter, when failWith is set, is how many data events every new
+	// watch passes before it delivers failWith and ends.
+	failAfter int
+	failWith  *watch.Event
+}
+
+// failEveryWatch makes every watch opened from now on pass n data events,
+// then deliver ev and end: an error that comes back at the same place
+// each time the watch is opened again.
+func (c *controlledStorage) failEveryWatch(n int, ev watch.Event) {
+	c.mu.Lock()
+	c.failAfter, c.failWith = n, &ev
+	c.mu.Unlock()
 }
 
 func (c *controlledStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
 	c.mu.Lock()
 	hold := c.hold
 	c.hold = nil
+	budget, failWith := -1, c.failWith
+	if failWith != nil {
+		budget = c.failAfter
+	}
 	c.mu.Unlock()
 	if hold != nil {
 		select {
@@ -138,9 +159,18 @@ func (c *controlledStorage) Watch(ctx context.Context, key string, opts storage.
 	if err != nil {
 		return nil, err
 	}
-	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{}), inject: make(chan watch.Event), budget: -1}
+	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{}), inject: make(chan watch.Event), budget: budget, failWith: failWith}
 	go w.pump()
-	c.watches <- w
+	if failWith != nil {
+		// Nobody waits for these: they fail by themselves.
+		return w, nil
+	}
+	select {
+	case c.watches <- w:
+	case <-ctx.Done():
+		w.Stop()
+		return nil, ctx.Err()
+	}
 	return w, nil
 }
 
@@ -165,6 +195,9 @@ type endableWatch struct {
 	// budget is how many more data events pass before the watch ends by
 	// itself; negative means no limit.
 	budget int
+	// failWith, if set, is delivered when the budget runs out, before the
+	// watch ends.
+	failWith *watch.Event
 }
 
 // endAfter makes the watch end by itself after n more data events, as a
@@ -203,7 +236,14 @@ func (w *endableWatch) pump() {
 			if ev.Type != watch.Bookmark {
 				w.mu.Lock()
 				if w.budget == 0 {
+					failWith := w.failWith
 					w.mu.Unlock()
+					if failWith != nil {
+						select {
+						case w.out <- *failWith:
+						case <-w.end:
+						}
+					}
 					return
 				}
 				if w.budget > 0 {

@@ -7,8 +7,10 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,14 +26,45 @@ func classify(err error) watchEnd {
 	switch {
 	case apierrors.IsResourceExpired(err), apierrors.IsGone(err):
 		return watchEnd{relist: metrics.RelistCompacted, err: err}
-	case apierrors.IsInternalError(err), apierrors.IsTooManyRequests(err),
-		apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+	case apierrors.IsInternalError(err) && fromEtcd(err),
+		apierrors.IsTooManyRequests(err), apierrors.IsServiceUnavailable(err),
+		apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
 		// The etcd3 store reports a lost leader (or a member that cannot
 		// reach one) as an internal error: the history is intact, so the
 		// same watch is retried from the cache's revision.
 		return watchEnd{transient: true, err: err}
 	}
+	// Anything else, a value that the transformer or the codec could not
+	// read above all, comes back at the same event on every watch from the
+	// same revision: only a relist gets past it, or finds that it cannot
+	// and leaves the cache pending, which clients see at once.
 	return watchEnd{relist: metrics.RelistError, err: err}
+}
+
+// fromEtcd reports whether an internal-error watch event carries an error
+// of etcd or of the connection to it. The etcd3 store wraps both those
+// and the failures to decode or transform a value as a plain internal
+// error, whose cause is the original error's text: etcd's own errors
+// start with "etcdserver: " (rpctypes), gRPC's with "rpc error: ".
+func fromEtcd(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	st := status.Status()
+	texts := []string{st.Message}
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			texts = append(texts, c.Message)
+		}
+	}
+	for _, text := range texts {
+		text = strings.TrimPrefix(text, "Internal error occurred: ")
+		if strings.HasPrefix(text, "etcdserver: ") || strings.HasPrefix(text, "rpc error: ") {
+			return true
+		}
+	}
+	return false
 }
 
 // watchUntrusted is watch for an etcd whose progress notifications cannot
@@ -63,7 +96,6 @@ func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
 		if err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
 		}
-		progressed = true
 		key := objectKey(ev.Object)
 		have := r.cfg.Sink.RV()
 		switch {
@@ -78,6 +110,11 @@ func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
 			r.untrusted.rv = rv
 			r.untrusted.keys = map[string]struct{}{}
 		}
+		// Progress is an event applied. The events of the revision the
+		// watch rewound to are delivered again on every resume and
+		// skipped above; counting them would let a watch that fails
+		// right after them retry for ever, the cache frozen but ready.
+		progressed = true
 		if err := r.cfg.Sink.Apply(rv, []Event{{Type: ev.Type, Object: ev.Object}}); err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 		}
