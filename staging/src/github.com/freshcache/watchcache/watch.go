@@ -105,6 +105,14 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.readiness.isReady() {
+		// Planned while ready, the cache went pending since (the wait
+		// above can be long). Registered now, the watcher would get
+		// nothing until the relist closes it; refused, the client backs
+		// off and comes back. Checked under mu, which Unready holds while
+		// it closes the watchers: no watcher slips in between.
+		return nil, c.notReady()
+	}
 	current := c.snapshot()
 	spec.StartRV = current.RV()
 	switch p.Start {
