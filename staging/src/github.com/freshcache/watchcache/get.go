@@ -43,7 +43,7 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 			c.metrics.Read(metrics.VerbGet, p.Requested(), metrics.OutcomeFallback)
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
 		}
-		return c.cfg.Storage.Get(ctx, key, opts, objPtr)
+		return c.etcdRead(ctx, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
 	case plan.Fresh, plan.NotOlder:
 		where, err := c.freshRead(ctx, plan.Get, p)
 		if err != nil {
@@ -51,7 +51,7 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 		}
 		if where == fromEtcd {
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
-			return c.cfg.Storage.Get(ctx, key, opts, objPtr)
+			return c.etcdRead(ctx, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
 		}
 	case plan.Snapshot:
 	default:

@@ -99,7 +99,7 @@ func (c *Cache) listFromEtcd(ctx context.Context, key string, p plan.Plan, opts 
 	if p.Zero && p.Guarded {
 		opts = quorum(opts)
 	}
-	return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+	return c.etcdRead(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
 }
 
 // GetList implements storage.Interface. internal/plan decides where the
@@ -139,7 +139,7 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 		}
 		snap, err = c.history.SnapshotAt(p.RV, c.RV())
 		if errors.Is(err, history.ErrExpired) {
-			return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+			return c.etcdRead(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
 		}
 		if err != nil {
 			return err
