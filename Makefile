@@ -84,10 +84,11 @@ test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiserve
 # counter ConfigMap every 20 ms) and R on member 1 (GET/LIST rv="" and
 # rv="0", raw HTTPS, no client retries); member 1 is cut off for 7 s every
 # 15 s. Counts stale reads, 429s, late 429s (after a heal), 5xx and errors
-# per read kind into docs/results/fault-heal.md; the apiservers' logs stay
-# in $(HEAL_LOG_DIR)/<implementation>. HEAL_DURATION is the traffic per
-# implementation; HEAL_STRICT=1 also fails on the availability targets
-# (no late 429, no more 5xx or errors than upstream). Not in `make test`.
+# per read kind into docs/results/fault-heal.md; the apiservers' logs and
+# the recording (recording.json) stay in $(HEAL_LOG_DIR)/<implementation>.
+# HEAL_DURATION is the traffic per implementation; HEAL_STRICT=1 also fails
+# on the availability targets (no late 429, no more 5xx or errors than
+# upstream). Not in `make test`.
 HEAL_DURATION ?= 80s
 HEAL_STRICT ?=
 HEAL_LOG_DIR ?= $(abspath $(OUT))/fault-heal

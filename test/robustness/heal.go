@@ -2,8 +2,10 @@ package robustness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -189,6 +191,15 @@ func runHeal(ctx context.Context, c healConfig) (*healOutcome, error) {
 		return out, schedErr
 	}
 	return out, nil
+}
+
+// save writes the recording as JSON, for a closer look than the report.
+func (o *healOutcome) save(path string) error {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("encoding the recording: %w", err)
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // schedule cuts member 1 off for c.Cut at began+Lead+i*Period, for each

@@ -115,6 +115,15 @@ func writeHealDetails(b *strings.Builder, t *healTally) {
 		fmt.Fprintf(b, " (first: `%s`)", oneLine(t.WriteErrors[0]))
 	}
 	fmt.Fprintf(b, "; %d consistent reads held up (failed or took %s or more) while member 1 was cut off.\n", t.Disturbed, slowRead)
+	var ups []string
+	for _, d := range t.CatchUp {
+		if d < 0 {
+			ups = append(ups, "never")
+		} else {
+			ups = append(ups, fmtLatency(d))
+		}
+	}
+	fmt.Fprintf(b, "\nCatch-up after each heal (the first answer to a read sent after the heal that holds every write completed before it): %s.\n", strings.Join(ups, ", "))
 	writePhases(b, "stale answers", t.StalePhases)
 	writePhases(b, "429s", t.TooManyPhases)
 	writePhases(b, "5xx", t.ServerPhases)

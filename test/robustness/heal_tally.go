@@ -105,6 +105,11 @@ type healTally struct {
 	Other       healMessages // neither 2xx, 429 nor 5xx, or no answer
 	Late        []lateRead
 	ServerReads []healRead // the first few 5xx answers, to show when they came
+	// CatchUp is, per heal, how long after it R first answered a read
+	// sent after the heal with every write completed before the heal:
+	// the time its cache took to take in what the cut kept from it.
+	// -1: not before the next cut (or the end).
+	CatchUp []time.Duration
 	// When the stale answers, 429s and 5xx came, by readPhase.
 	StalePhases, TooManyPhases, ServerPhases [phases]int
 	Cuts                                     []healWindow
@@ -169,7 +174,29 @@ func tallyHeal(o *healOutcome) *healTally {
 		t.Total.add(t.Kinds[k])
 	}
 	t.Total.P99, t.Total.Max = quantiles(all)
+	t.CatchUp = catchUp(o)
 	return t
+}
+
+// catchUp computes healTally.CatchUp.
+func catchUp(o *healOutcome) []time.Duration {
+	out := make([]time.Duration, len(o.Windows))
+	for i, w := range o.Windows {
+		target := newestBefore(o.Writes, w.Heal)
+		out[i] = -1
+		for _, r := range o.Reads {
+			if r.Status/100 != 2 || r.Err != "" || r.Value < target || r.Start.Before(w.Heal) {
+				continue
+			}
+			if i+1 < len(o.Windows) && !r.Start.Before(o.Windows[i+1].Cut) {
+				continue
+			}
+			if d := r.End.Sub(w.Heal); out[i] < 0 || d < out[i] {
+				out[i] = d
+			}
+		}
+	}
+	return out
 }
 
 // readPhase is where a read lies in the isolation schedule.

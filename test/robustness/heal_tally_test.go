@@ -137,6 +137,12 @@ func TestTallyHeal(t *testing.T) {
 	if tl.TooManyPhases != [phases]int{phaseHealthy: 1, phaseCut: 1, phaseGrace: 1} {
 		t.Errorf("429 phases %v", tl.TooManyPhases)
 	}
+	// Write 2 completed at 8, in the cut; the first read sent after the
+	// heal (at 12) that holds it is the LIST at 12.1 (no: a 429), then
+	// the GET at 14 (no answer): none.
+	if len(tl.CatchUp) != 1 || tl.CatchUp[0] != -1 {
+		t.Errorf("catch-up %v, want [-1]", tl.CatchUp)
+	}
 	if tl.Total.Max != 15*time.Second {
 		t.Errorf("max latency %s, want 15s", tl.Total.Max)
 	}
@@ -179,5 +185,28 @@ func TestCounterValue(t *testing.T) {
 	}
 	if _, err := counterValue(getZero, []byte(`{"data":{"n":"x"}}`)); err == nil {
 		t.Errorf("a value that is no integer must fail")
+	}
+}
+
+func TestCatchUp(t *testing.T) {
+	o := &healOutcome{
+		Writes:  []healWrite{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}, {Value: 3, Done: at(22)}},
+		Windows: []healWindow{{Cut: at(5), Heal: at(12)}, {Cut: at(20), Heal: at(27)}},
+	}
+	ans := func(start, end float64, value int64) healRead {
+		return healRead{Kind: getZero, Start: at(start), End: at(end), Status: 200, Value: value}
+	}
+	o.Reads = []healRead{
+		ans(11.9, 12.2, 2), // sent before the heal: it waited, it did not catch up
+		ans(12.05, 12.1, 1),
+		ans(12.5, 12.6, 2), // heal 1's catch-up: 600ms
+		ans(13, 13.1, 2),
+		{Kind: listZero, Start: at(12.3), End: at(12.4), Status: 429, Value: -1, Err: "wait"},
+		ans(28, 28.1, 2), // heal 2 needs 3, which never came back
+	}
+	got := catchUp(o)
+	want := []time.Duration{600 * time.Millisecond, -1}
+	if len(got) != len(want) || got[0].Round(time.Millisecond) != want[0] || got[1] != want[1] {
+		t.Errorf("catchUp = %v, want %v", got, want)
 	}
 }

@@ -22,7 +22,8 @@ import (
 //	HEAL_DURATION  traffic per implementation (default 80s, at least 20s):
 //	               one cut every 15 s after 5 s of lead
 //	HEAL_REPORT    write the markdown report to this file
-//	HEAL_LOG_DIR   keep the apiservers' logs under <dir>/<implementation>
+//	HEAL_LOG_DIR   keep the apiservers' logs and the recording (every
+//	               write and read, recording.json) under <dir>/<implementation>
 //	HEAL_STRICT=1  also fail on the availability targets: no late 429 and
 //	               no more 5xx or errors than upstream
 //
@@ -56,6 +57,9 @@ func TestFaultHeal(t *testing.T) {
 			o, err := runHeal(ctx, c)
 			if err != nil {
 				t.Fatalf("%s: %v (logs in %s)", c.Name, err, c.Dir)
+			}
+			if err := o.save(filepath.Join(c.Dir, "recording.json")); err != nil {
+				t.Errorf("%s: %v", c.Name, err)
 			}
 			tl := tallyHeal(o)
 			tallies = append(tallies, tl)
