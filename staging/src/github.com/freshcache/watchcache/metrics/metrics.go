@@ -53,6 +53,15 @@ var (
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, append(append([]string(nil), labels...), "reason"))
 
+	catchUp = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "catch_up_seconds",
+		Help:           "Time from the first of a run of transient watch errors (etcd lost its leader, was overloaded or unreachable) until the cache's watch delivered again, without a relist.",
+		Buckets:        []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
+
 	watchRetries = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -88,7 +97,7 @@ var (
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, protocolErrors, consistencyChecks, inconsistencies)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, catchUp, protocolErrors, consistencyChecks, inconsistencies)
 	})
 }
 
@@ -131,6 +140,10 @@ type Recorder interface {
 	// WatchRetried counts one re-watch from the cache's revision after a
 	// transient watch error.
 	WatchRetried()
+	// CaughtUp observes, once a watch delivers again (an event or a
+	// progress notification) after a run of transient watch errors, the
+	// time since the first of them.
+	CaughtUp(d time.Duration)
 	// ProtocolError counts one input the freshness Machine refused (a bug
 	// of the driver).
 	ProtocolError()
@@ -190,6 +203,9 @@ func (l *legacy) EventsReceived(n int)      { l.events.Add(float64(n)) }
 func (l *legacy) WatchersDelta(delta int)   { l.watchers.Add(float64(delta)) }
 func (l *legacy) WatchRetried()             { watchRetries.WithLabelValues(l.group, l.resource).Inc() }
 func (l *legacy) ProtocolError()            { protocolErrors.WithLabelValues(l.group, l.resource).Inc() }
+func (l *legacy) CaughtUp(d time.Duration) {
+	catchUp.WithLabelValues(l.group, l.resource).Observe(d.Seconds())
+}
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
@@ -226,6 +242,9 @@ func (Discard) WatchRetried() {}
 
 // ProtocolError records nothing.
 func (Discard) ProtocolError() {}
+
+// CaughtUp records nothing.
+func (Discard) CaughtUp(time.Duration) {}
 
 // ConsistencyChecked records nothing.
 func (Discard) ConsistencyChecked(string) {}

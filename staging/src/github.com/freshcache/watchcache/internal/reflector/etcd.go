@@ -176,7 +176,7 @@ func (r *Reflector) watchEtcd(ctx context.Context) watchEnd {
 		if resp.IsProgressNotify() {
 			etcdmetrics.RecordEtcdBookmark(e.GroupResource)
 			if !r.cfg.UntrustedProgress {
-				progressed = true
+				progressed = r.progress()
 				// Even one at or below the cache's revision answers a
 				// progress request; the sink ignores its revision.
 				r.cfg.Sink.Progress(uint64(resp.Header.Revision))
@@ -185,7 +185,7 @@ func (r *Reflector) watchEtcd(ctx context.Context) watchEnd {
 		}
 		applied, err := r.applyEtcd(wctx, resp.Events)
 		if applied {
-			progressed = true
+			progressed = r.progress()
 		}
 		if err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
@@ -260,7 +260,9 @@ func classifyEtcd(err error) watchEnd {
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return watchEnd{relist: metrics.RelistError, err: err}
 	}
-	return watchEnd{transient: true, err: err}
+	leaderless := errors.Is(err, rpctypes.ErrNoLeader) || errors.Is(err, rpctypes.ErrLeaderChanged) ||
+		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail)
+	return watchEnd{transient: true, leaderless: leaderless, err: err}
 }
 
 // storedSizes keeps, with Etcd, the size of every key's stored value, for

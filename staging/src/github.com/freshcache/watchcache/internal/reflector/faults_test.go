@@ -6,11 +6,15 @@ package reflector_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/metrics"
@@ -78,5 +82,84 @@ func TestUndecodableEventRelistsAtOnce(t *testing.T) {
 	replaces, _, reasons, _ := e.counts()
 	if replaces < 2 || reasons[1] != metrics.RelistError {
 		t.Fatalf("%d lists, reasons %v; want a relist for the error", replaces, reasons)
+	}
+}
+
+// caughtUpRecorder keeps the catch-up times the reflector reports.
+type caughtUpRecorder struct {
+	metrics.Discard
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (r *caughtUpRecorder) CaughtUp(d time.Duration) {
+	r.mu.Lock()
+	r.d = append(r.d, d)
+	r.mu.Unlock()
+}
+
+func (r *caughtUpRecorder) got() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]time.Duration(nil), r.d...)
+}
+
+// TestLeaderlessRetriesStayShort: while etcd has no leader every watch
+// fails at once. The reflector watches again at a short, steady pace, not
+// after a backoff that grows to seconds: the moment etcd has a leader
+// again, the next try (at most reflector.LeaderRetry plus its jitter
+// later, on the reflector's clock) finds it. Once the watch delivers again
+// the time since the first error is reported as the catch-up time.
+func TestLeaderlessRetriesStayShort(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	e.create(ctx, t, "pod-0")
+	clk := testingclock.NewFakeClock(time.Now())
+	rec := &caughtUpRecorder{}
+	e.runWith(t, reflector.Config{Clock: clk, Metrics: rec})
+	first := nextWatch(t, e)
+	e.converge(ctx, t)
+	e.control.failEveryWatch(0, internalError())
+	first.send(t, internalError())
+	step := reflector.LeaderRetry + reflector.LeaderRetry/2
+	const tries = 10
+	for i := 0; i < tries; i++ {
+		opened := e.control.opened.Load()
+		waitTimer(t, clk)
+		clk.Step(step)
+		waitUntil(t, fmt.Sprintf("leaderless error %d to be followed by a watch within %v", i+1, step), func() bool {
+			return e.control.opened.Load() > opened
+		})
+	}
+	// etcd has a leader again.
+	e.control.failEveryWatch(-1, watch.Event{})
+	waitTimer(t, clk)
+	clk.Step(step)
+	e.create(ctx, t, "after")
+	e.converge(ctx, t)
+	got := rec.got()
+	if len(got) != 1 || got[0] < tries*step {
+		t.Fatalf("catch-up times %v; want one of at least %v", got, tries*step)
+	}
+	if replaces, unready, _, _ := e.counts(); replaces != 1 || unready != 0 {
+		t.Fatalf("%d lists, %d unready; a leader loss must not relist", replaces, unready)
+	}
+}
+
+// waitTimer waits until the reflector waits on clk.
+func waitTimer(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	waitUntil(t, "the reflector to wait for its retry", clk.HasWaiters)
+}
+
+// waitUntil polls cond until it holds, for at most 30 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -29,6 +29,13 @@ const DefaultPageSize = 10000
 // reflector 30 s (MaxInternalErrorRetryDuration).
 const DefaultTransientRetry = 30 * time.Second
 
+// LeaderRetry is the pace at which a watch is tried again while etcd has
+// no leader (each try is jittered up to half as much again). Every try is
+// one stream that etcd refuses at once, and the first after an election
+// finds the new leader: the cache is following etcd again within
+// LeaderRetry*1.5 of it, where a growing backoff left it seconds behind.
+const LeaderRetry = 100 * time.Millisecond
+
 // ErrBackInTime is returned (and retried) when etcd lists at a revision
 // older than the cache's.
 var ErrBackInTime = errors.New("watchcache/reflector: list revision is older than the cache")
@@ -130,6 +137,10 @@ type Reflector struct {
 	lateAt uint64
 	// sizes: with Etcd, the stored size of every key's value.
 	sizes storedSizes
+	// transientSince is when the current run of transient watch errors
+	// began; zero while watches make progress. Only the Run goroutine
+	// uses it.
+	transientSince time.Time
 
 	mu struct {
 		sync.Mutex
@@ -206,6 +217,9 @@ type watchEnd struct {
 	// transient: the watch failed in a way that retrying the same watch
 	// can fix (etcd lost its leader, was overloaded or unreachable).
 	transient bool
+	// leaderless: transient because etcd has no leader (or just changed
+	// it); it is tried again at LeaderRetry, not after a growing backoff.
+	leaderless bool
 	// progressed: the watch delivered at least one event or notification.
 	progressed bool
 	// requested: the relist was asked for (Relist), not forced by etcd.
@@ -222,16 +236,14 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 	cur := backoff
 	reason := metrics.RelistInitial
 	needList := true
-	// transientSince is when the current run of transient watch errors
-	// began; zero while watches make progress.
-	var transientSince time.Time
 	for ctx.Err() == nil {
 		var err error
+		leaderless := false
 		if needList {
 			if err = r.list(ctx, reason); err == nil {
 				needList = false
 				cur = backoff
-				transientSince = time.Time{}
+				r.transientSince = time.Time{}
 			}
 		}
 		if err == nil {
@@ -240,7 +252,6 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 				return
 			}
 			if end.progressed {
-				transientSince = time.Time{}
 				cur = backoff
 			}
 			switch {
@@ -258,13 +269,14 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 				needList, reason = true, end.relist
 			case end.transient:
 				now := r.cfg.Clock.Now()
-				if transientSince.IsZero() {
-					transientSince = now
+				if r.transientSince.IsZero() {
+					r.transientSince = now
 				}
-				if now.Sub(transientSince) >= r.cfg.TransientRetry {
+				if now.Sub(r.transientSince) >= r.cfg.TransientRetry {
 					needList, reason = true, metrics.RelistRetryBudget
 				} else {
 					r.cfg.Metrics.WatchRetried()
+					leaderless = end.leaderless
 				}
 			default:
 				needList, reason = true, metrics.RelistError
@@ -286,8 +298,18 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 		// and a mistake that fails every event (a key function that rejects
 		// the objects, a codec that cannot decode them) would otherwise go
 		// unseen behind the timeouts and fallbacks of consistent reads.
-		next := cur.Step()
-		klog.ErrorS(err, "freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "relist", needList, "retryIn", next)
+		var next time.Duration
+		if leaderless {
+			// Each try is one stream etcd refuses at once; the first
+			// after the election finds the new leader.
+			next = wait.Jitter(LeaderRetry, 0.5)
+			klog.V(4).InfoS("freshcache: etcd has no leader, watching again", "resource", r.cfg.Name, "err", err, "retryIn", next)
+		} else {
+			next = cur.Step()
+		}
+		if !leaderless || r.cfg.Clock.Since(r.transientSince) < LeaderRetry {
+			klog.ErrorS(err, "freshcache: list/watch failed, retrying", "resource", r.cfg.Name, "relist", needList, "retryIn", next)
+		}
 		t := r.cfg.Clock.NewTimer(next)
 		select {
 		case <-ctx.Done():
@@ -296,6 +318,18 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 		case <-t.C():
 		}
 	}
+}
+
+// progress notes that a watch delivered (an event applied or a progress
+// notification beyond the sink's revision) and, if it follows transient
+// errors, reports how long the cache was behind. It returns true, for the
+// watch loops' progressed flag.
+func (r *Reflector) progress() bool {
+	if !r.transientSince.IsZero() {
+		r.cfg.Metrics.CaughtUp(r.cfg.Clock.Since(r.transientSince))
+		r.transientSince = time.Time{}
+	}
+	return true
 }
 
 func (r *Reflector) list(ctx context.Context, reason string) error {
@@ -461,7 +495,7 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 			// The re-delivered events of the start revision are not
 			// progress: a watch that fails on them again and again must
 			// run into the retry budget.
-			progressed = true
+			progressed = r.progress()
 		}
 		if ev.Type == watch.Bookmark {
 			if len(batch) > 0 && rv >= batchRV {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,7 +123,9 @@ func (s *recordingSink) RV() uint64 {
 type controlledStorage struct {
 	storage.Interface
 	watches chan *endableWatch
-	mu      sync.Mutex
+	// opened counts Watch calls that returned a watch.
+	opened atomic.Int64
+	mu     sync.Mutex
 	hold    chan struct{} // non-nil: the next Watch waits for it to close
 	// failAfter, when failWith is set, is how many data events every new
 	// watch passes before it delivers failWith and ends.
@@ -133,9 +136,13 @@ type controlledStorage struct {
 // failEveryWatch makes every watch opened from now on pass n data events,
 // then deliver ev and end: an error that comes back at the same place
 // each time the watch is opened again.
+// A negative n stops it.
 func (c *controlledStorage) failEveryWatch(n int, ev watch.Event) {
 	c.mu.Lock()
 	c.failAfter, c.failWith = n, &ev
+	if n < 0 {
+		c.failWith = nil
+	}
 	c.mu.Unlock()
 }
 
@@ -160,6 +167,7 @@ func (c *controlledStorage) Watch(ctx context.Context, key string, opts storage.
 		return nil, err
 	}
 	w := &endableWatch{inner: inner, out: make(chan watch.Event), end: make(chan struct{}), inject: make(chan watch.Event), budget: budget, failWith: failWith}
+	c.opened.Add(1)
 	go w.pump()
 	if failWith != nil {
 		// Nobody waits for these: they fail by themselves.
@@ -222,6 +230,16 @@ func (w *endableWatch) send(t *testing.T, ev watch.Event) {
 func (w *endableWatch) pump() {
 	defer close(w.out)
 	defer w.inner.Stop()
+	w.mu.Lock()
+	failNow := w.budget == 0 && w.failWith != nil
+	w.mu.Unlock()
+	if failNow {
+		select {
+		case w.out <- *w.failWith:
+		case <-w.end:
+		}
+		return
+	}
 	for {
 		var ev watch.Event
 		select {

@@ -32,7 +32,7 @@ func classify(err error) watchEnd {
 		// The etcd3 store reports a lost leader (or a member that cannot
 		// reach one) as an internal error: the history is intact, so the
 		// same watch is retried from the cache's revision.
-		return watchEnd{transient: true, err: err}
+		return watchEnd{transient: true, leaderless: noLeader(err), err: err}
 	}
 	// Anything else, a value that the transformer or the codec could not
 	// read above all, comes back at the same event on every watch from the
@@ -41,15 +41,23 @@ func classify(err error) watchEnd {
 	return watchEnd{relist: metrics.RelistError, err: err}
 }
 
-// fromEtcd reports whether an internal-error watch event carries an error
-// of etcd or of the connection to it. The etcd3 store wraps both those
-// and the failures to decode or transform a value as a plain internal
-// error, whose cause is the original error's text: etcd's own errors
-// start with "etcdserver: " (rpctypes), gRPC's with "rpc error: ".
-func fromEtcd(err error) bool {
+// noLeader reports whether a transient watch error says that etcd has no
+// leader, or had none when it answered: its texts are etcd's (rpctypes).
+func noLeader(err error) bool {
+	for _, text := range causes(err) {
+		if strings.Contains(text, "etcdserver: no leader") || strings.Contains(text, "etcdserver: leader changed") ||
+			strings.Contains(text, "due to previous leader failure") {
+			return true
+		}
+	}
+	return false
+}
+
+// causes is the message of a status error and of each of its causes.
+func causes(err error) []string {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		return false
+		return nil
 	}
 	st := status.Status()
 	texts := []string{st.Message}
@@ -58,7 +66,16 @@ func fromEtcd(err error) bool {
 			texts = append(texts, c.Message)
 		}
 	}
-	for _, text := range texts {
+	return texts
+}
+
+// fromEtcd reports whether an internal-error watch event carries an error
+// of etcd or of the connection to it. The etcd3 store wraps both those
+// and the failures to decode or transform a value as a plain internal
+// error, whose cause is the original error's text: etcd's own errors
+// start with "etcdserver: " (rpctypes), gRPC's with "rpc error: ".
+func fromEtcd(err error) bool {
+	for _, text := range causes(err) {
 		text = strings.TrimPrefix(text, "Internal error occurred: ")
 		if strings.HasPrefix(text, "etcdserver: ") || strings.HasPrefix(text, "rpc error: ") {
 			return true
@@ -114,7 +131,7 @@ func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
 		// watch rewound to are delivered again on every resume and
 		// skipped above; counting them would let a watch that fails
 		// right after them retry for ever, the cache frozen but ready.
-		progressed = true
+		progressed = r.progress()
 		if err := r.cfg.Sink.Apply(rv, []Event{{Type: ev.Type, Object: ev.Object}}); err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 		}
