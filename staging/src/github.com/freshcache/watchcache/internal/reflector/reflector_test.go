@@ -126,7 +126,7 @@ type controlledStorage struct {
 	// opened counts Watch calls that returned a watch.
 	opened atomic.Int64
 	mu     sync.Mutex
-	hold    chan struct{} // non-nil: the next Watch waits for it to close
+	hold   chan struct{} // non-nil: the next Watch waits for it to close
 	// failAfter, when failWith is set, is how many data events every new
 	// watch passes before it delivers failWith and ends.
 	failAfter int
