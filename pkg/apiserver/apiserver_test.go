@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,10 @@ func TestValidate(t *testing.T) {
 		{"zero timeout", func(o *Options) { o.ConsistentReadTimeout = 0 }, "--consistent-read-timeout=0s"},
 		{"negative timeout", func(o *Options) { o.ConsistentReadTimeout = -time.Second }, "must be positive"},
 		{"unknown action", func(o *Options) { o.ConsistentReadTimeoutAction = "retry" }, "fallback|reject"},
+		{"unbounded fallback", func(o *Options) { o.ConsistentReadFallbackBudget = -1 }, ""},
+		{"half a cache of fallbacks", func(o *Options) { o.ConsistentReadFallbackBudget = 0.5 }, ""},
+		{"zero budget", func(o *Options) { o.ConsistentReadFallbackBudget = 0 }, "--consistent-read-fallback-budget=0"},
+		{"NaN budget", func(o *Options) { o.ConsistentReadFallbackBudget = math.NaN() }, "must be positive"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,11 +100,14 @@ func TestTimeoutFlags(t *testing.T) {
 	}
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--consistent-read-timeout=750ms", "--consistent-read-timeout-action=reject"}); err != nil {
+	if o.ConsistentReadFallbackBudget != watchcache.DefaultFallbackBudget {
+		t.Fatalf("default fallback budget %v, want %v", o.ConsistentReadFallbackBudget, watchcache.DefaultFallbackBudget)
+	}
+	if err := fs.Parse([]string{"--consistent-read-timeout=750ms", "--consistent-read-timeout-action=reject", "--consistent-read-fallback-budget=0.25"}); err != nil {
 		t.Fatal(err)
 	}
 	wc := o.WatchcacheOptions()
-	if wc.ConsistentReadTimeout != 750*time.Millisecond || wc.TimeoutAction != watchcache.TimeoutReject {
+	if wc.ConsistentReadTimeout != 750*time.Millisecond || wc.TimeoutAction != watchcache.TimeoutReject || wc.FallbackBudget != 0.25 {
 		t.Fatalf("flags did not reach the library options: %+v", wc)
 	}
 	err := fs.Parse([]string{"--consistent-read-timeout-action=later"})

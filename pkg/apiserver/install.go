@@ -69,5 +69,6 @@ func (o *Options) WatchcacheOptions() watchcache.Options {
 	return watchcache.Options{
 		ConsistentReadTimeout: o.ConsistentReadTimeout,
 		TimeoutAction:         o.ConsistentReadTimeoutAction,
+		FallbackBudget:        o.ConsistentReadFallbackBudget,
 	}
 }

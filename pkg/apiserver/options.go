@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -36,14 +37,19 @@ type Options struct {
 	// ConsistentReadTimeoutAction is what such a read does then: serve from
 	// etcd with a quorum read, or answer 429 with Retry-After.
 	ConsistentReadTimeoutAction watchcache.TimeoutAction
+	// ConsistentReadFallbackBudget bounds the reads that fall back to etcd
+	// at once, per resource, as a multiple of the objects its cache holds;
+	// negative: unbounded.
+	ConsistentReadFallbackBudget float64
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		WatchCacheImplementation:    DefaultImplementation,
-		ConsistentReadTimeout:       watchcache.DefaultConsistentReadTimeout,
-		ConsistentReadTimeoutAction: watchcache.TimeoutFallback,
+		WatchCacheImplementation:     DefaultImplementation,
+		ConsistentReadTimeout:        watchcache.DefaultConsistentReadTimeout,
+		ConsistentReadTimeoutAction:  watchcache.TimeoutFallback,
+		ConsistentReadFallbackBudget: watchcache.DefaultFallbackBudget,
 	}
 }
 
@@ -63,6 +69,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"a watch is never served from etcd and gets a too-large-resource-version error, "+
 			"and a resourceVersion=0 list that the FreshResourceVersionZero gate made wait gets 429, since upstream never lists it from etcd) "+
 			"or reject (answer 429 Too Many Requests with Retry-After; a watch's whole wait is then bounded too).")
+	fs.Float64Var(&o.ConsistentReadFallbackBudget, "consistent-read-fallback-budget", o.ConsistentReadFallbackBudget,
+		"With --consistent-read-timeout-action=fallback, how much a resource's reads served from etcd after a timeout may cover at once, "+
+			"as a multiple of the objects its cache holds (a LIST covers the objects of its key range, a GET one). "+
+			"A read that would go over it gets 429 Too Many Requests with Retry-After instead; the first fallback always goes. "+
+			"It keeps an etcd stall from turning every waiting LIST into an etcd LIST at once. Negative: unbounded, as upstream's cacher. "+
+			"Must not be 0 (use --consistent-read-timeout-action=reject to never fall back).")
 }
 
 // Validate reports every problem with the options.
@@ -79,6 +91,9 @@ func (o *Options) Validate() []error {
 	}
 	if err := validTimeoutAction(o.ConsistentReadTimeoutAction); err != nil {
 		errs = append(errs, err)
+	}
+	if b := o.ConsistentReadFallbackBudget; b == 0 || math.IsNaN(b) || math.IsInf(b, 0) {
+		errs = append(errs, fmt.Errorf("--consistent-read-fallback-budget=%v: must be positive (a multiple of the cached objects) or negative (unbounded); to never fall back use --consistent-read-timeout-action=reject", b))
 	}
 	return errs
 }

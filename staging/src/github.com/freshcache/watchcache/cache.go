@@ -118,6 +118,9 @@ type Cache struct {
 	wg       sync.WaitGroup
 	// driver runs the freshness protocol (driver.go); its lock is a leaf.
 	driver *driver
+	// fallbacks bounds the reads falling back to etcd (fallback.go); its
+	// lock is a leaf.
+	fallbacks fallbackBudget
 	// checker is the inconsistency detector (detector.go), nil when the
 	// CacheInconsistencyDetection gate is off.
 	checker *consistency.Checker
@@ -159,6 +162,10 @@ var _ storage.Interface = (*Cache)(nil)
 // New builds a cache for one resource and starts filling it. Call Stop to
 // release it.
 func New(opts Options, cfg Config) (*Cache, error) {
+	r, err := opts.resolve(0)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Storage == nil || cfg.KeyFunc == nil || cfg.NewFunc == nil || cfg.NewListFunc == nil || cfg.GetAttrsFunc == nil {
 		return nil, fmt.Errorf("%w: Config needs Storage, KeyFunc, NewFunc, NewListFunc and GetAttrsFunc", ErrInvalidOptions)
 	}
@@ -167,10 +174,6 @@ func New(opts Options, cfg Config) (*Cache, error) {
 	}
 	if cfg.Versioner == nil {
 		cfg.Versioner = storage.APIObjectVersioner{}
-	}
-	r, err := opts.resolve(0)
-	if err != nil {
-		return nil, err
 	}
 	c := &Cache{
 		opts:           r,
@@ -181,6 +184,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		stop:           make(chan struct{}),
 		gates:          plan.Gates{Consistent: r.consistentReads, FreshZero: r.freshRVZero, Snapshots: r.listFromSnapshots},
 		disabledReason: cfg.ConsistentReadsDisabled,
+		fallbacks:      fallbackBudget{limit: r.FallbackBudget},
 	}
 	if cfg.Indexers != nil && len(*cfg.Indexers) > 0 {
 		c.indexFuncs = make(map[string]store.IndexFunc, len(*cfg.Indexers))

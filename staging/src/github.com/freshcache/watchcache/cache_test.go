@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -385,11 +387,19 @@ func TestOptionsValidation(t *testing.T) {
 		{ConsistentReadTimeout: -time.Second},
 		{TimeoutAction: "maybe"},
 		{InconsistencyCheckPeriod: -time.Minute},
+		{FallbackBudget: math.NaN()},
+		{FallbackBudget: math.Inf(1)},
 	}
 	for _, o := range bad {
-		if _, err := watchcache.New(o, watchcache.Config{}); !errors.Is(err, watchcache.ErrInvalidOptions) {
-			t.Errorf("%+v: err = %v, want ErrInvalidOptions", o, err)
+		// The options are checked before the (empty) Config, so the error
+		// must name what is wrong with them.
+		_, err := watchcache.New(o, watchcache.Config{})
+		if !errors.Is(err, watchcache.ErrInvalidOptions) || strings.Contains(err.Error(), "Config needs") {
+			t.Errorf("%+v: err = %v, want ErrInvalidOptions about the options", o, err)
 		}
+	}
+	if _, err := watchcache.New(watchcache.Options{FallbackBudget: -1}, watchcache.Config{}); err == nil || !strings.Contains(err.Error(), "Config needs") {
+		t.Errorf("valid options, empty Config: err = %v, want the Config's error", err)
 	}
 }
 

@@ -32,9 +32,11 @@ const (
 //   - p is a plan.Fresh plan (a Consistent read in the Machine) or a
 //     plan.NotOlder one (p.RV); its metrics labels come from the plan.
 //   - fromCache: serve from a snapshot taken after the return.
-//   - fromEtcd: delegate with rv="" to the underlying storage. That happens
-//     with TimeoutFallback when the revision fetch failed or the wait timed
-//     out. Never for a WATCH (see below), nor for an rv=0 LIST (zeroList).
+//   - fromEtcd: delegate with rv="" to the underlying storage, through
+//     fallBack, which counts the outcome and applies the fallback budget.
+//     That happens with TimeoutFallback when the revision fetch failed or
+//     the wait timed out. Never for a WATCH (see below), nor for an rv=0
+//     LIST (zeroList).
 //     (A read whose consistent reads the version guard disabled is planned
 //     plan.Etcd and never gets here.)
 //   - an error: TooManyRequests with Retry-After (TimeoutReject, or an
@@ -125,7 +127,6 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 				retryAfterSeconds)
 		}
 		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", vd.err)
-		c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 		return fromEtcd, nil
 	}
 	// Timed out.
@@ -144,7 +145,6 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
 		return 0, storage.NewTooLargeResourceVersionError(uint64(vd.target), c.RV(), retryAfterSeconds)
 	}
-	c.metrics.Read(verb, requested, metrics.OutcomeFallback)
 	return fromEtcd, nil
 }
 

@@ -51,7 +51,7 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 		}
 		if where == fromEtcd {
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
-			return c.etcdRead(ctx, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
+			return c.fallBack(ctx, metrics.VerbGet, p.Requested(), 1, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
 		}
 	case plan.Snapshot:
 	default:

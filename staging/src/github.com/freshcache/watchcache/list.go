@@ -130,7 +130,9 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 			return err
 		}
 		if where == fromEtcd {
-			return c.listFromEtcd(ctx, key, p, opts, listObj)
+			return c.fallBack(ctx, metrics.VerbList, p.Requested(), c.listCost(req, opts), func() error {
+				return c.cfg.Storage.GetList(ctx, key, opts, listObj)
+			})
 		}
 		snap = c.snapshot()
 	case plan.Exact:

@@ -3,6 +3,7 @@ package watchcache
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -87,6 +88,15 @@ type Options struct {
 	// way: upstream never sends one to etcd.)
 	// kube-apiserver: --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
+
+	// FallbackBudget bounds the reads that TimeoutFallback sends to etcd
+	// at once, per resource, by the objects they cover: while the reads
+	// in flight cover more than FallbackBudget times the objects the
+	// cache holds, a read whose wait ended gets 429 with Retry-After
+	// instead (one is always let through when none is in flight). Zero:
+	// DefaultFallbackBudget (1). Negative: unbounded, as upstream's
+	// fallback. kube-apiserver: --consistent-read-fallback-budget.
+	FallbackBudget float64
 
 	// WatcherQueueCapacity is how many events a watcher may fall behind
 	// before it is terminated as slow. Zero: 1024.
@@ -203,6 +213,9 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	if o.WatcherQueueCapacity < 0 || o.WatcherResultBuffer < 0 || o.ListPageSize < 0 || o.BookmarkFrequency < 0 {
 		errs = append(errs, errors.New("WatcherQueueCapacity, WatcherResultBuffer, ListPageSize and BookmarkFrequency must not be negative"))
 	}
+	if math.IsNaN(o.FallbackBudget) || math.IsInf(o.FallbackBudget, 0) {
+		errs = append(errs, fmt.Errorf("FallbackBudget %v is not a number of cached objects", o.FallbackBudget))
+	}
 	switch o.TimeoutAction {
 	case "", TimeoutFallback, TimeoutReject:
 	default:
@@ -225,6 +238,9 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	}
 	if o.TimeoutAction == "" {
 		o.TimeoutAction = TimeoutFallback
+	}
+	if o.FallbackBudget == 0 {
+		o.FallbackBudget = DefaultFallbackBudget
 	}
 	if o.InconsistencyCheckPeriod == 0 {
 		o.InconsistencyCheckPeriod = DefaultInconsistencyCheckPeriod

@@ -160,6 +160,9 @@ type Recorder interface {
 	ReadReleased(verb, requested string, d time.Duration)
 	// Read counts one read that needed freshness, by outcome (Outcome*).
 	Read(verb, requested, outcome string)
+	// FallbackInFlight is the number of objects the reads falling back to
+	// etcd after a freshness timeout cover, now.
+	FallbackInFlight(objects int64)
 	// ProgressRequest counts one progress request sent to etcd.
 	ProgressRequest()
 	// ProgressStalled counts one progress request that no notification
@@ -245,6 +248,9 @@ func (Discard) ProtocolError() {}
 
 // CaughtUp records nothing.
 func (Discard) CaughtUp(time.Duration) {}
+
+// FallbackInFlight records nothing.
+func (Discard) FallbackInFlight(int64) {}
 
 // ConsistencyChecked records nothing.
 func (Discard) ConsistencyChecked(string) {}

@@ -29,6 +29,9 @@ const (
 	OutcomeFallback = "fallback"
 	OutcomeRejected = "rejected"
 	OutcomeError    = "error"
+	// OutcomeOverBudget: the read would have fallen back to etcd, but
+	// the fallbacks in flight were over the fallback budget; it got 429.
+	OutcomeOverBudget = "over_budget"
 
 	// ReasonEtcdVersion is the reason label of consistent_reads_disabled
 	// when an etcd member's progress notifications cannot be trusted.
@@ -57,6 +60,13 @@ var (
 		Buckets:        readWaitBuckets,
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, []string{"group", "resource", "verb", "requested"})
+	fallbackObjects = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "fallback_objects_in_flight",
+		Help:           "Objects covered by the reads that timed out waiting for the cache and are being served from etcd instead, now; --consistent-read-fallback-budget bounds it.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource"})
 	readsTotal = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -91,7 +101,7 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readRelease, readsTotal, progressRequests, progressStalls, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, consistentReadsDisabled)
 	})
 }
 
@@ -108,6 +118,11 @@ func (l *legacy) ReadReleased(verb, requested string, d time.Duration) {
 // Read counts one read that needed freshness, by outcome.
 func (l *legacy) Read(verb, requested, outcome string) {
 	readsTotal.WithLabelValues(l.group, l.resource, verb, requested, outcome).Inc()
+}
+
+// FallbackInFlight sets the objects the fallback reads in flight cover.
+func (l *legacy) FallbackInFlight(objects int64) {
+	fallbackObjects.WithLabelValues(l.group, l.resource).Set(float64(objects))
 }
 
 // ProgressRequest counts one progress request sent to etcd.
