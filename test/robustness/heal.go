@@ -155,7 +155,7 @@ func runHeal(ctx context.Context, c healConfig) (*healOutcome, error) {
 
 	hc, err := rest.HTTPClientFor(r.restConfig())
 	if err != nil {
-		return nil, fmt.Errorf("R's HTTP client: %w", err)
+		return nil, fmt.Errorf("the HTTP client of apiserver R: %w", err)
 	}
 	base := r.serverURL()
 	if err := c.waitCounter(ctx, hc, base); err != nil {
@@ -255,7 +255,7 @@ func (c healConfig) waitCounter(ctx context.Context, hc *http.Client, base strin
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("R never served the counter (last: %d %s): %w", rd.Status, rd.Err, ctx.Err())
+			return fmt.Errorf("apiserver R never served the counter (last: %d %s): %w", rd.Status, rd.Err, ctx.Err())
 		case <-tick.C:
 		}
 	}
