@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/freshcache/watchcache/metrics"
@@ -28,7 +29,7 @@ func TestClassify(t *testing.T) {
 		{"504", apierrors.NewTimeoutError("etcdserver: request timed out", 1), true, ""},
 		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "pods"}, "watch", 1), true, ""},
 		{"compacted", apierrors.NewResourceExpired("too old"), false, metrics.RelistCompacted},
-		{"gone", apierrors.NewGone("gone"), false, metrics.RelistCompacted},
+		{"gone", &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonGone}}, false, metrics.RelistCompacted},
 		{"decode", apierrors.NewInternalError(errors.New("provided data does not appear to be a protobuf message")), false, metrics.RelistError},
 		{"transformer", apierrors.NewInternalError(errors.New("failed to decrypt DEK, error: rpc error: code = Unavailable")), false, metrics.RelistError},
 		{"plain error", errors.New("etcdserver: no leader"), false, metrics.RelistError},
