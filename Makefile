@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short demo-59848 e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short demo-59848 e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -295,6 +295,24 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
+
+# bench-watchlist is the "WatchList over a huge resource" scenario
+# (kubernetes#138728; freshcache-bench watchlist, tools/bench/watchlist): for
+# upstream, freshcache and freshcache with FreshResourceVersionZero, one
+# after the other, a fresh local-up cluster with 100,000 configmaps written
+# straight to etcd; fresh reads (rv="") of configmaps and secrets without
+# (A) and with (B) 10 WatchList loops over every configmap, then the
+# WatchLists alone (C, their CPU per event). It writes
+# docs/results/watchlist.md and .json and ends with one line: watchlist
+# ratios: read-p99-ms=... upstream-read-p99-ms=... throughput-drop=...
+# watchlist-cpu-share=... bench-watchlist-short is a smoke run (3,000
+# objects, phases of seconds) that writes under _output, never docs.
+bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads, 3 configurations (~10 min); writes docs/results/watchlist.md.
+	$(BENCH) watchlist --bin-dir=$(BIN) --out=$(BENCH_OUT)/watchlist.md $(BENCH_ARGS)
+
+bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects with short phases (~2 min); writes _output/bench/watchlist-short.md.
+	@mkdir -p $(OUT)/bench
+	$(BENCH) watchlist --bin-dir=$(BIN) --short --out=$(OUT)/bench/watchlist-short.md $(BENCH_ARGS)
 
 clean: ## Remove build output (keeps nothing under _output).
 	rm -rf $(OUT)

@@ -1,0 +1,185 @@
+package watchlist
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"k8s.io/client-go/rest"
+)
+
+// The freshness-wait metrics of each implementation. Both label the
+// resource; freshcache also the verb and what was requested, upstream
+// observes its wait only when the cache was behind the requested revision.
+const (
+	freshWait      = "apiserver_freshcache_read_wait_seconds"
+	freshReads     = "apiserver_freshcache_reads_total"
+	upstreamWait   = "apiserver_watch_cache_read_wait_seconds"
+	upstreamReads  = "apiserver_watch_cache_consistent_read_total"
+	verbAny        = "any"
+	scrapeTimeout  = 30 * time.Second
+	resConfigMaps  = "configmaps"
+	resSecrets     = "secrets"
+	coreGroupLabel = ""
+)
+
+// waitKey names one wait series.
+type waitKey struct{ resource, verb string }
+
+// waitSample is what one /metrics scrape says about freshness waits.
+type waitSample struct {
+	waits map[waitKey]histogram
+	// fallbacks and rejected count consistent reads per series key.
+	fallbacks map[waitKey]float64
+	rejected  map[waitKey]float64
+}
+
+// parseWaits reads the wait histograms and read outcomes of configmaps
+// and secrets (core group) from a Prometheus text exposition.
+func parseWaits(r io.Reader) (waitSample, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return waitSample{}, fmt.Errorf("watchlist: parsing /metrics: %w", err)
+	}
+	s := waitSample{waits: map[waitKey]histogram{}, fallbacks: map[waitKey]float64{}, rejected: map[waitKey]float64{}}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			res := label(m, "resource")
+			if label(m, "group") != coreGroupLabel || (res != resConfigMaps && res != resSecrets) {
+				continue
+			}
+			switch name {
+			case freshWait, upstreamWait:
+				k := waitKey{res, verbAny}
+				if name == freshWait {
+					k.verb = label(m, "verb")
+				}
+				s.waits[k] = addBuckets(s.waits[k], m.GetHistogram())
+			case freshReads:
+				k := waitKey{res, label(m, "verb")}
+				switch label(m, "outcome") {
+				case "fallback":
+					s.fallbacks[k] += m.GetCounter().GetValue()
+				case "rejected", "over_budget":
+					s.rejected[k] += m.GetCounter().GetValue()
+				}
+			case upstreamReads:
+				k := waitKey{res, verbAny}
+				switch label(m, "fallback") {
+				case "true":
+					s.fallbacks[k] += m.GetCounter().GetValue()
+				case "skipped":
+					s.rejected[k] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return s, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// addBuckets adds h's cumulative buckets to into (series of one key are
+// summed, e.g. freshcache's requested=consistent and requested=zero).
+func addBuckets(into histogram, h *dto.Histogram) histogram {
+	if into == nil {
+		into = histogram{}
+	}
+	for _, b := range h.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue // the text format lists it; the sample count is the same total
+		}
+		into[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+	}
+	into[math.Inf(1)] += float64(h.GetSampleCount())
+	return into
+}
+
+// waitStats is the phase's wait series, between two scrapes, sorted by
+// resource and verb. A series without observations or outcomes is left
+// out.
+func waitStats(before, after waitSample) []WaitStats {
+	keys := map[waitKey]bool{}
+	for k := range after.waits {
+		keys[k] = true
+	}
+	for k := range after.fallbacks {
+		keys[k] = true
+	}
+	for k := range after.rejected {
+		keys[k] = true
+	}
+	var out []WaitStats
+	for k := range keys {
+		h := after.waits[k].sub(before.waits[k])
+		w := WaitStats{
+			Resource: k.resource, Verb: k.verb, Count: h.count(),
+			Fallbacks: after.fallbacks[k] - before.fallbacks[k],
+			Rejected:  after.rejected[k] - before.rejected[k],
+		}
+		if w.Count == 0 && w.Fallbacks == 0 && w.Rejected == 0 {
+			continue
+		}
+		if v, ok := h.quantile(0.5); ok {
+			w.P50Ms = v * 1000
+		}
+		if v, ok := h.quantile(0.99); ok {
+			w.P99Ms = v * 1000
+		}
+		out = append(out, w)
+	}
+	slices.SortFunc(out, func(a, b WaitStats) int {
+		return strings.Compare(a.Resource+"/"+a.Verb, b.Resource+"/"+b.Verb)
+	})
+	return out
+}
+
+// scraper reads one kube-apiserver's /metrics with its admin credentials.
+type scraper struct {
+	hc  *http.Client
+	url string
+}
+
+func newScraper(rc *rest.Config) (*scraper, error) {
+	rt, err := rest.TransportFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("watchlist: metrics transport: %w", err)
+	}
+	return &scraper{hc: &http.Client{Transport: rt}, url: strings.TrimSuffix(rc.Host, "/") + "/metrics"}, nil
+}
+
+func (s *scraper) scrape(ctx context.Context) (waitSample, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
+	if err != nil {
+		return waitSample{}, err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return waitSample{}, fmt.Errorf("watchlist: GET /metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return waitSample{}, fmt.Errorf("watchlist: GET /metrics: %s", resp.Status)
+	}
+	return parseWaits(resp.Body)
+}
