@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,20 @@ var variants = []variant{
 	{"freshcache-fresh-rv0", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}},
 }
 
+// kubeletMode is how the hollow kubelet's client-go reads its pods: with
+// WatchListClient on (1.35+ kubelets) its first request is a watch-list;
+// off (1.34 and older, or a 1.35+ kubelet whose watch-list failed) it is a
+// LIST at resourceVersion=0, then a WATCH.
+type kubeletMode struct {
+	watchList string // "on" or "off", as the closing lines print it
+	kubemark  string // the binary in FRESHCACHE_BIN_DIR
+}
+
+var kubeletModes = []kubeletMode{
+	{"on", "kubemark"},
+	{"off", "kubemark-watchlist-off"},
+}
+
 // outcome is what one run saw.
 type outcome struct {
 	started    bool   // the restarted kubelet's runtime ran the deleted pod
@@ -59,44 +74,97 @@ func TestDemo59848(t *testing.T) {
 	if out == "" {
 		out = t.TempDir()
 	}
-	only := os.Getenv("DEMO_59848_RUN") // one variant's name, for a rerun
+	impls := selected(os.Getenv("DEMO_59848_RUN"))            // implementations, comma-separated; empty: all
+	modes := selected(os.Getenv("DEMO_59848_WATCHLIST"))      // on, off or both (empty)
+	trials, err := trialCount(os.Getenv("DEMO_59848_TRIALS")) // per configuration; default 1
+	if err != nil {
+		t.Fatal(err)
+	}
 	var closing []string
 	for _, v := range variants {
-		if only != "" && only != v.name {
+		if !impls(v.name) {
 			continue
 		}
-		t.Run(v.name, func(t *testing.T) {
-			dir, err := filepath.Abs(filepath.Join(out, v.name))
-			if err != nil {
-				t.Fatal(err)
+		for _, m := range kubeletModes {
+			if !modes(m.watchList) {
+				continue
 			}
-			_ = os.RemoveAll(dir)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
+			name := v.name + "-watchlist-" + m.watchList
+			started := 0
+			var route string
+			for trial := 1; trial <= trials; trial++ {
+				t.Run(fmt.Sprintf("%s/%d", name, trial), func(t *testing.T) {
+					dir, err := filepath.Abs(filepath.Join(out, name, fmt.Sprint(trial)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					_ = os.RemoveAll(dir)
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					began := time.Now()
+					o := run(t, binDir, dir, v, m)
+					t.Logf("%s #%d: started %s: %s (run took %s, logs in %s)", name, trial, yesNo(o.started), o.evidence, time.Since(began).Round(time.Second), dir)
+					t.Logf("%s #%d: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", name, trial, node, o.staleAtRV0)
+					if o.started {
+						started++
+					}
+					route = o.path
+					if mustNotStart(v.name, m.watchList) && o.started {
+						t.Errorf("%s: the restarted kubelet started the deleted pod: %s", name, o.evidence)
+					}
+				})
 			}
-			began := time.Now()
-			o := run(t, binDir, dir, v)
-			line := fmt.Sprintf("demo-59848 %s: deleted pod started by restarted kubelet: %s — %s", v.name, yesNo(o.started), o.path)
-			t.Logf("%s: %s (run took %s, logs in %s)", v.name, o.evidence, time.Since(began).Round(time.Second), dir)
-			t.Logf("%s: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", v.name, node, o.staleAtRV0)
-			closing = append(closing, line)
-			// Both freshcache runs must say no. With
-			// FreshResourceVersionZero that is the gate's promise: an rv=0
-			// read is never older than the delete. Without it, freshcache
-			// must be no less safe than upstream's cacher here: its
-			// watch-list waits for etcd's revision under the watch's
-			// context as upstream's does, so the kubelet never reaches
-			// the stale rv=0 fallback. Upstream's run is recorded, not
-			// asserted.
-			if strings.HasPrefix(v.name, "freshcache") && o.started {
-				t.Errorf("%s: the restarted kubelet started the deleted pod: %s", v.name, o.evidence)
+			closing = append(closing, fmt.Sprintf("demo-59848 %s watchlist=%s: deleted pod started again: %s (%d of %d trials) — %s",
+				v.name, m.watchList, yesNo(started > 0), started, trials, route))
+			// A demo that cannot fail on upstream shows nothing: with the
+			// kubelet listing first, upstream's lagging cache must hand it
+			// the deleted pod.
+			if v.name == "upstream" && m.watchList == "off" && started == 0 {
+				t.Errorf("upstream watchlist=off: the deleted pod never started in %d trials; the demo did not reproduce kubernetes#59848", trials)
 			}
-		})
+		}
 	}
 	// The closing lines, one per run, last so they are easy to find.
 	for _, l := range closing {
 		fmt.Println(l)
 	}
+}
+
+// mustNotStart says which runs must never start the deleted pod. With
+// FreshResourceVersionZero that is the gate's promise, whatever the kubelet
+// asks: an rv=0 read is never older than the delete. Plain freshcache must
+// be no less safe than upstream's cacher: with a watch-list kubelet its
+// watch-list waits for etcd's revision under the watch's context as
+// upstream's does, so the kubelet never reaches the stale rv=0 fallback.
+// A listing kubelet on plain freshcache gets rv=0's upstream meaning (any
+// state the cache holds) and may start it, as on upstream.
+func mustNotStart(impl, watchList string) bool {
+	return impl == "freshcache-fresh-rv0" || impl == "freshcache" && watchList == "on"
+}
+
+// selected turns a comma-separated list into a filter; empty selects all.
+func selected(list string) func(string) bool {
+	if list == "" || list == "both" {
+		return func(string) bool { return true }
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	return func(s string) bool { return want[s] }
+}
+
+// trialCount parses DEMO_59848_TRIALS.
+func trialCount(s string) (int, error) {
+	if s == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 20 {
+		return 0, fmt.Errorf("DEMO_59848_TRIALS=%q: want a number of trials from 1 to 20", s)
+	}
+	return n, nil
 }
 
 func yesNo(b bool) string {
@@ -106,7 +174,7 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func run(t *testing.T, binDir, dir string, v variant) outcome {
+func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -141,7 +209,7 @@ func run(t *testing.T, binDir, dir string, v variant) outcome {
 	o.Binary = filepath.Join(binDir, "kube-apiserver")
 	o.ControllerManagerBinary = filepath.Join(binDir, "kube-controller-manager")
 	o.SchedulerBinary = filepath.Join(binDir, "kube-scheduler")
-	o.KubemarkBinary = filepath.Join(binDir, "kubemark")
+	o.KubemarkBinary = filepath.Join(binDir, m.kubemark)
 	o.ShutdownGrace = 10 * time.Second
 	log, err := os.Create(filepath.Join(dir, "local-up.out"))
 	if err != nil {
