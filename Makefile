@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short demo-59848 e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -35,12 +35,12 @@ UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl
 
 build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark and kubectl into _output/bin.
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
 
 run: build ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
-test: test-lib test-root test-bench test-robustness test-fault-heal-short test-e2e-conformance ## Run every default test: library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run and upstream's e2e tests on freshcache+FreshResourceVersionZero.
+test: test-lib test-root test-bench test-robustness test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every default test: library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero.
 
 test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -112,9 +112,19 @@ test-fault-heal-short: build ## Fault heal with one cut per implementation, repo
 # 1.5 min each, so `make test` skips it (it needs FRESHCACHE_DEMO_59848=1).
 # Logs and B's audit log stay in $(OUT)/demo-59848/<implementation>;
 # DEMO_59848_RUN=<implementation> runs one.
+# DEMO_59848_WATCHLIST=on|off picks the hollow kubelet's client mode (both
+# by default: off is kubemark-watchlist-off, a kubelet that lists first, as
+# 1.34 and older do); DEMO_59848_TRIALS repeats each configuration.
 DEMO_59848_RUN ?=
-demo-59848: build ## kubernetes#59848 with a real hollow kubelet, on upstream's cacher, freshcache and freshcache+FreshResourceVersionZero (~5 min).
-	FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848 DEMO_59848_RUN=$(DEMO_59848_RUN) \
+DEMO_59848_WATCHLIST ?=
+DEMO_59848_TRIALS ?= 1
+DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848
+demo-59848: build ## kubernetes#59848 with a real hollow kubelet (watch-list on and off) on upstream, freshcache and freshcache+FreshResourceVersionZero (~10 min per trial).
+	$(DEMO_59848_ENV) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
+		$(GO) test -count=1 -timeout 60m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+
+demo-59848-short: build ## The discriminating pair of demo-59848: a listing kubelet on upstream (must start the deleted pod) and on freshcache+FreshResourceVersionZero (must not) (~4 min; part of make test).
+	$(DEMO_59848_ENV) DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
 		$(GO) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Upstream's e2e tests (test/upstreame2e): e2e.test and ginkgo built from
