@@ -31,11 +31,13 @@ KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSI
 # The upstream components local-up runs beside our kube-apiserver, built
 # from the same k8s.io/kubernetes module with no source changes (go.mod's
 # tool block keeps their requirements).
-UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl
+# kubelet and kube-proxy are for local-up --real-nodes.
+UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl kubelet kube-proxy
 
-build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark and kubectl into _output/bin.
+build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into _output/bin.
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/freshcache-pause
 
 run: build ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshcache/freshcache/internal/freeport"
 	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/pkg/localup/realnode"
 )
 
 const serviceClusterIPRange = "10.0.0.0/24"
@@ -35,11 +36,15 @@ type Cluster struct {
 	ControllerManager *Component
 	Scheduler         *Component
 	Nodes             []*Node
+	// RealNodes are the --real-nodes, each a containerd and a kubelet.
+	RealNodes []*RealNode
 	// ReadyFile is the path of ready.json, written once Start succeeds.
 	ReadyFile string
 
 	dataDir string
 	bins    binaries
+	// out receives progress and what Stop could not undo.
+	out io.Writer
 	// exited receives every tracked child once it has exited; it has room
 	// for all of them, so no child's watcher ever blocks.
 	exited chan *Process
@@ -54,6 +59,8 @@ type Cluster struct {
 // binaries are the resolved paths of the programs a run needs.
 type binaries struct {
 	apiserver, controllerManager, scheduler, kubemark string
+	// kubelet and pause (freshcache-pause) for --real-nodes.
+	kubelet, pause string
 }
 
 // ports are picked or checked before anything starts, so a busy port
@@ -95,7 +102,10 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		ReadyFile: ReadyFilePath(dataDir),
 		dataDir:   dataDir,
 		bins:      bins,
-		exited:    make(chan *Process, o.APIServers+2+o.Nodes),
+		out:       out,
+		// Every child: apiservers, the two controllers, hollow nodes, and
+		// containerd and a kubelet per real node.
+		exited: make(chan *Process, o.APIServers+2+o.Nodes+2*o.RealNodes),
 	}
 	// A ready file from an earlier run must not be mistaken for this one's.
 	if err := os.Remove(c.ReadyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -109,6 +119,11 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	}()
 	if err := c.PKI.Ensure(DefaultHosts()); err != nil {
 		return nil, fmt.Errorf("writing credentials: %w", err)
+	}
+	if o.RealNodes > 0 {
+		if err := c.prepareRealNodes(ctx, out); err != nil {
+			return nil, err
+		}
 	}
 
 	if err := c.startEtcd(ctx, out); err != nil {
@@ -145,6 +160,11 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 			fmt.Fprintf(out, "%s: pid %d, hollow node on %s, kubelet port %d, log %s\n", n.NodeName, n.Pid(), c.APIServers[n.APIServer].Name, n.KubeletPort, n.LogPath)
 		}
 	}
+	if o.RealNodes > 0 {
+		if err := c.startRealNodes(ctx, admin); err != nil {
+			return nil, err
+		}
+	}
 	if o.Nodes > 10 {
 		fmt.Fprintf(out, "%d hollow nodes %s: kubelet ports %d-%d, logs %s\n", o.Nodes, o.nodeRange(), pts.kubelets[0], pts.kubelets[len(pts.kubelets)-1],
 			filepath.Join(dataDir, "logs", o.NodeNamePrefix+"*.log"))
@@ -164,6 +184,13 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		}
 		c.recordLeftovers()
 		fmt.Fprintf(out, "nodes: %d Ready after %s\n", o.Nodes, time.Since(began).Round(100*time.Millisecond))
+	}
+	if o.RealNodes > 0 {
+		began := time.Now()
+		if err := c.waitRealNodesReady(ctx, admin); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "real nodes: %d Ready after %s\n", o.RealNodes, time.Since(began).Round(100*time.Millisecond))
 	}
 	if o.Controllers {
 		// What a pod in the default namespace needs from the controllers:
@@ -333,6 +360,7 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
 	}
+	args = append(args, c.realNodeAPIServerArgs()...)
 	args = append(args, c.Options.PassThrough...)
 	if i < len(c.Options.APIServerArgs) {
 		args = append(args, c.Options.APIServerArgs[i]...)
@@ -345,6 +373,9 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 // the ones after it. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	_ = os.Remove(c.ReadyFile)
+	// First: the real nodes' kubelets talk to the apiservers, and their
+	// pods are removed through containerd before it stops.
+	c.stopRealNodes()
 	grace := c.Options.ShutdownGrace
 	stopAll := func(ps []*Process) {
 		var wg sync.WaitGroup
@@ -382,6 +413,11 @@ func (c *Cluster) Stop() {
 func (o *Options) pickPorts() (ports, error) {
 	var p ports
 	taken := map[int]bool{}
+	if o.RealNodes > 0 {
+		// The real kubelet's fixed ports are no hollow node's to pick.
+		taken[realnode.DefaultKubeletPort] = true
+		taken[realnode.DefaultHealthzPort] = true
+	}
 	for i := 0; o.SecurePort != 0 && i < o.APIServers; i++ {
 		port := o.SecurePort + i
 		if err := etcdlocal.CheckPortFree(o.BindAddress, port); err != nil {
@@ -460,6 +496,10 @@ func (o *Options) resolveBinaries() (binaries, error) {
 	if o.Nodes > 0 {
 		resolve(&b.kubemark, "kubemark", o.KubemarkBinary)
 	}
+	if o.RealNodes > 0 {
+		resolve(&b.kubelet, "kubelet", "")
+		resolve(&b.pause, "freshcache-pause", "")
+	}
 	return b, errors.Join(errs...)
 }
 
@@ -487,6 +527,8 @@ func resolveBinary(flag, given string) (string, error) {
 		hint = ", or --controllers=false"
 	case "kubemark":
 		hint = ", or --nodes=0"
+	case "kubelet", "freshcache-pause":
+		hint = ", or --real-nodes=0"
 	}
 	return "", fmt.Errorf("no %s binary next to local-up or on $PATH; run `make build` or pass --%s%s", flag, flag, hint)
 }

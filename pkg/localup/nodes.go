@@ -198,11 +198,26 @@ func listening(path string) bool {
 // waitNodesReady waits until every hollow node's Node object is Ready with
 // a heartbeat from this run. One LIST per poll, whatever the node count.
 func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface) error {
-	want := make(map[string]*Node, len(c.Nodes))
+	started := make(map[string]time.Time, len(c.Nodes))
 	for _, n := range c.Nodes {
-		want[n.NodeName] = n
+		started[n.NodeName] = n.Started
 	}
-	return c.waitFor(ctx, fmt.Sprintf("%d hollow node(s) Ready", len(c.Nodes)), func() (bool, string) {
+	return c.waitNamedNodesReady(ctx, cs, fmt.Sprintf("%d hollow node(s) Ready", len(c.Nodes)), started)
+}
+
+// waitRealNodesReady is waitNodesReady for the real nodes.
+func (c *Cluster) waitRealNodesReady(ctx context.Context, cs kubernetes.Interface) error {
+	started := make(map[string]time.Time, len(c.RealNodes))
+	for _, n := range c.RealNodes {
+		started[n.NodeName] = n.Started
+	}
+	return c.waitNamedNodesReady(ctx, cs, fmt.Sprintf("%d real node(s) Ready", len(c.RealNodes)), started)
+}
+
+// waitNamedNodesReady waits until each named Node is Ready with a
+// heartbeat no older than its start.
+func (c *Cluster) waitNamedNodesReady(ctx context.Context, cs kubernetes.Interface, what string, want map[string]time.Time) error {
+	return c.waitFor(ctx, what, func() (bool, string) {
 		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -211,11 +226,11 @@ func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface) e
 		why := map[string]string{}
 		for i := range list.Items {
 			node := &list.Items[i]
-			n, ok := want[node.Name]
+			started, ok := want[node.Name]
 			if !ok {
 				continue
 			}
-			ok, reason := nodeReadySince(node, n.Started)
+			ok, reason := nodeReadySince(node, started)
 			ready[node.Name] = ok
 			why[node.Name] = reason
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/freshcache/freshcache/pkg/localup/realnode"
 )
 
 // MaxNodes bounds --nodes. A hollow node costs about 17 MB of its own and
@@ -72,6 +74,12 @@ type Options struct {
 	// over NodeAPIServer.
 	NodeAPIServerOverrides map[string]string
 
+	// RealNodes is the number of real nodes (0 or 1): containerd and the
+	// upstream kubelet with real pods (package realnode; needs root).
+	RealNodes int
+	// RealNodeIP is the real node's InternalIP, added to lo for the run.
+	RealNodeIP string
+
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
 
@@ -102,6 +110,7 @@ func NewOptions() *Options {
 		Controllers:      true,
 		Nodes:            2,
 		NodeNamePrefix:   "hollow-",
+		RealNodeIP:       realnode.DefaultNodeIP,
 	}
 }
 
@@ -128,6 +137,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KubemarkBinary, "kubemark", o.KubemarkBinary, "Path of the kubemark binary (hollow nodes). Default: next to local-up, then $PATH.")
 	fs.IntVar(&o.KubeletPort, "kubelet-port", o.KubeletPort, "Kubelet port of the first hollow node; node i uses kubelet-port+i. 0 picks free ports.")
 	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the hollow nodes talk to. 0 spreads them round-robin: node i uses apiserver i mod N + 1.")
+	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
+	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs.")
 	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, e.g. hollow-0=2,hollow-1=1.")
 }
 
@@ -156,6 +167,7 @@ func (o *Options) Validate() []error {
 		errs = append(errs, fmt.Errorf("per-apiserver etcd servers (%d) or flags (%d) for more than --apiservers=%d", len(o.APIServerEtcdServers), len(o.APIServerArgs), o.APIServers))
 	}
 	errs = append(errs, o.validateNodes()...)
+	errs = append(errs, o.validateRealNodes()...)
 	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {
 		if HasFlag(o.PassThrough, flag) {
 			errs = append(errs, fmt.Errorf("--%s is local-up's own flag; give it before any kube-apiserver flags", flag))

@@ -39,6 +39,16 @@ func TestValidateNodeFlags(t *testing.T) {
 		{"override beyond", []string{"--node-apiserver-overrides=hollow-0=2"}, "hollow-0=2: use 1 to --apiservers=1"},
 		{"override not a number", []string{"--node-apiserver-overrides=hollow-0=first"}, "hollow-0=first"},
 		{"zero ready timeout", []string{"--ready-timeout=0s"}, "--ready-timeout=0s"},
+		{"one real node", []string{"--real-nodes=1"}, ""},
+		{"real node only", []string{"--real-nodes=1", "--nodes=0"}, ""},
+		{"two real nodes", []string{"--real-nodes=2"}, "--real-nodes=2: use 0 (hollow nodes only) or 1"},
+		{"negative real nodes", []string{"--real-nodes=-1"}, "--real-nodes=-1"},
+		{"hollow prefix of the real nodes", []string{"--real-nodes=1", "--node-name-prefix=real-"}, "--node-name-prefix=real- is the real nodes' prefix"},
+		{"real prefix without real nodes", []string{"--node-name-prefix=real-"}, ""},
+		{"real node IP", []string{"--real-nodes=1", "--real-node-ip=192.168.77.1"}, ""},
+		{"loopback real node IP", []string{"--real-nodes=1", "--real-node-ip=127.0.0.2"}, "--real-node-ip=\"127.0.0.2\": want an IPv4 address outside 127.0.0.0/8"},
+		{"IPv6 real node IP", []string{"--real-nodes=1", "--real-node-ip=fd00::1"}, "--real-node-ip=\"fd00::1\""},
+		{"bad real node IP ignored without real nodes", []string{"--real-node-ip=x"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,6 +26,8 @@ type ReadyFile struct {
 	ControllerManager *ReadyProcess  `json:"controllerManager,omitempty"`
 	Scheduler         *ReadyProcess  `json:"scheduler,omitempty"`
 	Nodes             []ReadyNode    `json:"nodes"`
+	// RealNodes are the --real-nodes.
+	RealNodes []ReadyRealNode `json:"realNodes,omitempty"`
 }
 
 // ReadyEtcd is where etcd serves.
@@ -106,6 +108,7 @@ func (c *Cluster) readyFile() *ReadyFile {
 		}
 		return &ReadyProcess{Name: comp.Name, PID: comp.Pid(), URL: comp.URL, Kubeconfig: comp.Kubeconfig, User: comp.User, Log: comp.LogPath}
 	}
+	f.RealNodes = c.readyRealNodes()
 	f.ControllerManager = component(c.ControllerManager)
 	f.Scheduler = component(c.Scheduler)
 	for _, n := range c.Nodes {

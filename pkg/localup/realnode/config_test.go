@@ -1,0 +1,188 @@
+package realnode
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestRenderContainerdConfig(t *testing.T) {
+	l := layout{dir: "/data/real-0"}
+	got, err := renderContainerdConfig(l, "/usr/lib/cni")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each line that keeps the node's containerd off the system's paths,
+	// or that this host needs.
+	for _, want := range []string{
+		`root = "/data/real-0/containerd/root"`,
+		`state = "/data/real-0/containerd/state"`,
+		`address = "/data/real-0/containerd/containerd.sock"`,
+		`address = "/data/real-0/containerd/containerd.sock.ttrpc"`,
+		`path = "/data/real-0/containerd/opt"`,
+		`Root = "/data/real-0/containerd/runc"`,
+		`conf_dir = "/data/real-0/cni/net.d"`,
+		`bin_dir = "/usr/lib/cni"`,
+		`sandbox_image = "registry.k8s.io/pause:3.10.2"`,
+		`restrict_oom_score_adj = true`,
+		`netns_mounts_under_state_dir = true`,
+		`stream_server_address = "127.0.0.1"`,
+		`SystemdCgroup = false`,
+	} {
+		if !strings.Contains(got, "\n"+strings.Repeat(" ", indentOf(got, want))+want+"\n") {
+			t.Errorf("containerd config lacks the line %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "/run/containerd") || strings.Contains(got, "/var/lib/containerd") || strings.Contains(got, "/etc/cni") {
+		t.Errorf("containerd config names a system path:\n%s", got)
+	}
+}
+
+// indentOf is the indentation of the line holding want, or 0.
+func indentOf(text, want string) int {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimLeft(line, " ") == want {
+			return len(line) - len(strings.TrimLeft(line, " "))
+		}
+	}
+	return 0
+}
+
+func TestRenderCNIConfig(t *testing.T) {
+	tests := []struct {
+		bridge, cidr string
+	}{
+		{"freshcache0", "10.244.0.0/24"},
+		{"br-test", "192.168.50.0/26"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.bridge, func(t *testing.T) {
+			out, err := renderCNIConfig(layout{dir: "/d"}, tt.bridge, tt.cidr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var conf struct {
+				CNIVersion string `json:"cniVersion"`
+				Plugins    []struct {
+					Type      string `json:"type"`
+					Bridge    string `json:"bridge"`
+					IsGateway bool   `json:"isGateway"`
+					IPMasq    bool   `json:"ipMasq"`
+					IPAM      struct {
+						Type    string                `json:"type"`
+						Ranges  [][]map[string]string `json:"ranges"`
+						DataDir string                `json:"dataDir"`
+					} `json:"ipam"`
+				} `json:"plugins"`
+			}
+			if err := json.Unmarshal([]byte(out), &conf); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if conf.CNIVersion != "1.0.0" || len(conf.Plugins) != 1 {
+				t.Fatalf("conf = %+v", conf)
+			}
+			p := conf.Plugins[0]
+			if p.Type != "bridge" || p.Bridge != tt.bridge || !p.IsGateway || p.IPMasq {
+				t.Errorf("bridge plugin = %+v", p)
+			}
+			if p.IPAM.Type != "host-local" || p.IPAM.Ranges[0][0]["subnet"] != tt.cidr || p.IPAM.DataDir != "/d/cni/networks" {
+				t.Errorf("ipam = %+v", p.IPAM)
+			}
+		})
+	}
+}
+
+func TestRenderKubeletConfig(t *testing.T) {
+	l := layout{dir: "/d"}
+	out, err := renderKubeletConfig(l, kubeletSettings{
+		NodeIP: "10.200.0.1", Port: 10250, HealthzPort: 10248, ClientCAFile: "/pki/ca.crt",
+		TLSCertFile: "/pki/k.crt", TLSKeyFile: "/pki/k.key", PodCIDR: "10.244.0.0/24",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg kubeletv1beta1.KubeletConfiguration
+	if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"kind", cfg.Kind, "KubeletConfiguration"},
+		{"apiVersion", cfg.APIVersion, "kubelet.config.k8s.io/v1beta1"},
+		{"address", cfg.Address, "10.200.0.1"},
+		{"port", cfg.Port, int32(10250)},
+		{"readOnlyPort", cfg.ReadOnlyPort, int32(0)},
+		{"healthz", cfg.HealthzBindAddress, "127.0.0.1"},
+		{"healthzPort", *cfg.HealthzPort, int32(10248)},
+		{"failCgroupV1", *cfg.FailCgroupV1, false},
+		{"cgroupDriver", cfg.CgroupDriver, "cgroupfs"},
+		{"anonymous", *cfg.Authentication.Anonymous.Enabled, false},
+		{"webhook authn", *cfg.Authentication.Webhook.Enabled, true},
+		{"client CA", cfg.Authentication.X509.ClientCAFile, "/pki/ca.crt"},
+		{"authz", cfg.Authorization.Mode, kubeletv1beta1.KubeletAuthorizationModeWebhook},
+		{"runtime", cfg.ContainerRuntimeEndpoint, "unix:///d/containerd/containerd.sock"},
+		{"podLogsDir", cfg.PodLogsDir, "/d/kubelet/pod-logs"},
+		{"tls cert", cfg.TLSCertFile, "/pki/k.crt"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+	args := strings.Join(kubeletArgs(l, "real-0", "10.200.0.1", "/kc", 2), " ")
+	for _, want := range []string{"--config=/d/kubelet/config.yaml", "--root-dir=/d/kubelet/root", "--node-ip=10.200.0.1", "--hostname-override=real-0", "--kubeconfig=/kc"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("kubelet args %q lack %s", args, want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	valid := func() Options {
+		return Options{
+			Dir: "/data/real-0", NodeName: "real-0", Kubeconfig: "/kc", CACert: "/ca", ServingCert: "/s.crt", ServingKey: "/s.key",
+			KubeletBinary: "/bin/kubelet", PauseBinary: "/bin/pause",
+			Start: func(string, string, []string) (Child, error) { return nil, nil },
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(*Options)
+		want   string // "" for valid
+	}{
+		{"defaults", func(*Options) {}, ""},
+		{"relative dir", func(o *Options) { o.Dir = "data" }, `Dir "data" must be an absolute path`},
+		{"socket path too long", func(o *Options) { o.Dir = "/" + strings.Repeat("d", 90) }, "over the 101 that unix sockets allow"},
+		{"loopback node IP", func(o *Options) { o.NodeIP = "127.0.0.5" }, `node IP "127.0.0.5"`},
+		{"IPv6 node IP", func(o *Options) { o.NodeIP = "fd00::1" }, `node IP "fd00::1"`},
+		{"node IP in the pod CIDR", func(o *Options) { o.NodeIP = "10.244.0.9" }, "inside the pod CIDR"},
+		{"tiny pod CIDR", func(o *Options) { o.PodCIDR = "10.1.0.0/30" }, "too small"},
+		{"bad pod CIDR", func(o *Options) { o.PodCIDR = "10.1.0.0" }, `pod CIDR "10.1.0.0"`},
+		{"long bridge name", func(o *Options) { o.Bridge = "freshcache-bridge0" }, "bridge name"},
+		{"same ports", func(o *Options) { o.HealthzPort = 10250 }, "both 10250"},
+		{"port out of range", func(o *Options) { o.KubeletPort = 70000 }, "kubelet port 70000"},
+		{"no kubelet", func(o *Options) { o.KubeletBinary = "" }, "KubeletBinary is empty"},
+		{"no starter", func(o *Options) { o.Start = nil }, "Start is nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.change(&o)
+			err := o.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,215 @@
+package localup
+
+// Real nodes (--real-nodes): containerd and the upstream kubelet with real
+// pods, beside the hollow nodes (package realnode does the node; this file
+// gives it credentials and a place in the cluster's start and stop).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/freshcache/freshcache/pkg/localup/realnode"
+)
+
+// MaxRealNodes bounds --real-nodes: one node IP, one bridge and one set of
+// kubelet ports per machine for now.
+const MaxRealNodes = 1
+
+// RealNodeNamePrefix names real node i RealNodeNamePrefix+i.
+const RealNodeNamePrefix = "real-"
+
+// The apiserver's identity towards kubelets (--kubelet-client-certificate),
+// as kubeadm names it; kubeletAPIAdminBinding gives it the bootstrap role
+// system:kubelet-api-admin, which the kubelets' webhook authorizer asks
+// about for logs, exec and port-forward.
+const (
+	kubeletClientName      = "apiserver-kubelet-client"
+	KubeletClientUser      = "kube-apiserver-kubelet-client"
+	kubeletAPIAdminBinding = "freshcache:kube-apiserver-kubelet-api-admin"
+)
+
+// RealNode is a real node in the ready file.
+type RealNode struct {
+	*realnode.Node
+	NodeName   string
+	NodeIP     string
+	Kubeconfig string
+	Started    time.Time
+}
+
+func (o *Options) validateRealNodes() []error {
+	var errs []error
+	if o.RealNodes < 0 || o.RealNodes > MaxRealNodes {
+		errs = append(errs, fmt.Errorf("--real-nodes=%d: use 0 (hollow nodes only) or 1: one real node (containerd and a kubelet) per machine for now", o.RealNodes))
+	}
+	if ip := net.ParseIP(o.RealNodeIP); o.RealNodes > 0 && (ip == nil || ip.To4() == nil || ip.IsLoopback() || ip.IsUnspecified()) {
+		errs = append(errs, fmt.Errorf("--real-node-ip=%q: want an IPv4 address outside 127.0.0.0/8 (the kubelet needs an address that is not loopback)", o.RealNodeIP))
+	}
+	if o.RealNodes > 0 && o.Nodes > 0 && o.NodeNamePrefix == RealNodeNamePrefix {
+		errs = append(errs, fmt.Errorf("--node-name-prefix=%s is the real nodes' prefix; pick another for the hollow nodes", RealNodeNamePrefix))
+	}
+	return errs
+}
+
+// RealNodeName is the name of real node i.
+func RealNodeName(i int) string { return RealNodeNamePrefix + strconv.Itoa(i) }
+
+// realNodeAPIServerArgs are the apiserver flags logs, exec and
+// port-forward need: a client certificate towards the kubelets, the CA
+// their serving certificates are checked against, and their InternalIP
+// (the node IP) before their name, which nothing resolves.
+func (c *Cluster) realNodeAPIServerArgs() []string {
+	if c.Options.RealNodes == 0 {
+		return nil
+	}
+	return []string{
+		"--kubelet-client-certificate=" + c.PKI.ClientCert(kubeletClientName),
+		"--kubelet-client-key=" + c.PKI.ClientKey(kubeletClientName),
+		"--kubelet-certificate-authority=" + c.PKI.CACert(),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
+	}
+}
+
+// prepareRealNodes writes the real nodes' credentials and runs their
+// checks (root, packages, cgroups, addresses, ports) before anything
+// starts: a failed check leaves nothing running.
+func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
+	o := c.Options
+	if err := c.PKI.EnsureClient(kubeletClientName, KubeletClientUser, nil); err != nil {
+		return err
+	}
+	for i := 0; i < o.RealNodes; i++ {
+		name := RealNodeName(i)
+		nodeIP := o.RealNodeIP
+		if err := c.PKI.EnsureClient("node-"+name, NodeUser(name), []string{NodesGroup}); err != nil {
+			return err
+		}
+		// Recreated when the node IP changed, so the serving certificate
+		// always names the address the apiserver dials.
+		serving := "kubelet-" + name + "-" + nodeIP
+		if err := c.PKI.EnsureServing(serving, []string{nodeIP, name, "localhost", "127.0.0.1"}); err != nil {
+			return err
+		}
+		n, err := realnode.Prepare(ctx, realnode.Options{
+			Dir:              filepath.Join(c.dataDir, "real-nodes", name),
+			NodeName:         name,
+			NodeIP:           nodeIP,
+			Kubeconfig:       filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig"),
+			CACert:           c.PKI.CACert(),
+			ServingCert:      c.PKI.ServingCertFor(serving),
+			ServingKey:       c.PKI.ServingKeyFor(serving),
+			KubeletBinary:    c.bins.kubelet,
+			PauseBinary:      c.bins.pause,
+			Install:          true,
+			Start:            c.startRealNodeChild,
+			ReadyTimeout:     o.ReadyTimeout,
+			ShutdownGrace:    o.ShutdownGrace,
+			KubeletVerbosity: 2,
+			Out:              out,
+			Command:          os.Args,
+		})
+		if err != nil {
+			return err
+		}
+		c.RealNodes = append(c.RealNodes, &RealNode{Node: n, NodeName: name, NodeIP: nodeIP, Kubeconfig: filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig")})
+	}
+	return nil
+}
+
+// startRealNodeChild starts containerd or a kubelet as a supervised child
+// in a process group of its own: Ctrl-C in the terminal reaches local-up
+// only, which then removes the pods before it stops them.
+func (c *Cluster) startRealNodeChild(name, binary string, args []string) (realnode.Child, error) {
+	p, err := startProcess(name, binary, filepath.Join(c.dataDir, "logs", name+".log"), args, true)
+	if err != nil {
+		return nil, err
+	}
+	c.track(p)
+	return p, nil
+}
+
+// startRealNodes starts every prepared real node against the first
+// apiserver; the caller waits for their Node objects to be Ready.
+func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface) error {
+	if err := ensureKubeletAPIAdmin(ctx, admin); err != nil {
+		return err
+	}
+	for _, n := range c.RealNodes {
+		user := NodeUser(n.NodeName)
+		if err := WriteClientKubeconfig(n.Kubeconfig, c.APIServers[0].URL, c.PKI, "node-"+n.NodeName, user); err != nil {
+			return err
+		}
+		n.Started = time.Now()
+		if err := n.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureKubeletAPIAdmin binds system:kubelet-api-admin to the apiserver's
+// kubelet client identity.
+func ensureKubeletAPIAdmin(ctx context.Context, cs kubernetes.Interface) error {
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: kubeletAPIAdminBinding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: KubeletClientUser}},
+	}
+	_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("localup: binding system:kubelet-api-admin to %s: %w", KubeletClientUser, err)
+	}
+	return nil
+}
+
+// stopRealNodes stops the real nodes and undoes their host changes; what
+// could not be undone is reported (the next start tries again).
+func (c *Cluster) stopRealNodes() {
+	for _, n := range c.RealNodes {
+		if err := n.Stop(); err != nil {
+			fmt.Fprintf(c.out, "real node %s: %v\n", n.NodeName, err)
+		}
+	}
+}
+
+// readyRealNodes describes the real nodes for the ready file.
+func (c *Cluster) readyRealNodes() []ReadyRealNode {
+	var out []ReadyRealNode
+	for _, n := range c.RealNodes {
+		r := ReadyRealNode{Name: n.NodeName, NodeIP: n.NodeIP, Kubeconfig: n.Kubeconfig, User: NodeUser(n.NodeName),
+			ContainerdSocket: n.ContainerdSocket(), KubeletRoot: n.KubeletRoot()}
+		if k := n.Kubelet(); k != nil {
+			r.KubeletPID = k.Pid()
+		}
+		if ct := n.Containerd(); ct != nil {
+			r.ContainerdPID = ct.Pid()
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// ReadyRealNode is a real node in the ready file.
+type ReadyRealNode struct {
+	Name          string `json:"name"`
+	NodeIP        string `json:"nodeIP"`
+	KubeletPID    int    `json:"kubeletPID"`
+	ContainerdPID int    `json:"containerdPID"`
+	// ContainerdSocket is the node's containerd (ctr --address, crictl
+	// --runtime-endpoint unix://...).
+	ContainerdSocket string `json:"containerdSocket"`
+	KubeletRoot      string `json:"kubeletRoot"`
+	Kubeconfig       string `json:"kubeconfig"`
+	User             string `json:"user"`
+}
