@@ -22,6 +22,7 @@ import (
 // observes its wait only when the cache was behind the requested revision.
 const (
 	freshWait      = "apiserver_freshcache_read_wait_seconds"
+	freshRelease   = "apiserver_freshcache_read_release_seconds"
 	freshReads     = "apiserver_freshcache_reads_total"
 	upstreamWait   = "apiserver_watch_cache_read_wait_seconds"
 	upstreamReads  = "apiserver_watch_cache_consistent_read_total"
@@ -32,15 +33,31 @@ const (
 	coreGroupLabel = ""
 )
 
+// The Go runtime's own metrics (component-base registers every one):
+// how long runnable goroutines waited for a P, and the CPU the garbage
+// collector took. A saturated process slows every request through the
+// first, whatever its cache does.
+const (
+	goSchedLatency = "go_sched_latencies_seconds"
+	goGCCPU        = "go_cpu_classes_gc_total_cpu_seconds_total"
+)
+
 // waitKey names one wait series.
 type waitKey struct{ resource, verb string }
 
-// waitSample is what one /metrics scrape says about freshness waits.
+// waitSample is what one /metrics scrape says about freshness waits and
+// the Go runtime.
 type waitSample struct {
 	waits map[waitKey]histogram
+	// release is freshcache's wait until the protocol released the read.
+	release map[waitKey]histogram
 	// fallbacks and rejected count consistent reads per series key.
 	fallbacks map[waitKey]float64
 	rejected  map[waitKey]float64
+	// sched is the runtime's scheduling-latency histogram (nil when not
+	// exported), gcCPU the collector's CPU seconds so far.
+	sched histogram
+	gcCPU float64
 }
 
 // parseWaits reads the wait histograms and read outcomes of configmaps
@@ -51,9 +68,17 @@ func parseWaits(r io.Reader) (waitSample, error) {
 	if err != nil {
 		return waitSample{}, fmt.Errorf("watchlist: parsing /metrics: %w", err)
 	}
-	s := waitSample{waits: map[waitKey]histogram{}, fallbacks: map[waitKey]float64{}, rejected: map[waitKey]float64{}}
+	s := waitSample{waits: map[waitKey]histogram{}, release: map[waitKey]histogram{}, fallbacks: map[waitKey]float64{}, rejected: map[waitKey]float64{}}
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {
+			switch name {
+			case goSchedLatency:
+				s.sched = addBuckets(s.sched, m.GetHistogram())
+				continue
+			case goGCCPU:
+				s.gcCPU += m.GetCounter().GetValue()
+				continue
+			}
 			res := label(m, "resource")
 			if label(m, "group") != coreGroupLabel || (res != resConfigMaps && res != resSecrets) {
 				continue
@@ -65,6 +90,9 @@ func parseWaits(r io.Reader) (waitSample, error) {
 					k.verb = label(m, "verb")
 				}
 				s.waits[k] = addBuckets(s.waits[k], m.GetHistogram())
+			case freshRelease:
+				k := waitKey{res, label(m, "verb")}
+				s.release[k] = addBuckets(s.release[k], m.GetHistogram())
 			case freshReads:
 				k := waitKey{res, label(m, "verb")}
 				switch label(m, "outcome") {
@@ -143,12 +171,31 @@ func waitStats(before, after waitSample) []WaitStats {
 		if v, ok := h.quantile(0.99); ok {
 			w.P99Ms = v * 1000
 		}
+		if r := after.release[k].sub(before.release[k]); r.count() > 0 {
+			v50, _ := r.quantile(0.5)
+			v99, _ := r.quantile(0.99)
+			w.Release = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
+		}
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b WaitStats) int {
 		return strings.Compare(a.Resource+"/"+a.Verb, b.Resource+"/"+b.Verb)
 	})
 	return out
+}
+
+// runtimeStats is the apiserver's Go runtime over a phase of secs seconds.
+func runtimeStats(before, after waitSample, secs float64) RuntimeStats {
+	var r RuntimeStats
+	if secs > 0 {
+		r.GCCores = (after.gcCPU - before.gcCPU) / secs
+	}
+	if h := after.sched.sub(before.sched); h.count() > 0 {
+		v50, _ := h.quantile(0.5)
+		v99, _ := h.quantile(0.99)
+		r.SchedLatency = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
+	}
+	return r
 }
 
 // scraper reads one kube-apiserver's /metrics with its admin credentials.

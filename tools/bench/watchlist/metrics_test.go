@@ -22,6 +22,21 @@ apiserver_freshcache_read_wait_seconds_bucket{group="",resource="pods",verb="lis
 apiserver_freshcache_read_wait_seconds_bucket{group="",resource="pods",verb="list",requested="consistent",le="+Inf"} 99
 apiserver_freshcache_read_wait_seconds_sum{group="",resource="pods",verb="list",requested="consistent"} 0.01
 apiserver_freshcache_read_wait_seconds_count{group="",resource="pods",verb="list",requested="consistent"} 99
+# TYPE apiserver_freshcache_read_release_seconds histogram
+apiserver_freshcache_read_release_seconds_bucket{group="",resource="configmaps",verb="list",requested="consistent",le="0.001"} 10
+apiserver_freshcache_read_release_seconds_bucket{group="",resource="configmaps",verb="list",requested="consistent",le="0.01"} 10
+apiserver_freshcache_read_release_seconds_bucket{group="",resource="configmaps",verb="list",requested="consistent",le="+Inf"} 10
+apiserver_freshcache_read_release_seconds_sum{group="",resource="configmaps",verb="list",requested="consistent"} 0.005
+apiserver_freshcache_read_release_seconds_count{group="",resource="configmaps",verb="list",requested="consistent"} 10
+# TYPE go_sched_latencies_seconds histogram
+go_sched_latencies_seconds_bucket{le="0.0001"} 90
+go_sched_latencies_seconds_bucket{le="0.01"} 99
+go_sched_latencies_seconds_bucket{le="1"} 100
+go_sched_latencies_seconds_bucket{le="+Inf"} 100
+go_sched_latencies_seconds_sum 0.5
+go_sched_latencies_seconds_count 100
+# TYPE go_cpu_classes_gc_total_cpu_seconds_total counter
+go_cpu_classes_gc_total_cpu_seconds_total 12.5
 # TYPE apiserver_freshcache_reads_total counter
 apiserver_freshcache_reads_total{group="",resource="configmaps",verb="list",requested="consistent",outcome="cache"} 18
 apiserver_freshcache_reads_total{group="",resource="configmaps",verb="list",requested="consistent",outcome="fallback"} 2
@@ -65,8 +80,18 @@ func TestParseWaitsFreshcache(t *testing.T) {
 	if got[0].Count != 20 || got[0].Fallbacks != 2 || math.Abs(got[0].P50Ms-2.5) > 1e-9 {
 		t.Fatalf("configmaps: %+v, want 20 waits, p50 2.5 ms, 2 fallbacks", got[0])
 	}
-	if got[1].Count != 0 || got[1].Rejected != 3 {
+	if got[1].Count != 0 || got[1].Rejected != 3 || got[1].Release != nil {
 		t.Fatalf("secrets: %+v", got[1])
+	}
+	if r := got[0].Release; r == nil || math.Abs(r.P50Ms-0.5) > 1e-9 || math.Abs(r.P99Ms-0.99) > 1e-9 {
+		t.Fatalf("configmaps release: %+v, want p50 0.5 ms and p99 0.99 ms (all 10 in the first bucket)", r)
+	}
+	rt := runtimeStats(waitSample{gcCPU: 2.5}, s, 5)
+	if rt.GCCores != 2 || rt.SchedLatency == nil || math.Abs(rt.SchedLatency.P99Ms-10) > 1e-9 {
+		t.Fatalf("runtime %+v (sched %+v), want 2 GC cores and a 10 ms p99", rt, rt.SchedLatency)
+	}
+	if rt := runtimeStats(s, s, 5); rt.SchedLatency != nil || rt.GCCores != 0 {
+		t.Fatalf("no change: %+v", rt)
 	}
 }
 

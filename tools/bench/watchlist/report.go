@@ -63,23 +63,47 @@ func writeSummary(p printer, r Result) {
 	p("")
 	p("Read p99 is the worst read kind's client-side p99 (it bounds the server's wait from above); the target is under %d ms (KEP-2340's SLO) with the WatchLists running. The throughput drop should be at most the WatchLists' share of the apiserver's CPU in B (phase C's CPU per event times B's events, over B's apiserver CPU): a larger drop means reads waited for something other than CPU.", SLOMs)
 	p("")
-	p("| configuration | read p99 A (ms) | read p99 B (ms) | p99 B < %d ms | reads/s A | reads/s B | throughput drop | WatchList CPU share | drop <= share | WatchLists done in B | WatchList p50 in B (s) |", SLOMs)
-	p("|---|---:|---:|:-:|---:|---:|---:|---:|:-:|---:|---:|")
+	p("Two columns tell a cache that fell behind from a process that has no CPU to spare. The huge resource's reads against the other resource's (p99 in B, configmaps / secrets): a cache behind its etcd slows only its own resource's fresh reads. The apiserver's goroutine scheduling latency (go_sched_latencies_seconds, p99 in B): every request waits that long at each of its hops, whatever the cache does.")
+	p("")
+	p("| configuration | read p99 A (ms) | read p99 B (ms) | p99 B < %d ms | p99 B configmaps / secrets (ms) | sched latency p99 B (ms) | reads/s A | reads/s B | throughput drop | WatchList CPU share | drop <= share | WatchLists done in B | WatchList p50 in B (s) |", SLOMs)
+	p("|---|---:|---:|:-:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|")
 	for _, run := range r.Runs {
 		d := Derive(run)
 		a, b := run.Phase(PhaseBaseline), run.Phase(PhaseContended)
 		if a == nil || b == nil {
-			p("| %s | — | — | — | — | — | — | — | — | — | — |", run.Config)
+			p("| %s | — | — | — | — | — | — | — | — | — | — | — | — |", run.Config)
 			continue
 		}
 		share := "—"
 		if d.HasCPUShare {
 			share = fmt.Sprintf("%.0f%%", d.WatchListCPUShare*100)
 		}
-		p("| %s | %.1f | %.1f (%s) | %s | %.0f | %.0f | %.0f%% | %s | %s | %d | %.2f |", run.Config, d.BaselineP99Ms, d.WorstP99Ms, d.WorstKind, yes(d.MeetsSLO),
+		p("| %s | %.1f | %.1f (%s) | %s | %s / %s | %s | %.0f | %.0f | %.0f%% | %s | %s | %d | %.2f |", run.Config, d.BaselineP99Ms, d.WorstP99Ms, d.WorstKind, yes(d.MeetsSLO),
+			worstOf(b, ReadGetConfigMap, ReadListConfigMap), worstOf(b, ReadGetSecret, ReadListSecrets), schedP99(b),
 			a.ReadsPerSec(), b.ReadsPerSec(), d.ThroughputDrop*100, share, yes(d.MeetsCPU), b.WatchList.Completed, b.WatchList.P50Ms/1000)
 	}
 	p("")
+}
+
+// worstOf is the largest p99 of the given read kinds in a phase.
+func worstOf(ph *PhaseResult, kinds ...string) string {
+	worst, found := 0.0, false
+	for _, k := range kinds {
+		if r := ph.Read(k); r != nil {
+			worst, found = max(worst, r.P99Ms), true
+		}
+	}
+	if !found {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", worst)
+}
+
+func schedP99(ph *PhaseResult) string {
+	if ph.Runtime.SchedLatency == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", ph.Runtime.SchedLatency.P99Ms)
 }
 
 func yes(ok bool) string {
@@ -117,18 +141,22 @@ func writeReads(p printer, r Result) {
 func writeWaits(p printer, r Result) {
 	p("## Server-side freshness wait")
 	p("")
-	p("From /metrics around each phase: freshcache's apiserver_freshcache_read_wait_seconds (every read that needed freshness, by verb; watch is the WatchLists' own wait) and upstream's apiserver_watch_cache_read_wait_seconds (observed only when its cache was behind the requested revision, LISTs and watches together: verb \"any\"; upstream sends a GET at rv=\"\" to etcd without waiting). Quantiles are interpolated within the histogram's buckets. Fallbacks were served from etcd after the wait timed out; rejected were answered 429.")
+	p("From /metrics around each phase: freshcache's apiserver_freshcache_read_wait_seconds (every read that needed freshness, by verb; watch is the WatchLists' own wait) and upstream's apiserver_watch_cache_read_wait_seconds (observed only when its cache was behind the requested revision, LISTs and watches together: verb \"any\"; upstream sends a GET at rv=\"\" to etcd without waiting). Quantiles are interpolated within the histogram's buckets. Released is freshcache's apiserver_freshcache_read_release_seconds: the part of the wait until its cache had reached a revision fetched after the read arrived; the rest of the wait is the released reader's queue for a CPU. Fallbacks were served from etcd after the wait timed out; rejected were answered 429.")
 	p("")
-	p("| configuration | phase | resource | verb | waits | p50 (ms) | p99 (ms) | fallbacks | rejected |")
-	p("|---|---|---|---|---:|---:|---:|---:|---:|")
+	p("| configuration | phase | resource | verb | waits | p50 (ms) | p99 (ms) | released p50 (ms) | released p99 (ms) | fallbacks | rejected |")
+	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range r.Runs {
 		for _, ph := range run.Phases {
 			if ph.MetricsError != "" {
-				p("| %s | %s | — | — | — | — | — | — | — |", run.Config, ph.Name)
+				p("| %s | %s | — | — | — | — | — | — | — | — | — |", run.Config, ph.Name)
 				continue
 			}
 			for _, w := range ph.Waits {
-				p("| %s | %s | %s | %s | %.0f | %.2f | %.1f | %.0f | %.0f |", run.Config, ph.Name, w.Resource, w.Verb, w.Count, w.P50Ms, w.P99Ms, w.Fallbacks, w.Rejected)
+				r50, r99 := "—", "—"
+				if w.Release != nil {
+					r50, r99 = fmt.Sprintf("%.2f", w.Release.P50Ms), fmt.Sprintf("%.1f", w.Release.P99Ms)
+				}
+				p("| %s | %s | %s | %s | %.0f | %.2f | %.1f | %s | %s | %.0f | %.0f |", run.Config, ph.Name, w.Resource, w.Verb, w.Count, w.P50Ms, w.P99Ms, r50, r99, w.Fallbacks, w.Rejected)
 			}
 		}
 	}
@@ -138,17 +166,21 @@ func writeWaits(p printer, r Result) {
 func writeCPU(p printer, r Result) {
 	p("## CPU and memory")
 	p("")
-	p("Cores used over each phase, from /proc: the kube-apiserver, the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise).")
+	p("Cores used over each phase, from /proc: the kube-apiserver (and, from its /metrics, the part its garbage collector took), the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise). Sched latency is the apiserver's go_sched_latencies_seconds over the phase.")
 	p("")
-	p("| configuration | phase | apiserver | etcd | bench | other | apiserver peak RSS (MiB) | writes/s |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|")
+	p("| configuration | phase | apiserver | of it GC | etcd | bench | other | sched latency p50 / p99 (ms) | apiserver peak RSS (MiB) | writes/s |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range r.Runs {
 		for _, ph := range run.Phases {
 			wps := 0.0
 			if ph.Seconds > 0 {
 				wps = float64(ph.Writes) / ph.Seconds
 			}
-			p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.0f | %.1f |", run.Config, ph.Name, ph.CPU.APIServer, ph.CPU.Etcd, ph.CPU.Bench, ph.CPU.Other, ph.CPU.APIServerPeakRSSMiB, wps)
+			sched := "—"
+			if l := ph.Runtime.SchedLatency; l != nil {
+				sched = fmt.Sprintf("%.2f / %.1f", l.P50Ms, l.P99Ms)
+			}
+			p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %.0f | %.1f |", run.Config, ph.Name, ph.CPU.APIServer, ph.Runtime.GCCores, ph.CPU.Etcd, ph.CPU.Bench, ph.CPU.Other, sched, ph.CPU.APIServerPeakRSSMiB, wps)
 		}
 	}
 	p("")

@@ -80,9 +80,28 @@ type PhaseResult struct {
 	// Writes done by the background writers; WriteErrors failed.
 	Writes      int64 `json:"writes"`
 	WriteErrors int64 `json:"write_errors"`
+	// Runtime is the apiserver's Go runtime over the phase (from /metrics).
+	Runtime RuntimeStats `json:"runtime"`
 	// MetricsError says why the server's /metrics could not be read at an
-	// end of the phase (then Waits is empty).
+	// end of the phase (then Waits and Runtime are empty).
 	MetricsError string `json:"metrics_error,omitempty"`
+}
+
+// RuntimeStats are the apiserver's Go runtime figures over a phase.
+type RuntimeStats struct {
+	// SchedLatency is go_sched_latencies_seconds: how long goroutines
+	// waited runnable before a P ran them. Every request pays it at each
+	// hop (network read, etcd reply, handoff between goroutines); nil when
+	// the server does not export it.
+	SchedLatency *Quantiles `json:"sched_latency,omitempty"`
+	// GCCores is the garbage collector's CPU, in cores.
+	GCCores float64 `json:"gc_cores"`
+}
+
+// Quantiles are a histogram's p50 and p99 over a phase.
+type Quantiles struct {
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
 }
 
 // Read returns the stats of one read kind, or nil.
@@ -133,6 +152,12 @@ type WaitStats struct {
 	P99Ms     float64 `json:"p99_ms"`
 	Fallbacks float64 `json:"fallbacks"`
 	Rejected  float64 `json:"rejected"`
+	// Release is freshcache's apiserver_freshcache_read_release_seconds:
+	// the part of the wait until the freshness protocol released the read
+	// (the cache had reached a revision fetched after the read arrived);
+	// the rest of the wait is the released reader's queue for a CPU. Nil
+	// for upstream.
+	Release *Quantiles `json:"release,omitempty"`
 }
 
 // WatchListStats are the WatchLists that ended in a phase.

@@ -180,6 +180,7 @@ func (c *cluster) phase(ctx context.Context, name string, d time.Duration, rc []
 		p.MetricsError = aerr.Error()
 	default:
 		p.Waits = waitStats(before, after)
+		p.Runtime = runtimeStats(before, after, p.Seconds)
 	}
 	return p, nil
 }

@@ -63,6 +63,9 @@ func TestSmoke(t *testing.T) {
 		if len(p.Waits) == 0 {
 			t.Errorf("%s: no freshness waits recorded", name)
 		}
+		if p.Runtime.SchedLatency == nil {
+			t.Errorf("%s: no scheduling latency from the apiserver's /metrics", name)
+		}
 	}
 	var completed int64
 	for _, name := range []string{PhaseContended, PhaseAlone} {
