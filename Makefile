@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -304,6 +304,23 @@ bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 
 bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
 	@mkdir -p $(OUT)/bench
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
+
+# bench-stall stops etcd (SIGSTOP, a process of its own) for 10 s while 20
+# clients list 5,000 configmaps of 10 KiB (~50 MB) with rv="" in a loop,
+# for upstream, upstream with ConsistentListFromCacheSkipTimeoutFallback,
+# freshcache (fallback within --consistent-read-fallback-budget),
+# freshcache-reject and freshcache with no budget, one after another, each
+# on a fresh etcd and local-up (kubernetes#138494; freshcache-bench stall;
+# docs/results/stall.md). It ends with one line: stall ratios:
+# apiserver-rss-growth=... etcd-rss-growth=... (freshcache/upstream) 5xx=...
+# bench-stall-short is a smoke run of the same timeline (1,000 configmaps,
+# 8 clients, a 5 s stall); it writes under _output, never docs.
+bench-stall: $(BENCH) build ## etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS growth, answers, recovery; 5 configurations (~10 min).
+	$(BENCH) stall --bin-dir=$(BIN) --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+
+bench-stall-short: $(BENCH) build ## Smoke run of bench-stall (~4 min); writes _output/bench/stall-short.{md,json}.
+	@mkdir -p $(OUT)/bench
+	$(BENCH) stall --short --bin-dir=$(BIN) --out-dir=$(OUT)/bench --name=stall-short $(BENCH_ARGS)
 
 bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)

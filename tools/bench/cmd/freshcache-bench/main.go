@@ -10,6 +10,7 @@
 //	freshcache-bench netpoll-floor [flags]  a socket round trip against a channel one, on busy cores
 //	freshcache-bench hollow-nodes [flags]  what a kubemark hollow node costs (local-up --nodes=N)
 //	freshcache-bench cluster [flags]  cluster-level A/B: local-up clusters under the same seeded load
+//	freshcache-bench stall [flags]    etcd stopped under consistent LISTs: apiserver and etcd memory, answers (kubernetes#138494)
 //	freshcache-bench watchlist [flags]  fresh reads while WatchLists stream a huge resource (kubernetes#138728)
 package main
 
@@ -51,6 +52,8 @@ func main() {
 		err = runHollowNodes(ctx, os.Args[2:])
 	case "cluster":
 		err = runCluster(ctx, os.Args[2:])
+	case "stall":
+		err = runStall(ctx, os.Args[2:])
 	case "watchlist":
 		err = runWatchList(ctx, os.Args[2:])
 	case bench.InformerChildSubcommand:
@@ -69,7 +72,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor|hollow-nodes|cluster|watchlist [flags]
+	fmt.Fprint(os.Stderr, `usage: freshcache-bench storage|memory|apiserver|plot|etcd|trace-wait|netpoll-floor|hollow-nodes|cluster|stall|watchlist [flags]
   storage    storage-level benchmark: etcd vs upstream cacher vs freshcache
   memory     heap per cached object, upstream vs freshcache
   apiserver  through two kube-apiservers (local-up) on one etcd
@@ -79,6 +82,7 @@ func usage() {
   netpoll-floor  a loopback TCP round trip against a channel one while busy goroutines saturate the cores
   hollow-nodes   what a kubemark hollow node costs: local-up --nodes=N, idle and under pod churn
   cluster        cluster-level A/B: upstream, freshcache, freshcache+FreshResourceVersionZero on local-up clusters under the same load
+  stall          etcd stopped (SIGSTOP) under consistent LISTs of a large resource: apiserver and etcd RSS, answers by status, recovery (kubernetes#138494)
   watchlist      fresh reads while WatchLists stream a huge resource (kubernetes#138728), upstream vs freshcache (+FreshResourceVersionZero)
 Run a subcommand with -h for its flags.
 `)

@@ -1,0 +1,194 @@
+package stall
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// rssBytes is a process's VmRSS from /proc; 0 when it cannot be read.
+func rssBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	return statusKB(b, "VmRSS:") * 1024
+}
+
+// hwmBytes is a process's VmHWM (peak RSS since it started); 0 when it
+// cannot be read.
+func hwmBytes(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	return statusKB(b, "VmHWM:") * 1024
+}
+
+// statusKB reads the "Key:   123 kB" line of /proc/PID/status.
+func statusKB(status []byte, key string) int64 {
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// MetricSample is what the apiserver and etcd said at one moment (each
+// scrape bounded by a second; etcd does not answer while stopped).
+type MetricSample struct {
+	At time.Duration `json:"-"`
+	// Reads are the apiserver's consistent LISTs of configmaps so far by
+	// outcome (readOutcome); nil when the scrape failed.
+	Reads map[string]float64 `json:"reads,omitempty"`
+	// FallbackObjects is freshcache's fallback_objects_in_flight for
+	// configmaps: the objects the reads now served from etcd instead of
+	// the cache cover (divide by Config.Objects for whole LISTs).
+	FallbackObjects float64 `json:"fallback_objects,omitempty"`
+	// EtcdOK says the etcd scrape answered; then EtcdSentBytes is
+	// etcd_network_client_grpc_sent_bytes_total and EtcdRangesInFlight the
+	// Range RPCs started but not finished.
+	EtcdOK             bool    `json:"etcd_ok"`
+	EtcdSentBytes      float64 `json:"etcd_sent_bytes,omitempty"`
+	EtcdRangesInFlight float64 `json:"etcd_ranges_in_flight,omitempty"`
+}
+
+// MarshalJSON shows At in milliseconds.
+func (m MetricSample) MarshalJSON() ([]byte, error) {
+	type plain MetricSample
+	return json.Marshal(struct {
+		At Millis `json:"at_ms"`
+		plain
+	}{millis(m.At), plain(m)})
+}
+
+// sampler samples both processes' RSS every Config.SampleEvery, the
+// apiserver's metrics every second and etcd's every etcdScrapeEvery,
+// until stop. A MetricSample holds either the apiserver's fields or
+// etcd's.
+type sampler struct {
+	apiPID, etcdPID int
+	every           time.Duration
+	t0              time.Time
+	hc              *http.Client // the apiserver's, with admin credentials
+	apiMetrics      string
+	etcdMetrics     string
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// rss, api and etcd are each written by one goroutine alone until wg
+	// is done.
+	rss       []Sample
+	api, etcd []MetricSample
+}
+
+func (s *sampler) start(ctx context.Context) {
+	ctx, s.cancel = context.WithCancel(ctx)
+	every := func(d time.Duration, f func()) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			tick := time.NewTicker(d)
+			defer tick.Stop()
+			for {
+				f()
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+	}
+	every(s.every, func() {
+		s.rss = append(s.rss, Sample{At: time.Since(s.t0), APIServer: rssBytes(s.apiPID), Etcd: rssBytes(s.etcdPID)})
+	})
+	// The apiserver's page is megabytes and costs it CPU to render; etcd's
+	// is small, and its Range RPCs in flight change within a second.
+	every(time.Second, func() {
+		m := MetricSample{At: time.Since(s.t0)}
+		if lines, err := fetchLines(ctx, s.hc, s.apiMetrics, apiMetricNames); err == nil {
+			m.Reads, m.FallbackObjects = apiserverReads(lines)
+		}
+		s.api = append(s.api, m)
+	})
+	every(etcdScrapeEvery, func() {
+		m := MetricSample{At: time.Since(s.t0)}
+		if lines, err := fetchLines(ctx, http.DefaultClient, s.etcdMetrics, etcdMetricNames); err == nil {
+			m.EtcdOK = true
+			m.EtcdSentBytes, m.EtcdRangesInFlight = etcdCounters(lines)
+		}
+		s.etcd = append(s.etcd, m)
+	})
+}
+
+// etcdScrapeEvery is the etcd metrics interval.
+const etcdScrapeEvery = 250 * time.Millisecond
+
+// stop ends sampling and returns the RSS samples, and the apiserver's
+// and etcd's metric samples merged in time order.
+func (s *sampler) stop() ([]Sample, []MetricSample) {
+	s.cancel()
+	s.wg.Wait()
+	ms := append(append([]MetricSample(nil), s.api...), s.etcd...)
+	slices.SortStableFunc(ms, func(a, b MetricSample) int { return cmp.Compare(a.At, b.At) })
+	return s.rss, ms
+}
+
+// scrapeTimeout bounds one scrape.
+const scrapeTimeout = time.Second
+
+// fetchLines GETs a Prometheus text page and keeps the sample lines of the
+// named metrics.
+func fetchLines(ctx context.Context, hc *http.Client, url string, names []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/plain")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, fmt.Errorf("stall: GET %s: %s", url, resp.Status)
+	}
+	return filterLines(resp.Body, names)
+}
+
+func filterLines(r io.Reader, names []string) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		for _, n := range names {
+			if strings.HasPrefix(l, n+"{") || strings.HasPrefix(l, n+" ") {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return out, sc.Err()
+}

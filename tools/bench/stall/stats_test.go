@@ -1,0 +1,153 @@
+package stall
+
+import (
+	"testing"
+	"time"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestPercentile(t *testing.T) {
+	ten := []time.Duration{ms(1), ms(2), ms(3), ms(4), ms(5), ms(6), ms(7), ms(8), ms(9), ms(10)}
+	for _, tc := range []struct {
+		name   string
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 99, 0},
+		{"one", []time.Duration{ms(7)}, 50, ms(7)},
+		{"p50 of ten is the fifth", ten, 50, ms(5)},
+		{"p99 of ten is the last", ten, 99, ms(10)},
+		{"p10 of ten is the first", ten, 10, ms(1)},
+		{"p11 of ten is the second", ten, 11, ms(2)},
+		{"p100", ten, 100, ms(10)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.sorted, tc.p); got != tc.want {
+				t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int64
+		want int64
+	}{
+		{nil, 0},
+		{[]int64{5}, 5},
+		{[]int64{9, 1, 5}, 5},
+		{[]int64{4, 1, 3, 2}, 2}, // (2+3)/2 in integers
+		{[]int64{10, 30}, 20},
+	} {
+		if got := median(tc.in); got != tc.want {
+			t.Errorf("median(%v) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestLevels(t *testing.T) {
+	// Warm-up 0-1 s, steady 1-4 s, stall from 4 s, end 10 s.
+	samples := []Sample{
+		{At: ms(500), APIServer: 900, Etcd: 900}, // warm-up: neither level nor peak
+		{At: ms(1000), APIServer: 100, Etcd: 50},
+		{At: ms(2000), APIServer: 120, Etcd: 0}, // a failed etcd reading is left out
+		{At: ms(3000), APIServer: 110, Etcd: 60},
+		{At: ms(4000), APIServer: 300, Etcd: 70}, // the stall's first sample is a peak, not pre
+		{At: ms(6000), APIServer: 250, Etcd: 240},
+		{At: ms(11000), APIServer: 999, Etcd: 999}, // after end
+	}
+	api, etcd := levels(samples, ms(1000), ms(4000), ms(10000))
+	if api.Pre != 110 || api.Peak != 300 || api.Growth != 300.0/110 {
+		t.Errorf("apiserver level = %+v, want pre 110, peak 300, growth %v", api, 300.0/110)
+	}
+	if etcd.Pre != 55 || etcd.Peak != 240 || etcd.Growth != 240.0/55 {
+		t.Errorf("etcd level = %+v, want pre 55, peak 240", etcd)
+	}
+	if g := growth(10, 0); g != 0 {
+		t.Errorf("growth with an unknown pre-stall level = %v, want 0", g)
+	}
+}
+
+func TestClassOf(t *testing.T) {
+	for status, want := range map[int]string{200: Class2xx, 206: Class2xx, 429: Class429, 500: Class5xx, 503: Class5xx, 504: Class5xx, 0: ClassOther, 404: ClassOther, 410: ClassOther, 301: ClassOther} {
+		if got := classOf(status); got != want {
+			t.Errorf("classOf(%d) = %s, want %s", status, got, want)
+		}
+	}
+}
+
+func TestCountsAndLatencies(t *testing.T) {
+	reads := []Read{
+		{Start: ms(0), Took: ms(5), Class: Class2xx},
+		{Start: ms(100), Took: ms(9), Class: Class2xx},
+		{Start: ms(200), Took: ms(1), Class: Class429},
+		{Start: ms(300), Took: ms(7), Class: Class2xx},
+		{Start: ms(400), Took: ms(60000), Class: ClassOther},
+		{Start: ms(500), Took: ms(2), Class: Class5xx},
+	}
+	c := countIn(reads, ms(100), ms(500))
+	if c != (Counts{OK: 2, Retry: 1, Other: 1}) || c.Total() != 4 || c.Lost() != 1 {
+		t.Errorf("countIn = %+v (total %d, lost %d)", c, c.Total(), c.Lost())
+	}
+	lat := okLatencies(reads, 0, ms(1000))
+	if len(lat) != 3 || lat[0] != ms(5) || lat[2] != ms(9) {
+		t.Errorf("okLatencies = %v, want [5ms 7ms 9ms]", lat)
+	}
+}
+
+func TestRecovery(t *testing.T) {
+	fast := func(at int) Read { return Read{Start: ms(at), Took: ms(10), Class: Class2xx} }
+	slow := func(at int) Read { return Read{Start: ms(at), Took: ms(5000), Class: Class2xx} }
+	retry := func(at int) Read { return Read{Start: ms(at), Took: ms(1), Class: Class429} }
+	for _, tc := range []struct {
+		name   string
+		reads  []Read
+		want   time.Duration
+		wantOK bool
+	}{
+		{"immediately", []Read{fast(1000), fast(1001), fast(1002), fast(1003), fast(1004)}, 0, true},
+		{"reads before the resume do not count", []Read{fast(10), fast(20), fast(30), fast(40), fast(1100), fast(1200), fast(1300), fast(1400), fast(1500)}, ms(100), true},
+		{"a slow read breaks the run", []Read{fast(1000), fast(1100), slow(1200), fast(1300), fast(1400), fast(1500), fast(1600), fast(1700)}, ms(300), true},
+		{"a 429 breaks the run", []Read{retry(1000), fast(1200), fast(1300), retry(1350), fast(1400), fast(1500), fast(1600), fast(1700), fast(1800)}, ms(400), true},
+		{"ordered by start, not by record order", []Read{fast(1400), fast(1300), fast(1200), fast(1100), slow(1000), fast(1500)}, ms(100), true},
+		{"never", []Read{fast(1000), fast(1100), fast(1200), fast(1300), slow(1400)}, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := recovery(tc.reads, ms(1000), ms(100))
+			if got != tc.want || ok != tc.wantOK {
+				t.Errorf("recovery = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestSummarizeDeltas(t *testing.T) {
+	samples := []MetricSample{
+		{At: ms(500), Reads: map[string]float64{OutcomeCache: 10}, EtcdOK: true, EtcdSentBytes: 100},
+		{At: ms(1500), Reads: map[string]float64{OutcomeCache: 20}, EtcdOK: true, EtcdSentBytes: 300},
+		{At: ms(2500), Reads: nil, EtcdOK: false},                                                                                                                        // neither answered
+		{At: ms(3500), Reads: map[string]float64{OutcomeCache: 25, OutcomeFallback: 7}, FallbackObjects: 4000, EtcdOK: true, EtcdSentBytes: 5300, EtcdRangesInFlight: 6}, // after the stall
+		{At: ms(4500), Reads: map[string]float64{OutcomeCache: 40, OutcomeFallback: 7}, EtcdOK: true, EtcdSentBytes: 5400},
+	}
+	tl := Timeline{SteadyFrom: ms(1000), StallAt: ms(2000), ResumeAt: ms(3000), End: ms(5000)}
+	var r ConfigResult
+	summarize(&r, tl, nil, nil, samples)
+	if got := r.OutcomesSteady; len(got) != 1 || got[OutcomeCache] != 10 {
+		t.Errorf("steady outcomes = %v, want cache 10", got)
+	}
+	if got := r.OutcomesFromStall; len(got) != 2 || got[OutcomeCache] != 20 || got[OutcomeFallback] != 7 {
+		t.Errorf("outcomes from the stall = %v, want cache 20, fallback 7", got)
+	}
+	if r.EtcdSentSteady != 200 || r.EtcdSentFromStall != 5100 {
+		t.Errorf("etcd sent = %v steady, %v from the stall; want 200, 5100", r.EtcdSentSteady, r.EtcdSentFromStall)
+	}
+	if r.PeakFallbackObjects != 4000 || r.PeakEtcdRanges != 6 {
+		t.Errorf("peaks = %v objects, %v ranges; want 4000, 6", r.PeakFallbackObjects, r.PeakEtcdRanges)
+	}
+	if r.Recovery != nil {
+		t.Errorf("recovery without reads = %v, want none", *r.Recovery)
+	}
+}
