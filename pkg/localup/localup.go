@@ -78,6 +78,13 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	if errs := o.Validate(); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	if o.RealNodes > 0 {
+		// Before anything is written or started: the answer is a command
+		// to run instead.
+		if err := realnode.CheckRoot(os.Args); err != nil {
+			return nil, err
+		}
+	}
 	bins, err := o.resolveBinaries()
 	if err != nil {
 		return nil, err
@@ -147,6 +154,15 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		}
 		fmt.Fprintf(out, "%s: pid %d, %s, as %s, log %s\n", c.Scheduler.Name, c.Scheduler.Pid(), c.Scheduler.URL, c.Scheduler.User, c.Scheduler.LogPath)
 	}
+	// Real nodes first: their undo journal records iptables before any
+	// kubelet runs, hollow ones included (kubemark's kubelet adds its
+	// KUBE-* chains to the host's iptables when iptables is installed), so
+	// the stop removes those too.
+	if o.RealNodes > 0 {
+		if err := c.startRealNodes(ctx, admin); err != nil {
+			return nil, err
+		}
+	}
 	if o.Nodes > 0 {
 		c.socketsBefore = runtimeSockets()
 	}
@@ -158,11 +174,6 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		c.Nodes = append(c.Nodes, n)
 		if o.Nodes <= 10 {
 			fmt.Fprintf(out, "%s: pid %d, hollow node on %s, kubelet port %d, log %s\n", n.NodeName, n.Pid(), c.APIServers[n.APIServer].Name, n.KubeletPort, n.LogPath)
-		}
-	}
-	if o.RealNodes > 0 {
-		if err := c.startRealNodes(ctx, admin); err != nil {
-			return nil, err
 		}
 	}
 	if o.Nodes > 10 {
@@ -368,14 +379,12 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 	return args
 }
 
-// Stop removes the ready file, then stops the hollow nodes, the
-// controllers, the apiservers and etcd, in that order: each only talks to
-// the ones after it. It is safe to call more than once.
+// Stop removes the ready file, then stops the hollow nodes, the real
+// nodes (undoing their host changes), the controllers, the apiservers and
+// etcd, in that order: each only talks to the ones after it. It is safe to
+// call more than once.
 func (c *Cluster) Stop() {
 	_ = os.Remove(c.ReadyFile)
-	// First: the real nodes' kubelets talk to the apiservers, and their
-	// pods are removed through containerd before it stops.
-	c.stopRealNodes()
 	grace := c.Options.ShutdownGrace
 	stopAll := func(ps []*Process) {
 		var wg sync.WaitGroup
@@ -390,6 +399,9 @@ func (c *Cluster) Stop() {
 	}
 	stopAll(nodes)
 	c.removeLeftovers()
+	// The real nodes after the hollow ones, whose kubelets would otherwise
+	// put back iptables chains the real nodes' undo removes.
+	c.stopRealNodes()
 	var controllers []*Process
 	for _, comp := range []*Component{c.ControllerManager, c.Scheduler} {
 		if comp != nil {

@@ -51,7 +51,7 @@ func Prepare(ctx context.Context, o Options) (*Node, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkRoot(o.Command); err != nil {
+	if err := CheckRoot(o.Command); err != nil {
 		return nil, err
 	}
 	n := &Node{opts: o, layout: layout{dir: o.Dir}}
@@ -164,6 +164,11 @@ func (n *Node) record(ctx context.Context) error {
 
 func (n *Node) writeConfig() error {
 	l := n.layout
+	// No pod network exists before containerd starts: allocations left by
+	// a run whose pods were killed, not deleted, are stale.
+	if err := os.RemoveAll(l.cniIPAMDir()); err != nil {
+		return err
+	}
 	for _, d := range []string{l.containerdDir(), l.cniConfDir(), l.cniIPAMDir(), l.kubeletDir(), l.kubeletRoot(), l.podLogsDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err

@@ -27,9 +27,9 @@ var (
 	ErrOtherNode = errors.New("realnode: another local-up runs a real node on this data directory")
 )
 
-// checkRoot fails unless this process is root, naming the command to run
-// instead.
-func checkRoot(command []string) error {
+// CheckRoot fails unless this process is root, naming the command to run
+// instead (command is how this one was started, os.Args).
+func CheckRoot(command []string) error {
 	if os.Geteuid() == 0 {
 		return nil
 	}

@@ -1,0 +1,181 @@
+package realnode
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/pkg/localup/realnode"
+)
+
+const podCommand = "echo hi; sleep 3600"
+
+// TestRealNodeRunsPods starts local-up with one real node and a busybox
+// pod, checks that the pod is a real process with logs and exec, kills
+// local-up (SIGKILL, so nothing is undone), starts it again (which undoes
+// the leftovers and runs the pod again), stops it with SIGINT and checks
+// the host is as before.
+func TestRealNodeRunsPods(t *testing.T) {
+	if os.Getenv("FRESHCACHE_REAL_NODES") != "1" {
+		t.Skip("changes the host (containerd, a kubelet, an address on lo, iptables): set FRESHCACHE_REAL_NODES=1 and run as root (make test-real-nodes)")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a real node needs root: sudo make test-real-nodes")
+	}
+	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
+	if binDir == "" {
+		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
+	}
+	dataDir := filepath.Join(binDir, "..", "test-real-nodes")
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+
+	before, err := realnode.TakeSnapshot(ctx, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := launch.Options{
+		BinDir:       binDir,
+		DataDir:      dataDir,
+		Args:         []string{"--controllers=true", "--nodes=0", "--real-nodes=1"},
+		ReadyTimeout: 6 * time.Minute,
+	}
+	lu := start(ctx, t, opts)
+	k := kubectl{bin: filepath.Join(binDir, "kubectl"), kubeconfig: lu.Ready.Kubeconfig}
+	if len(lu.Ready.RealNodes) != 1 {
+		t.Fatalf("ready file lists real nodes %+v, want one", lu.Ready.RealNodes)
+	}
+	node := lu.Ready.RealNodes[0]
+	t.Logf("real node %s: kubelet pid %d, containerd pid %d, node IP %s", node.Name, node.KubeletPID, node.ContainerdPID, node.NodeIP)
+
+	k.run(ctx, t, "delete", "pod", "x", "--ignore-not-found", "--wait=true")
+	k.run(ctx, t, "run", "x", "--image=registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "--restart=Always", "--", "sh", "-c", podCommand)
+	first := podRunsForReal(ctx, t, k, node.Name, "")
+
+	// A crash: SIGKILL leaves the containers, their shims, the node IP,
+	// the bridge, iptables and sysctls behind; the next start undoes them
+	// and the kubelet starts the pod again.
+	if err := syscall.Kill(lu.Ready.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-lu.Exited()
+	if _, err := os.Stat(filepath.Join(dataDir, "real-nodes", node.Name, "state.json")); err != nil {
+		t.Fatalf("after SIGKILL the undo journal should be left for the next start: %v", err)
+	}
+	lu = start(ctx, t, opts)
+	if !strings.Contains(lu.Output(), "undoing what an earlier run left behind") {
+		t.Errorf("the start after a crash did not undo its leftovers:\n%s", lu.Output())
+	}
+	podRunsForReal(ctx, t, k, node.Name, first)
+	k.run(ctx, t, "delete", "pod", "x", "--wait=false")
+
+	if err := lu.Stop(2 * time.Minute); err != nil {
+		t.Fatalf("local-up exited with %v after SIGINT:\n%s", err, lu.Output())
+	}
+	if strings.Contains(lu.Output(), "real node "+node.Name+": realnode:") {
+		t.Errorf("the stop reported what it could not undo:\n%s", lu.Output())
+	}
+	after, err := realnode.TakeSnapshot(ctx, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := before.Diff(after); len(diff) > 0 {
+		t.Errorf("the host is not as before the run:\n%s", strings.Join(diff, "\n"))
+	}
+}
+
+func start(ctx context.Context, t *testing.T, opts launch.Options) *launch.Process {
+	t.Helper()
+	lu, err := launch.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lu.Stop(2 * time.Minute) })
+	return lu
+}
+
+// podRunsForReal waits for pod x's container to be ready in a container
+// other than oldContainer (the one of an earlier local-up: the status it
+// left in etcd says Ready until the new kubelet reports), then checks its
+// log, an exec in it, and that its sleep is a process on this host. It
+// returns the container's ID.
+func podRunsForReal(ctx context.Context, t *testing.T, k kubectl, node, oldContainer string) string {
+	t.Helper()
+	var container string
+	deadline := time.NewTimer(3 * time.Minute)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		out := k.run(ctx, t, "get", "pod", "x", "-o", "jsonpath={.status.containerStatuses[0].containerID} {.status.containerStatuses[0].ready}")
+		if f := strings.Fields(out); len(f) == 2 && f[0] != oldContainer && f[1] == "true" {
+			container = f[0]
+			break
+		}
+		select {
+		case <-deadline.C:
+			t.Fatalf("pod x's container is not ready in a new container after 3m: %q (old %q)", out, oldContainer)
+		case <-tick.C:
+		}
+	}
+	status := k.run(ctx, t, "get", "pod", "x", "-o", "jsonpath={.status.phase} {.spec.nodeName} {.status.podIP}")
+	t.Logf("pod x: %s", status)
+	if f := strings.Fields(status); len(f) != 3 || f[0] != "Running" || f[1] != node {
+		t.Fatalf("pod x is %q, want Running on %s with an IP", status, node)
+	}
+	logs := k.run(ctx, t, "logs", "x")
+	t.Logf("kubectl logs x: %q", logs)
+	if !strings.Contains(logs, "hi") {
+		t.Errorf("kubectl logs x = %q, want hi", logs)
+	}
+	out := k.run(ctx, t, "exec", "x", "--", "sh", "-c", "echo exec-ok; cat /proc/1/cmdline | tr '\\0' ' '")
+	t.Logf("kubectl exec x: %q", out)
+	if !strings.Contains(out, "exec-ok") || !strings.Contains(out, "sleep 3600") {
+		t.Errorf("kubectl exec x = %q, want exec-ok and PID 1 sleeping", out)
+	}
+	if !hostRuns("sleep\x003600\x00") {
+		t.Errorf("no process on this host runs the pod's sleep 3600")
+	}
+	return container
+}
+
+// hostRuns reports whether a process on the host has this command line.
+func hostRuns(cmdline string) bool {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range paths {
+		if data, err := os.ReadFile(p); err == nil && string(data) == cmdline {
+			return true
+		}
+	}
+	return false
+}
+
+type kubectl struct {
+	bin, kubeconfig string
+}
+
+// run runs kubectl and returns its stdout; a failure fails the test.
+func (k kubectl) run(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig=" + k.kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) || ctx.Err() != nil {
+			t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		}
+		t.Fatal(err)
+	}
+	return stdout.String()
+}
