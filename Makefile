@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -56,6 +56,15 @@ BENCH_MOD := tools/bench
 
 test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports).
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# test-real-nodes runs local-up --real-nodes=1 (containerd and a real
+# kubelet; pkg/localup/realnode) as root: a busybox pod with kubectl logs
+# and exec, a SIGKILL of local-up and a start that undoes its leftovers,
+# then checks the host is as before (test/realnode). It installs the
+# Debian packages it needs when they are missing and changes the host
+# while it runs, so make test leaves it out.
+test-real-nodes: build ## Real node end to end as root: containerd + kubelet, a pod's logs and exec, crash recovery, host restored (~2 min after the build).
+	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build ## Run only the end-to-end test.
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
