@@ -84,7 +84,6 @@ func missingPackages(pkgs []debPackage) []string {
 // apt-get update when the first try fails: a fresh machine has no package
 // lists).
 func (n *Node) ensurePackages(ctx context.Context) error {
-	pkgs := n.opts.packages()
 	// Debian's busybox (dynamic) and busybox-static both own
 	// /bin/busybox; installing one removes the other, which is not ours to
 	// do.
@@ -93,21 +92,27 @@ func (n *Node) ensurePackages(ctx context.Context) error {
 			return fmt.Errorf("%w: %s is dynamically linked (Debian's busybox package); pods need the static one: run apt-get install busybox-static (it replaces busybox)", ErrBusybox, n.opts.BusyboxBinary)
 		}
 	}
+	return installPackages(ctx, n.opts.packages(), n.opts.Install, n.logf)
+}
+
+// installPackages installs, when install allows, the packages of pkgs that
+// have a file missing, and checks that the files are there afterwards.
+func installPackages(ctx context.Context, pkgs []debPackage, install bool, logf func(string, ...any)) error {
 	missing := missingPackages(pkgs)
 	if len(missing) == 0 {
 		return nil
 	}
-	install := "apt-get install -y " + strings.Join(missing, " ")
-	if !n.opts.Install {
-		return fmt.Errorf("%w: %s; run: %s", ErrPackages, strings.Join(missing, ", "), install)
+	command := "apt-get install -y " + strings.Join(missing, " ")
+	if !install {
+		return fmt.Errorf("%w: %s; run: %s", ErrPackages, strings.Join(missing, ", "), command)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return fmt.Errorf("%w: %s, and there is no apt-get here to install them; install them with this system's package manager", ErrPackages, strings.Join(missing, ", "))
 	}
-	n.logf("installing %s (apt-get)", strings.Join(missing, ", "))
+	logf("installing %s (apt-get)", strings.Join(missing, ", "))
 	args := append([]string{"install", "-y", "--no-install-recommends"}, missing...)
 	if err := aptGet(ctx, args...); err != nil {
-		n.logf("apt-get install failed; running apt-get update and trying again")
+		logf("apt-get install failed; running apt-get update and trying again")
 		if uerr := aptGet(ctx, "update"); uerr != nil {
 			return fmt.Errorf("%w: %s: apt-get update failed: %w", ErrPackages, strings.Join(missing, ", "), uerr)
 		}
