@@ -194,6 +194,9 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 			return nil, err
 		}
 		c.recordLeftovers()
+		if err := c.reconcileHollowTaints(ctx, admin); err != nil {
+			return nil, err
+		}
 		fmt.Fprintf(out, "nodes: %d Ready after %s\n", o.Nodes, time.Since(began).Round(100*time.Millisecond))
 	}
 	if o.RealNodes > 0 {

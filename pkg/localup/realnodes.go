@@ -6,6 +6,7 @@ package localup
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,9 +15,11 @@ import (
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/freshcache/freshcache/pkg/localup/realnode"
@@ -212,4 +215,56 @@ type ReadyRealNode struct {
 	KubeletRoot      string `json:"kubeletRoot"`
 	Kubeconfig       string `json:"kubeconfig"`
 	User             string `json:"user"`
+}
+
+// HollowTaint keeps pods off the hollow nodes while real nodes run: a pod
+// that must run for real (kubectl run, logs, exec) lands on a real node,
+// and a pod that tolerates it may still go to a hollow one.
+var HollowTaint = corev1.Taint{Key: "freshcache.dev/hollow", Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+// reconcileHollowTaints puts HollowTaint on every hollow node when real
+// nodes run, and takes it off otherwise (a data directory's Node objects
+// outlive the run that tainted them). One LIST, and an update per node
+// that changes.
+func (c *Cluster) reconcileHollowTaints(ctx context.Context, cs kubernetes.Interface) error {
+	want := c.Options.RealNodes > 0
+	hollow := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		hollow[n.NodeName] = true
+	}
+	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("localup: listing nodes to taint: %w", err)
+	}
+	for i := range list.Items {
+		node := &list.Items[i]
+		if !hollow[node.Name] {
+			continue
+		}
+		kept := node.Spec.Taints[:0:0]
+		has := false
+		for _, t := range node.Spec.Taints {
+			if t.Key == HollowTaint.Key {
+				has = true
+				continue
+			}
+			kept = append(kept, t)
+		}
+		if has == want {
+			continue
+		}
+		if want {
+			kept = append(kept, HollowTaint)
+		}
+		// A merge patch of the whole list: no resourceVersion to conflict
+		// with the kubelet's status updates.
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": kept}})
+		if err != nil {
+			return err
+		}
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("localup: tainting hollow node %s: %w", node.Name, err)
+		}
+	}
+	return nil
 }

@@ -18,8 +18,8 @@ import (
 
 const podCommand = "echo hi; sleep 3600"
 
-// TestRealNodeRunsPods starts local-up with one real node and a busybox
-// pod, checks that the pod is a real process with logs and exec, kills
+// TestRealNodeRunsPods starts local-up with one real node (and two hollow
+// ones) and a busybox pod, checks that the pod is a real process with logs and exec, kills
 // local-up (SIGKILL, so nothing is undone), starts it again (which undoes
 // the leftovers and runs the pod again), stops it with SIGINT and checks
 // the host is as before.
@@ -43,9 +43,12 @@ func TestRealNodeRunsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := launch.Options{
-		BinDir:       binDir,
-		DataDir:      dataDir,
-		Args:         []string{"--controllers=true", "--nodes=0", "--real-nodes=1"},
+		BinDir:  binDir,
+		DataDir: dataDir,
+		// make run's two hollow nodes too: the pod must still land on
+		// the real node, and the hollow kubelets' iptables chains must go
+		// with the real node's.
+		Args:         []string{"--controllers=true", "--nodes=2", "--real-nodes=1"},
 		ReadyTimeout: 6 * time.Minute,
 	}
 	lu := start(ctx, t, opts)
