@@ -40,6 +40,9 @@ const (
 const (
 	goSchedLatency = "go_sched_latencies_seconds"
 	goGCCPU        = "go_cpu_classes_gc_total_cpu_seconds_total"
+	// freshFetch is freshcache's linearizable revision fetch round trip to
+	// etcd (for every resource): the first part of a read's release.
+	freshFetch = "apiserver_freshcache_revision_fetch_duration_seconds"
 )
 
 // waitKey names one wait series.
@@ -58,6 +61,8 @@ type waitSample struct {
 	// exported), gcCPU the collector's CPU seconds so far.
 	sched histogram
 	gcCPU float64
+	// fetch is freshcache's successful revision fetches (nil for upstream).
+	fetch histogram
 }
 
 // parseWaits reads the wait histograms and read outcomes of configmaps
@@ -77,6 +82,11 @@ func parseWaits(r io.Reader) (waitSample, error) {
 				continue
 			case goGCCPU:
 				s.gcCPU += m.GetCounter().GetValue()
+				continue
+			case freshFetch:
+				if label(m, "result") == "success" {
+					s.fetch = addBuckets(s.fetch, m.GetHistogram())
+				}
 				continue
 			}
 			res := label(m, "resource")
@@ -194,6 +204,11 @@ func runtimeStats(before, after waitSample, secs float64) RuntimeStats {
 		v50, _ := h.quantile(0.5)
 		v99, _ := h.quantile(0.99)
 		r.SchedLatency = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
+	}
+	if h := after.fetch.sub(before.fetch); h.count() > 0 {
+		v50, _ := h.quantile(0.5)
+		v99, _ := h.quantile(0.99)
+		r.RevisionFetch = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
 	}
 	return r
 }

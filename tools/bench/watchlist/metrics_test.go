@@ -35,6 +35,15 @@ go_sched_latencies_seconds_bucket{le="1"} 100
 go_sched_latencies_seconds_bucket{le="+Inf"} 100
 go_sched_latencies_seconds_sum 0.5
 go_sched_latencies_seconds_count 100
+# TYPE apiserver_freshcache_revision_fetch_duration_seconds histogram
+apiserver_freshcache_revision_fetch_duration_seconds_bucket{result="success",le="0.001"} 4
+apiserver_freshcache_revision_fetch_duration_seconds_bucket{result="success",le="+Inf"} 4
+apiserver_freshcache_revision_fetch_duration_seconds_sum{result="success"} 0.002
+apiserver_freshcache_revision_fetch_duration_seconds_count{result="success"} 4
+apiserver_freshcache_revision_fetch_duration_seconds_bucket{result="error",le="0.001"} 0
+apiserver_freshcache_revision_fetch_duration_seconds_bucket{result="error",le="+Inf"} 9
+apiserver_freshcache_revision_fetch_duration_seconds_sum{result="error"} 90
+apiserver_freshcache_revision_fetch_duration_seconds_count{result="error"} 9
 # TYPE go_cpu_classes_gc_total_cpu_seconds_total counter
 go_cpu_classes_gc_total_cpu_seconds_total 12.5
 # TYPE apiserver_freshcache_reads_total counter
@@ -90,7 +99,10 @@ func TestParseWaitsFreshcache(t *testing.T) {
 	if rt.GCCores != 2 || rt.SchedLatency == nil || math.Abs(rt.SchedLatency.P99Ms-10) > 1e-9 {
 		t.Fatalf("runtime %+v (sched %+v), want 2 GC cores and a 10 ms p99", rt, rt.SchedLatency)
 	}
-	if rt := runtimeStats(s, s, 5); rt.SchedLatency != nil || rt.GCCores != 0 {
+	if f := rt.RevisionFetch; f == nil || math.Abs(f.P99Ms-0.99) > 1e-9 {
+		t.Fatalf("revision fetch %+v, want the 4 successes' p99 0.99 ms (errors left out)", f)
+	}
+	if rt := runtimeStats(s, s, 5); rt.SchedLatency != nil || rt.GCCores != 0 || rt.RevisionFetch != nil {
 		t.Fatalf("no change: %+v", rt)
 	}
 }

@@ -99,6 +99,14 @@ func worstOf(ph *PhaseResult, kinds ...string) string {
 	return fmt.Sprintf("%.0f", worst)
 }
 
+// quantiles renders "p50 / p99", or — when absent.
+func quantiles(q *Quantiles) string {
+	if q == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f / %.1f", q.P50Ms, q.P99Ms)
+}
+
 func schedP99(ph *PhaseResult) string {
 	if ph.Runtime.SchedLatency == nil {
 		return "—"
@@ -166,21 +174,18 @@ func writeWaits(p printer, r Result) {
 func writeCPU(p printer, r Result) {
 	p("## CPU and memory")
 	p("")
-	p("Cores used over each phase, from /proc: the kube-apiserver (and, from its /metrics, the part its garbage collector took), the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise). Sched latency is the apiserver's go_sched_latencies_seconds over the phase.")
+	p("Cores used over each phase, from /proc: the kube-apiserver (and, from its /metrics, the part its garbage collector took), the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise). Sched latency is the apiserver's go_sched_latencies_seconds over the phase; revision fetch is freshcache's round trip to etcd for a read's revision (apiserver_freshcache_revision_fetch_duration_seconds), the first part of its release.")
 	p("")
-	p("| configuration | phase | apiserver | of it GC | etcd | bench | other | sched latency p50 / p99 (ms) | apiserver peak RSS (MiB) | writes/s |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p("| configuration | phase | apiserver | of it GC | etcd | bench | other | sched latency p50 / p99 (ms) | revision fetch p50 / p99 (ms) | apiserver peak RSS (MiB) | writes/s |")
+	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, run := range r.Runs {
 		for _, ph := range run.Phases {
 			wps := 0.0
 			if ph.Seconds > 0 {
 				wps = float64(ph.Writes) / ph.Seconds
 			}
-			sched := "—"
-			if l := ph.Runtime.SchedLatency; l != nil {
-				sched = fmt.Sprintf("%.2f / %.1f", l.P50Ms, l.P99Ms)
-			}
-			p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %.0f | %.1f |", run.Config, ph.Name, ph.CPU.APIServer, ph.Runtime.GCCores, ph.CPU.Etcd, ph.CPU.Bench, ph.CPU.Other, sched, ph.CPU.APIServerPeakRSSMiB, wps)
+			p("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f | %.1f |", run.Config, ph.Name, ph.CPU.APIServer, ph.Runtime.GCCores, ph.CPU.Etcd, ph.CPU.Bench, ph.CPU.Other,
+				quantiles(ph.Runtime.SchedLatency), quantiles(ph.Runtime.RevisionFetch), ph.CPU.APIServerPeakRSSMiB, wps)
 		}
 	}
 	p("")

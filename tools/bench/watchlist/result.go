@@ -96,6 +96,10 @@ type RuntimeStats struct {
 	SchedLatency *Quantiles `json:"sched_latency,omitempty"`
 	// GCCores is the garbage collector's CPU, in cores.
 	GCCores float64 `json:"gc_cores"`
+	// RevisionFetch is freshcache's successful revision fetches from etcd
+	// (every resource's): the part of a read's release before its cache
+	// had to catch up. Nil for upstream, which fetches none.
+	RevisionFetch *Quantiles `json:"revision_fetch,omitempty"`
 }
 
 // Quantiles are a histogram's p50 and p99 over a phase.

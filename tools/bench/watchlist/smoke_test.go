@@ -66,6 +66,9 @@ func TestSmoke(t *testing.T) {
 		if p.Runtime.SchedLatency == nil {
 			t.Errorf("%s: no scheduling latency from the apiserver's /metrics", name)
 		}
+		if p.Runtime.RevisionFetch == nil {
+			t.Errorf("%s: freshcache's revision fetches were not read", name)
+		}
 	}
 	var completed int64
 	for _, name := range []string{PhaseContended, PhaseAlone} {
