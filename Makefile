@@ -324,7 +324,7 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 # apiserver-rss-growth=... etcd-rss-growth=... (freshcache/upstream) 5xx=...
 # bench-stall-short is a smoke run of the same timeline (1,000 configmaps,
 # 8 clients, a 5 s stall); it writes under _output, never docs.
-bench-stall: $(BENCH) build ## etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS growth, answers, recovery; 5 configurations (~10 min).
+bench-stall: $(BENCH) build ## etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS growth, answers, recovery; 5 configurations (~13 min).
 	$(BENCH) stall --bin-dir=$(BIN) --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 bench-stall-short: $(BENCH) build ## Smoke run of bench-stall (~4 min); writes _output/bench/stall-short.{md,json}.
