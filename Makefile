@@ -57,13 +57,13 @@ BENCH_MOD := tools/bench
 test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports).
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-# test-real-nodes runs local-up --real-nodes=1 (containerd and a real
-# kubelet; pkg/localup/realnode) as root: a busybox pod with kubectl logs
-# and exec, a SIGKILL of local-up and a start that undoes its leftovers,
+# test-real-nodes runs local-up --real-nodes=1 (containerd, a real kubelet
+# and kube-proxy; pkg/localup/realnode) as root: a busybox pod with kubectl
+# logs and exec, a Service, a SIGKILL of local-up and a start that undoes its leftovers,
 # then checks the host is as before (test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
-test-real-nodes: build ## Real node end to end as root: containerd + kubelet, a pod's logs and exec, crash recovery, host restored (~2 min after the build).
+test-real-nodes: build ## Real node end to end as root: containerd + kubelet + kube-proxy, a pod's logs and exec, a Service, crash recovery, host restored (~2 min after the build).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build ## Run only the end-to-end test.

@@ -59,8 +59,8 @@ type Cluster struct {
 // binaries are the resolved paths of the programs a run needs.
 type binaries struct {
 	apiserver, controllerManager, scheduler, kubemark string
-	// kubelet and pause (freshcache-pause) for --real-nodes.
-	kubelet, pause string
+	// kubelet, kube-proxy and pause (freshcache-pause) for --real-nodes.
+	kubelet, kubeProxy, pause string
 }
 
 // ports are picked or checked before anything starts, so a busy port
@@ -111,8 +111,8 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		bins:      bins,
 		out:       out,
 		// Every child: apiservers, the two controllers, hollow nodes, and
-		// containerd and a kubelet per real node.
-		exited: make(chan *Process, o.APIServers+2+o.Nodes+2*o.RealNodes),
+		// containerd, a kubelet and kube-proxy per real node.
+		exited: make(chan *Process, o.APIServers+2+o.Nodes+3*o.RealNodes),
 	}
 	// A ready file from an earlier run must not be mistaken for this one's.
 	if err := os.Remove(c.ReadyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -429,9 +429,10 @@ func (o *Options) pickPorts() (ports, error) {
 	var p ports
 	taken := map[int]bool{}
 	if o.RealNodes > 0 {
-		// The real kubelet's fixed ports are no hollow node's to pick.
-		taken[realnode.DefaultKubeletPort] = true
-		taken[realnode.DefaultHealthzPort] = true
+		// The real node's fixed ports are no hollow node's to pick.
+		for _, p := range []int{realnode.DefaultKubeletPort, realnode.DefaultHealthzPort, realnode.DefaultProxyHealthzPort, realnode.DefaultProxyMetricsPort} {
+			taken[p] = true
+		}
 	}
 	for i := 0; o.SecurePort != 0 && i < o.APIServers; i++ {
 		port := o.SecurePort + i
@@ -514,6 +515,9 @@ func (o *Options) resolveBinaries() (binaries, error) {
 	if o.RealNodes > 0 {
 		resolve(&b.kubelet, "kubelet", "")
 		resolve(&b.pause, "freshcache-pause", "")
+		if o.RealNodeKubeProxy {
+			resolve(&b.kubeProxy, "kube-proxy", "")
+		}
 	}
 	return b, errors.Join(errs...)
 }
@@ -544,6 +548,8 @@ func resolveBinary(flag, given string) (string, error) {
 		hint = ", or --nodes=0"
 	case "kubelet", "freshcache-pause":
 		hint = ", or --real-nodes=0"
+	case "kube-proxy":
+		hint = ", or --real-node-kube-proxy=false"
 	}
 	return "", fmt.Errorf("no %s binary next to local-up or on $PATH; run `make build` or pass --%s%s", flag, flag, hint)
 }

@@ -79,6 +79,8 @@ type Options struct {
 	RealNodes int
 	// RealNodeIP is the real node's InternalIP, added to lo for the run.
 	RealNodeIP string
+	// RealNodeKubeProxy runs kube-proxy (iptables mode) on each real node.
+	RealNodeKubeProxy bool
 
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
@@ -97,20 +99,21 @@ type Options struct {
 // controller-manager, the scheduler and two hollow nodes.
 func NewOptions() *Options {
 	return &Options{
-		DataDir:          filepath.Join("_output", "local-up"),
-		EtcdMembers:      1,
-		EtcdClientPort:   2379,
-		EtcdPeerPort:     2380,
-		EtcdReadyTimeout: time.Minute,
-		APIServers:       1,
-		SecurePort:       6443,
-		BindAddress:      "127.0.0.1",
-		ReadyTimeout:     3 * time.Minute,
-		ShutdownGrace:    30 * time.Second,
-		Controllers:      true,
-		Nodes:            2,
-		NodeNamePrefix:   "hollow-",
-		RealNodeIP:       realnode.DefaultNodeIP,
+		DataDir:           filepath.Join("_output", "local-up"),
+		EtcdMembers:       1,
+		EtcdClientPort:    2379,
+		EtcdPeerPort:      2380,
+		EtcdReadyTimeout:  time.Minute,
+		APIServers:        1,
+		SecurePort:        6443,
+		BindAddress:       "127.0.0.1",
+		ReadyTimeout:      3 * time.Minute,
+		ShutdownGrace:     30 * time.Second,
+		Controllers:       true,
+		Nodes:             2,
+		NodeNamePrefix:    "hollow-",
+		RealNodeIP:        realnode.DefaultNodeIP,
+		RealNodeKubeProxy: true,
 	}
 }
 
@@ -139,6 +142,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the hollow nodes talk to. 0 spreads them round-robin: node i uses apiserver i mod N + 1.")
 	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
 	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs.")
+	fs.BoolVar(&o.RealNodeKubeProxy, "real-node-kube-proxy", o.RealNodeKubeProxy, "Run kube-proxy (iptables mode, as system:kube-proxy) on the real nodes, so Services work from pods and the host.")
 	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, e.g. hollow-0=2,hollow-1=1.")
 }
 

@@ -40,6 +40,8 @@ const (
 	kubeletClientName      = "apiserver-kubelet-client"
 	KubeletClientUser      = "kube-apiserver-kubelet-client"
 	kubeletAPIAdminBinding = "freshcache:kube-apiserver-kubelet-api-admin"
+	kubeProxyName          = "kube-proxy"
+	KubeProxyUser          = "system:kube-proxy"
 )
 
 // RealNode is a real node in the ready file.
@@ -92,6 +94,14 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 	if err := c.PKI.EnsureClient(kubeletClientName, KubeletClientUser, nil); err != nil {
 		return err
 	}
+	kubeProxyKubeconfig := ""
+	if o.RealNodeKubeProxy {
+		// RBAC's bootstrap policy binds system:node-proxier to this user.
+		if err := c.PKI.EnsureClient(kubeProxyName, KubeProxyUser, nil); err != nil {
+			return err
+		}
+		kubeProxyKubeconfig = filepath.Join(c.dataDir, "kubeconfigs", kubeProxyName+".kubeconfig")
+	}
 	for i := 0; i < o.RealNodes; i++ {
 		name := RealNodeName(i)
 		nodeIP := o.RealNodeIP
@@ -105,22 +115,24 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 			return err
 		}
 		n, err := realnode.Prepare(ctx, realnode.Options{
-			Dir:              filepath.Join(c.dataDir, "real-nodes", name),
-			NodeName:         name,
-			NodeIP:           nodeIP,
-			Kubeconfig:       filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig"),
-			CACert:           c.PKI.CACert(),
-			ServingCert:      c.PKI.ServingCertFor(serving),
-			ServingKey:       c.PKI.ServingKeyFor(serving),
-			KubeletBinary:    c.bins.kubelet,
-			PauseBinary:      c.bins.pause,
-			Install:          true,
-			Start:            c.startRealNodeChild,
-			ReadyTimeout:     o.ReadyTimeout,
-			ShutdownGrace:    o.ShutdownGrace,
-			KubeletVerbosity: 2,
-			Out:              out,
-			Command:          os.Args,
+			Dir:                 filepath.Join(c.dataDir, "real-nodes", name),
+			NodeName:            name,
+			NodeIP:              nodeIP,
+			Kubeconfig:          filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig"),
+			CACert:              c.PKI.CACert(),
+			ServingCert:         c.PKI.ServingCertFor(serving),
+			ServingKey:          c.PKI.ServingKeyFor(serving),
+			KubeletBinary:       c.bins.kubelet,
+			KubeProxyBinary:     c.bins.kubeProxy,
+			KubeProxyKubeconfig: kubeProxyKubeconfig,
+			PauseBinary:         c.bins.pause,
+			Install:             true,
+			Start:               c.startRealNodeChild,
+			ReadyTimeout:        o.ReadyTimeout,
+			ShutdownGrace:       o.ShutdownGrace,
+			KubeletVerbosity:    2,
+			Out:                 out,
+			Command:             os.Args,
 		})
 		if err != nil {
 			return err
@@ -147,6 +159,12 @@ func (c *Cluster) startRealNodeChild(name, binary string, args []string) (realno
 func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface) error {
 	if err := ensureKubeletAPIAdmin(ctx, admin); err != nil {
 		return err
+	}
+	if c.Options.RealNodeKubeProxy {
+		kc := filepath.Join(c.dataDir, "kubeconfigs", kubeProxyName+".kubeconfig")
+		if err := WriteClientKubeconfig(kc, c.APIServers[0].URL, c.PKI, kubeProxyName, KubeProxyUser); err != nil {
+			return err
+		}
 	}
 	for _, n := range c.RealNodes {
 		user := NodeUser(n.NodeName)
@@ -198,6 +216,9 @@ func (c *Cluster) readyRealNodes() []ReadyRealNode {
 		if ct := n.Containerd(); ct != nil {
 			r.ContainerdPID = ct.Pid()
 		}
+		if kp := n.KubeProxy(); kp != nil {
+			r.KubeProxyPID = kp.Pid()
+		}
 		out = append(out, r)
 	}
 	return out
@@ -209,6 +230,8 @@ type ReadyRealNode struct {
 	NodeIP        string `json:"nodeIP"`
 	KubeletPID    int    `json:"kubeletPID"`
 	ContainerdPID int    `json:"containerdPID"`
+	// KubeProxyPID is 0 with --real-node-kube-proxy=false.
+	KubeProxyPID int `json:"kubeProxyPID,omitempty"`
 	// ContainerdSocket is the node's containerd (ctr --address, crictl
 	// --runtime-endpoint unix://...).
 	ContainerdSocket string `json:"containerdSocket"`

@@ -1,7 +1,8 @@
 // Package realnode tests local-up --real-nodes=1 end to end on this
 // machine: containerd and a real kubelet beside the control plane, a
 // busybox pod that runs as a real process, kubectl logs and exec through
-// the apiserver and the kubelet, a crash of local-up followed by a start
+// the apiserver and the kubelet, a Service reached through kube-proxy's
+// rules from a pod and from the host, a crash of local-up followed by a start
 // that undoes what it left, and a host left as it was found (addresses,
 // devices, sysctls, iptables, mounts, cgroups, directories, processes).
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,9 +60,14 @@ func TestRealNodeRunsPods(t *testing.T) {
 	node := lu.Ready.RealNodes[0]
 	t.Logf("real node %s: kubelet pid %d, containerd pid %d, node IP %s", node.Name, node.KubeletPID, node.ContainerdPID, node.NodeIP)
 
-	k.run(ctx, t, "delete", "pod", "x", "--ignore-not-found", "--wait=true")
+	k.run(ctx, t, "delete", "pod", "x", "web", "--ignore-not-found", "--wait=true")
+	k.run(ctx, t, "delete", "service", "web", "--ignore-not-found")
 	k.run(ctx, t, "run", "x", "--image=registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "--restart=Always", "--", "sh", "-c", podCommand)
 	first := podRunsForReal(ctx, t, k, node.Name, "")
+	if node.KubeProxyPID == 0 {
+		t.Fatalf("ready file lists no kube-proxy for %s", node.Name)
+	}
+	serviceWorks(ctx, t, k)
 
 	// A crash: SIGKILL leaves the containers, their shims, the node IP,
 	// the bridge, iptables and sysctls behind; the next start undoes them
@@ -78,7 +84,8 @@ func TestRealNodeRunsPods(t *testing.T) {
 		t.Errorf("the start after a crash did not undo its leftovers:\n%s", lu.Output())
 	}
 	podRunsForReal(ctx, t, k, node.Name, first)
-	k.run(ctx, t, "delete", "pod", "x", "--wait=false")
+	k.run(ctx, t, "delete", "pod", "x", "web", "--wait=false")
+	k.run(ctx, t, "delete", "service", "web")
 
 	if err := lu.Stop(2 * time.Minute); err != nil {
 		t.Fatalf("local-up exited with %v after SIGINT:\n%s", err, lu.Output())
@@ -148,6 +155,42 @@ func podRunsForReal(ctx context.Context, t *testing.T, k kubectl, node, oldConta
 		t.Errorf("no process on this host runs the pod's sleep 3600")
 	}
 	return container
+}
+
+// serviceWorks serves a page from a busybox httpd pod behind Service web
+// and fetches it through the Service's ClusterIP, which only kube-proxy's
+// rules make reachable, from pod x and from the host.
+func serviceWorks(ctx context.Context, t *testing.T, k kubectl) {
+	t.Helper()
+	k.run(ctx, t, "run", "web", "--image=registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "--labels=app=web", "--",
+		"sh", "-c", "mkdir -p /www && echo hello-svc > /www/index.html && exec httpd -f -p 8080 -h /www")
+	k.run(ctx, t, "expose", "pod", "web", "--port=80", "--target-port=8080", "--name=web")
+	k.run(ctx, t, "wait", "--for=condition=Ready", "pod/web", "--timeout=3m")
+	ip := strings.TrimSpace(k.run(ctx, t, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"))
+	// kube-proxy writes the Service's rules shortly after it appears.
+	var got string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := exec.CommandContext(ctx, k.bin, "--kubeconfig="+k.kubeconfig, "exec", "x", "--", "wget", "-qO-", "http://"+ip+"/").Output()
+		got = string(out)
+		if err == nil && strings.Contains(got, "hello-svc") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod x could not fetch http://%s/ (Service web) within 1m: %q, %v", ip, got, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	t.Logf("pod x -> Service web %s: %q", ip, got)
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "80"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("the host cannot reach Service web at %s:80: %v", ip, err)
+	}
+	_ = conn.Close()
 }
 
 // hostRuns reports whether a process on the host has this command line.

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 )
@@ -164,7 +166,10 @@ func TestValidate(t *testing.T) {
 		{"tiny pod CIDR", func(o *Options) { o.PodCIDR = "10.1.0.0/30" }, "too small"},
 		{"bad pod CIDR", func(o *Options) { o.PodCIDR = "10.1.0.0" }, `pod CIDR "10.1.0.0"`},
 		{"long bridge name", func(o *Options) { o.Bridge = "freshcache-bridge0" }, "bridge name"},
-		{"same ports", func(o *Options) { o.HealthzPort = 10250 }, "both 10250"},
+		{"same ports", func(o *Options) { o.HealthzPort = 10250 }, "port 10250 is given twice"},
+		{"kube-proxy port of the kubelet", func(o *Options) { o.ProxyMetricsPort = 10248 }, "port 10248 is given twice"},
+		{"kube-proxy without kubeconfig", func(o *Options) { o.KubeProxyBinary = "/bin/kube-proxy" }, "KubeProxyKubeconfig is empty"},
+		{"kube-proxy", func(o *Options) { o.KubeProxyBinary, o.KubeProxyKubeconfig = "/bin/kube-proxy", "/kp" }, ""},
 		{"port out of range", func(o *Options) { o.KubeletPort = 70000 }, "kubelet port 70000"},
 		{"no kubelet", func(o *Options) { o.KubeletBinary = "" }, "KubeletBinary is empty"},
 		{"no starter", func(o *Options) { o.Start = nil }, "Start is nil"},
@@ -184,5 +189,43 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestRenderKubeProxyConfig(t *testing.T) {
+	out, err := renderKubeProxyConfig(kubeProxySettings{
+		Kubeconfig: "/kp.kubeconfig", NodeName: "real-0", NodeIP: "10.200.0.1", ClusterCIDR: "10.244.0.0/24",
+		HealthzPort: 10256, MetricsPort: 10249,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg kubeproxyv1alpha1.KubeProxyConfiguration
+	if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"kind", cfg.Kind, "KubeProxyConfiguration"},
+		{"mode", string(cfg.Mode), "iptables"},
+		{"kubeconfig", cfg.ClientConnection.Kubeconfig, "/kp.kubeconfig"},
+		{"hostname", cfg.HostnameOverride, "real-0"},
+		{"healthz", cfg.HealthzBindAddress, "127.0.0.1:10256"},
+		{"metrics", cfg.MetricsBindAddress, "127.0.0.1:10249"},
+		{"cluster CIDR", cfg.ClusterCIDR, "10.244.0.0/24"},
+		{"node ports", strings.Join(cfg.NodePortAddresses, ","), "10.200.0.1/32"},
+		// What keeps it off the host's settings.
+		{"localhost node ports (route_localnet)", *cfg.IPTables.LocalhostNodePorts, false},
+		{"conntrack max per core", *cfg.Conntrack.MaxPerCore, int32(0)},
+		{"conntrack established timeout", cfg.Conntrack.TCPEstablishedTimeout.Duration, time.Duration(0)},
+		{"conntrack close-wait timeout", cfg.Conntrack.TCPCloseWaitTimeout.Duration, time.Duration(0)},
+		{"oom score", *cfg.OOMScoreAdj, int32(0)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package realnode runs a real Kubernetes node beside local-up's control
 // plane (local-up --real-nodes=1): containerd with runc and the CNI bridge
-// plugin, and the upstream kubelet, whose pods are real processes, with
-// real logs and exec. Package localup calls it; everything is behind that
+// plugin, the upstream kubelet, whose pods are real processes with real
+// logs and exec, and optionally kube-proxy in iptables mode (kubeproxy.go),
+// so Services work. Package localup calls it; everything is behind that
 // flag, and hollow (kubemark) nodes stay local-up's default.
 //
 // # What the caller does
@@ -16,11 +17,12 @@
 //     nothing on the host but the packages, so a failed check leaves
 //     nothing to clean up.
 //  2. Start, once the apiserver serves: it adds the node IP to lo, writes
-//     the configuration under Options.Dir, starts containerd and the
-//     kubelet through Options.Start (the caller supervises them: either
-//     exiting ends the run) and waits for the kubelet's /healthz. The
+//     the configuration under Options.Dir, starts containerd, the kubelet
+//     and kube-proxy through Options.Start (the caller supervises them: any
+//     of them exiting ends the run) and waits for their /healthz. The
 //     caller then waits for the Node object to be Ready.
-//  3. Stop, always, also after a failed Start: it stops the kubelet,
+//  3. Stop, always, also after a failed Start: it stops kube-proxy and the
+//     kubelet,
 //     removes every pod sandbox over CRI (the CNI plugins release what
 //     they set up), stops containerd and undoes every host change.
 //

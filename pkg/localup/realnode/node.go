@@ -24,6 +24,7 @@ type Node struct {
 	state      *State
 	containerd Child
 	kubelet    Child
+	kubeProxy  Child
 }
 
 // systemDirs are directories outside Dir that containerd, the CNI plugins
@@ -122,7 +123,13 @@ func (n *Node) Start(ctx context.Context) error {
 	if err := n.importImages(ctx, n.images); err != nil {
 		return err
 	}
-	return n.startKubelet(ctx)
+	if err := n.startKubelet(ctx); err != nil {
+		return err
+	}
+	if n.opts.KubeProxyBinary != "" {
+		return n.startKubeProxy(ctx)
+	}
+	return nil
 }
 
 // record writes the undo journal before anything changes.
@@ -256,6 +263,10 @@ func (n *Node) Stop() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var errs []error
+	if n.kubeProxy != nil {
+		n.kubeProxy.Stop(n.opts.ShutdownGrace)
+		n.kubeProxy = nil
+	}
 	if n.kubelet != nil {
 		n.kubelet.Stop(n.opts.ShutdownGrace)
 		n.kubelet = nil
@@ -291,6 +302,9 @@ func (n *Node) KubeletRoot() string { return n.layout.kubeletRoot() }
 
 // Kubelet is the kubelet's process, once started.
 func (n *Node) Kubelet() Child { return n.kubelet }
+
+// KubeProxy is kube-proxy's process, once started.
+func (n *Node) KubeProxy() Child { return n.kubeProxy }
 
 // Containerd is containerd's process, once started.
 func (n *Node) Containerd() Child { return n.containerd }

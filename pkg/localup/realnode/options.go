@@ -16,6 +16,9 @@ const (
 	DefaultBridge      = "freshcache0"
 	DefaultKubeletPort = 10250
 	DefaultHealthzPort = 10248
+	// kube-proxy's, on 127.0.0.1.
+	DefaultProxyHealthzPort = 10256
+	DefaultProxyMetricsPort = 10249
 )
 
 // ErrInvalidOptions is wrapped by Validate's errors.
@@ -44,6 +47,11 @@ type Options struct {
 
 	// Kubeconfig is the kubelet's kubeconfig (system:node:<NodeName>).
 	Kubeconfig string
+	// KubeProxyBinary, when set, runs kube-proxy (iptables mode) with
+	// KubeProxyKubeconfig (system:kube-proxy), its /healthz and /metrics
+	// on ProxyHealthzPort and ProxyMetricsPort of 127.0.0.1.
+	KubeProxyBinary, KubeProxyKubeconfig string
+	ProxyHealthzPort, ProxyMetricsPort   int
 	// CACert verifies the clients of the kubelet's https port (the
 	// apiserver's kubelet client certificate).
 	CACert string
@@ -110,6 +118,12 @@ func (o *Options) setDefaults() {
 	if o.HealthzPort == 0 {
 		o.HealthzPort = DefaultHealthzPort
 	}
+	if o.ProxyHealthzPort == 0 {
+		o.ProxyHealthzPort = DefaultProxyHealthzPort
+	}
+	if o.ProxyMetricsPort == 0 {
+		o.ProxyMetricsPort = DefaultProxyMetricsPort
+	}
 	if o.CNIBinDir == "" {
 		o.CNIBinDir = "/usr/lib/cni"
 	}
@@ -163,13 +177,20 @@ func (o *Options) Validate() error {
 	for _, p := range []struct {
 		name string
 		port int
-	}{{"kubelet port", o.KubeletPort}, {"kubelet healthz port", o.HealthzPort}} {
+	}{{"kubelet port", o.KubeletPort}, {"kubelet healthz port", o.HealthzPort}, {"kube-proxy healthz port", o.ProxyHealthzPort}, {"kube-proxy metrics port", o.ProxyMetricsPort}} {
 		if p.port < 1 || p.port > 65535 {
 			bad("%s %d is out of range", p.name, p.port)
 		}
 	}
-	if o.KubeletPort == o.HealthzPort {
-		bad("the kubelet port and its healthz port are both %d", o.KubeletPort)
+	seen := map[int]bool{}
+	for _, p := range []int{o.KubeletPort, o.HealthzPort, o.ProxyHealthzPort, o.ProxyMetricsPort} {
+		if seen[p] {
+			bad("port %d is given twice (kubelet, its healthz, kube-proxy's healthz and metrics need four)", p)
+		}
+		seen[p] = true
+	}
+	if o.KubeProxyBinary != "" && o.KubeProxyKubeconfig == "" {
+		bad("KubeProxyKubeconfig is empty")
 	}
 	for name, v := range map[string]string{"Kubeconfig": o.Kubeconfig, "CACert": o.CACert, "ServingCert": o.ServingCert, "ServingKey": o.ServingKey, "KubeletBinary": o.KubeletBinary, "PauseBinary": o.PauseBinary} {
 		if v == "" {

@@ -25,6 +25,7 @@ var (
 	ErrInUse     = errors.New("realnode: already in use")
 	ErrBusybox   = errors.New("realnode: /bin/busybox is not the static one")
 	ErrOtherNode = errors.New("realnode: another local-up runs a real node on this data directory")
+	ErrKernel    = errors.New("realnode: the kernel lacks a feature")
 )
 
 // CheckRoot fails unless this process is root, naming the command to run
@@ -191,6 +192,9 @@ func (o *Options) checkNetwork(ctx context.Context) error {
 	if linkExists(o.Bridge) {
 		errs = append(errs, fmt.Errorf("%w: network device %s exists (another real node?)", ErrInUse, o.Bridge))
 	}
+	if _, err := os.Stat(filepath.Join(procSys, "net/bridge/bridge-nf-call-iptables")); o.KubeProxyBinary != "" && err != nil {
+		errs = append(errs, fmt.Errorf("%w: kube-proxy needs the br_netfilter module (Services between pods on one bridge): run modprobe br_netfilter", ErrKernel))
+	}
 	_, pods, _ := net.ParseCIDR(o.PodCIDR)
 	if addrs, err := net.InterfaceAddrs(); err == nil {
 		for _, a := range addrs {
@@ -202,7 +206,11 @@ func (o *Options) checkNetwork(ctx context.Context) error {
 	for _, p := range []struct {
 		what, host string
 		port       int
-	}{{"kubelet port", "0.0.0.0", o.KubeletPort}, {"kubelet healthz port", "127.0.0.1", o.HealthzPort}} {
+	}{{"kubelet port", "0.0.0.0", o.KubeletPort}, {"kubelet healthz port", "127.0.0.1", o.HealthzPort},
+		{"kube-proxy healthz port", "127.0.0.1", o.ProxyHealthzPort}, {"kube-proxy metrics port", "127.0.0.1", o.ProxyMetricsPort}} {
+		if o.KubeProxyBinary == "" && p.port != o.KubeletPort && p.port != o.HealthzPort {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort(p.host, strconv.Itoa(p.port)))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s %d: %w", ErrInUse, p.what, p.port, err))
