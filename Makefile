@@ -63,7 +63,7 @@ test-bench: build ## Test the benchmark tools' module (tools/bench: harness, dia
 # then checks the host is as before (test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
-test-real-nodes: build ## Real node end to end as root: containerd + kubelet + kube-proxy, a pod's logs and exec, a Service, crash recovery, host restored (~2 min after the build).
+test-real-nodes: build ## Real node end to end as root: containerd + kubelet + kube-proxy, a pod's logs and exec, a Service, crash recovery, host restored (~1 min, plus make build).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build ## Run only the end-to-end test.

@@ -7,7 +7,7 @@
 // devices, sysctls, iptables, mounts, cgroups, directories, processes).
 //
 // It changes the host, so it runs only as root with FRESHCACHE_REAL_NODES=1
-// (make test-real-nodes, about 2 minutes after the build; not part of make test), and
+// (make test-real-nodes, about a minute plus make build; not part of make test), and
 // needs the binaries of make build in FRESHCACHE_BIN_DIR. Its data
 // directory is <bin dir>/../test-real-nodes, kept for the logs.
 package realnode

@@ -281,6 +281,10 @@ func (n *Node) Stop() error {
 		}
 		n.containerd.Stop(n.opts.ShutdownGrace)
 		n.containerd = nil
+		// The shims of the removed sandboxes exit on their own, a moment
+		// after containerd answered; the undo kills what is left after
+		// that moment.
+		_ = waitGone(ctx, shimPids(n.layout.containerdSocket()), 5*time.Second)
 	}
 	if n.state != nil {
 		if err := undo(ctx, n.opts.Dir, n.state); err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -90,7 +91,9 @@ func TakeSnapshot(ctx context.Context, roots ...string) (HostSnapshot, error) {
 	return s, nil
 }
 
-// nodeProcesses lists the running processes named like a real node's.
+// nodeProcesses lists the running processes named like a real node's. A
+// zombie does not count: it is gone but for its exit status, which its
+// parent (for a shim, whatever reaps orphans) collects in its own time.
 func nodeProcesses() []string {
 	var out []string
 	comms, _ := filepath.Glob("/proc/[0-9]*/comm")
@@ -100,6 +103,9 @@ func nodeProcesses() []string {
 			continue
 		}
 		name := strings.TrimSpace(string(data))
+		if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(c))); err != nil || !processAlive(pid) {
+			continue
+		}
 		switch {
 		case name == "containerd", name == "kubelet", name == "pause", strings.HasPrefix(name, "containerd-shim"):
 			out = append(out, name+" (pid "+filepath.Base(filepath.Dir(c))+")")
