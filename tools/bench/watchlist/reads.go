@@ -96,13 +96,19 @@ func newReadClients(rc *rest.Config, perKind int) ([]readClient, error) {
 
 // readTally is one read kind's results over a phase.
 type readTally struct {
+	// lat holds every finished read's latency and, as a lower bound, the
+	// time each read cut by the end of the phase had waited.
 	lat      []time.Duration
+	ops      int64 // finished reads
+	cut      int64 // reads cut by the end of the phase
 	errs     int64
 	firstErr string
 }
 
 // run loops every client until ctx is done and returns each kind's
-// tally. A read cut by the end of the phase is not counted.
+// tally. A read cut by the end of the phase is no error and no op, but its
+// time so far goes into the latencies: when reads take seconds, the cut
+// ones are the slowest, and leaving them out would bias the tail low.
 func (r *readers) run(ctx context.Context, clients []readClient) map[string]*readTally {
 	var (
 		mu  sync.Mutex
@@ -122,7 +128,9 @@ func (r *readers) run(ctx context.Context, clients []readClient) map[string]*rea
 				err := read(ctx, c.cs, rnd)
 				d := time.Since(t0)
 				if err != nil && ctx.Err() != nil {
-					break // cut by the end of the phase: not the server's error
+					local.cut++
+					local.lat = append(local.lat, d)
+					break
 				}
 				if err != nil {
 					local.errs++
@@ -131,12 +139,15 @@ func (r *readers) run(ctx context.Context, clients []readClient) map[string]*rea
 					}
 					continue
 				}
+				local.ops++
 				local.lat = append(local.lat, d)
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			t := out[c.kind]
 			t.lat = append(t.lat, local.lat...)
+			t.ops += local.ops
+			t.cut += local.cut
 			t.errs += local.errs
 			if t.firstErr == "" {
 				t.firstErr = local.firstErr
@@ -152,7 +163,7 @@ func readStats(tallies map[string]*readTally, secs float64) []ReadStats {
 	out := make([]ReadStats, 0, len(AllReads))
 	for _, kind := range AllReads {
 		t := tallies[kind]
-		s := ReadStats{Kind: kind, Ops: int64(len(t.lat)), Errors: t.errs, FirstError: t.firstErr}
+		s := ReadStats{Kind: kind, Ops: t.ops, Cut: t.cut, Errors: t.errs, FirstError: t.firstErr}
 		if secs > 0 {
 			s.OpsPerSec = float64(s.Ops) / secs
 		}

@@ -130,10 +130,13 @@ func (p *PhaseResult) ReadsPerSec() float64 {
 	return sum
 }
 
-// ReadStats is one read kind over one phase, as the clients saw it.
+// ReadStats is one read kind over one phase, as the clients saw it. The
+// latencies include, as lower bounds, the reads cut by the end of the
+// phase (Cut); Ops and OpsPerSec count finished reads only.
 type ReadStats struct {
 	Kind       string  `json:"kind"`
 	Ops        int64   `json:"ops"`
+	Cut        int64   `json:"cut"`
 	Errors     int64   `json:"errors"`
 	FirstError string  `json:"first_error,omitempty"`
 	OpsPerSec  float64 `json:"ops_per_sec"`
