@@ -32,11 +32,13 @@
 //  5. Warm-up, then the steady window (the pre-stall level), then
 //     SIGSTOP of etcd for Config.Stall (optionally with Config.StallWrites
 //     updates queued at the stopped etcd, which land together when it
-//     resumes), SIGCONT, and Config.After of observation. Readers then stop starting reads and every read in
-//     flight is waited for, so that none is lost uncounted.
+//     resumes), SIGCONT, and Config.After of observation. Readers then
+//     stop starting reads and every read in flight is waited for, so that
+//     none is lost uncounted.
 //
 // Throughout, the kube-apiserver's and etcd's VmRSS are sampled every
-// Config.SampleEvery, and the apiserver's cache metrics every second.
+// Config.SampleEvery, the apiserver's cache metrics every 2 s and
+// etcd's every 250 ms.
 //
 // # Who calls it
 //

@@ -62,11 +62,11 @@ func writeDefinitions(b *strings.Builder, c Config) {
 	fmt.Fprintf(b, `## How to read it
 
 - **RSS** is VmRSS of the kube-apiserver process and of the etcd process (/proc/PID/status), sampled every %v. *pre* is the median over the steady window; *peak* the highest sample from the SIGSTOP until every read in flight was answered; *growth* = peak / pre.
-- **etcd sent from stall** is the change of etcd's etcd_network_client_grpc_sent_bytes_total (every gRPC message etcd sent, watch events included) from the last scrape before the SIGSTOP to the end; etcd's /metrics is scraped every second and does not answer while etcd is stopped.
+- **etcd sent from stall** is the change of etcd's etcd_network_client_grpc_sent_bytes_total (every gRPC message etcd sent, watch events included) from the last scrape before the SIGSTOP to the end; etcd's /metrics is scraped every 250 ms and does not answer while etcd is stopped.
 - **2xx / 429 / 5xx / other** count every LIST started from the steady window on, by the answer it got; *other* is any other status, a client-side timeout or a broken connection. A read is lost when it is 5xx or other: every read is either answered or told to retry.
 - **p99 of 2xx** is over the answered LISTs started in the steady window / started from the SIGSTOP on, whole answer read.
 - **back to pre-stall latency** is the time from the SIGCONT to the start of the first run of %d LISTs in a row (in order of their start, all started after the SIGCONT) that were each answered 2xx within the steady window's p99: when reads are served from the cache at the pre-stall pace again. *never* means no such run before the end of the observation.
-- **apiserver's count from stall on** are the apiserver's own consistent LISTs of configmaps by outcome from the SIGSTOP on: upstream's apiserver_watch_cache_consistent_read_total (fallback="true" is *fallback*, fallback="skipped" is *rejected*), freshcache's apiserver_freshcache_reads_total (*over_budget* is a 429 because the fallbacks in flight were over --consistent-read-fallback-budget).
+- **apiserver's count from stall on** are the apiserver's own consistent LISTs (its /metrics, scraped every 2 s; it does not answer while etcd is stopped, since it asks etcd for its database size) of configmaps by outcome from the SIGSTOP on: upstream's apiserver_watch_cache_consistent_read_total (fallback="true" is *fallback*, fallback="skipped" is *rejected*), freshcache's apiserver_freshcache_reads_total (*over_budget* is a 429 because the fallbacks in flight were over --consistent-read-fallback-budget).
 
 `, c.SampleEvery, recoveryRun)
 }

@@ -70,7 +70,7 @@ type ConfigResult struct {
 	OutcomesFromStall map[string]float64 `json:"outcomes_from_stall,omitempty"`
 	// PeakFallbackObjects is freshcache's fallback_objects_in_flight at
 	// its highest; PeakEtcdRanges the most Range RPCs etcd had in flight
-	// at one scrape (both sampled every second).
+	// at one scrape (the apiserver scraped every 2 s, etcd every 250 ms).
 	PeakFallbackObjects float64 `json:"peak_fallback_objects"`
 	PeakEtcdRanges      float64 `json:"peak_etcd_ranges_in_flight"`
 	// EtcdSentSteady and EtcdSentFromStall are the bytes etcd sent its

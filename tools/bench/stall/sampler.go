@@ -51,8 +51,8 @@ func statusKB(status []byte, key string) int64 {
 	return 0
 }
 
-// MetricSample is what the apiserver and etcd said at one moment (each
-// scrape bounded by a second; etcd does not answer while stopped).
+// MetricSample is what the apiserver or etcd said at one moment (neither
+// answers while etcd is stopped).
 type MetricSample struct {
 	At time.Duration `json:"-"`
 	// Reads are the apiserver's consistent LISTs of configmaps so far by
@@ -80,7 +80,7 @@ func (m MetricSample) MarshalJSON() ([]byte, error) {
 }
 
 // sampler samples both processes' RSS every Config.SampleEvery, the
-// apiserver's metrics every second and etcd's every etcdScrapeEvery,
+// apiserver's metrics every apiScrapeEvery and etcd's every etcdScrapeEvery,
 // until stop. A MetricSample holds either the apiserver's fields or
 // etcd's.
 type sampler struct {
@@ -120,18 +120,19 @@ func (s *sampler) start(ctx context.Context) {
 	every(s.every, func() {
 		s.rss = append(s.rss, Sample{At: time.Since(s.t0), APIServer: rssBytes(s.apiPID), Etcd: rssBytes(s.etcdPID)})
 	})
-	// The apiserver's page is megabytes and costs it CPU to render; etcd's
-	// is small, and its Range RPCs in flight change within a second.
-	every(time.Second, func() {
+	// The apiserver's page is megabytes and costs it CPU to render, more
+	// than a second of it on a loaded machine; etcd's is small, and its
+	// Range RPCs in flight change within a second.
+	every(apiScrapeEvery, func() {
 		m := MetricSample{At: time.Since(s.t0)}
-		if lines, err := fetchLines(ctx, s.hc, s.apiMetrics, apiMetricNames); err == nil {
+		if lines, err := fetchLines(ctx, s.hc, s.apiMetrics, apiMetricNames, apiScrapeTimeout); err == nil {
 			m.Reads, m.FallbackObjects = apiserverReads(lines)
 		}
 		s.api = append(s.api, m)
 	})
 	every(etcdScrapeEvery, func() {
 		m := MetricSample{At: time.Since(s.t0)}
-		if lines, err := fetchLines(ctx, http.DefaultClient, s.etcdMetrics, etcdMetricNames); err == nil {
+		if lines, err := fetchLines(ctx, http.DefaultClient, s.etcdMetrics, etcdMetricNames, etcdScrapeTimeout); err == nil {
 			m.EtcdOK = true
 			m.EtcdSentBytes, m.EtcdRangesInFlight = etcdCounters(lines)
 		}
@@ -139,8 +140,15 @@ func (s *sampler) start(ctx context.Context) {
 	})
 }
 
-// etcdScrapeEvery is the etcd metrics interval.
-const etcdScrapeEvery = 250 * time.Millisecond
+// Intervals and bounds of the metric scrapes. The apiserver's /metrics
+// also asks etcd (its database size), so it does not answer while etcd is
+// stopped either.
+const (
+	apiScrapeEvery    = 2 * time.Second
+	apiScrapeTimeout  = 5 * time.Second
+	etcdScrapeEvery   = 250 * time.Millisecond
+	etcdScrapeTimeout = time.Second
+)
 
 // stop ends sampling and returns the RSS samples, and the apiserver's
 // and etcd's metric samples merged in time order.
@@ -152,13 +160,10 @@ func (s *sampler) stop() ([]Sample, []MetricSample) {
 	return s.rss, ms
 }
 
-// scrapeTimeout bounds one scrape.
-const scrapeTimeout = time.Second
-
 // fetchLines GETs a Prometheus text page and keeps the sample lines of the
 // named metrics.
-func fetchLines(ctx context.Context, hc *http.Client, url string, names []string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+func fetchLines(ctx context.Context, hc *http.Client, url string, names []string, timeout time.Duration) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
