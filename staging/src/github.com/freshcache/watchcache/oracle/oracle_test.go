@@ -410,7 +410,14 @@ func TestFetchFailure(t *testing.T) {
 		if !errors.Is(err, ErrFetchFailed) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFetchTimedOut) {
 			t.Fatalf("err=%v, want ErrFetchFailed from the closed client, not a timeout", err)
 		}
-		if got := rec.get(); len(got) != 2 || got[1].err == nil || got[1].reads != 1 {
+		// The fetch is recorded once its callers are answered: wait for it.
+		deadline := time.Now().Add(waitLimit)
+		got := rec.get()
+		for len(got) < 2 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+			got = rec.get()
+		}
+		if len(got) != 2 || got[1].err == nil || got[1].reads != 1 {
 			t.Fatalf("recorded %+v", got)
 		}
 	})
