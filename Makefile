@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -39,7 +39,9 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/freshcache-pause
 
-run: build ## Run etcd + kube-apiserver locally (the README's run command).
+# CoreDNS (tools/coredns, a module of its own) is only for real nodes: it
+# is built when RUN_ARGS ask for them.
+run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
 test: test-lib test-root test-bench test-robustness test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every default test: library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero.
@@ -63,7 +65,11 @@ test-bench: build ## Test the benchmark tools' module (tools/bench: harness, dia
 # then checks the host is as before (test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
-test-real-nodes: build ## Real node end to end as root: containerd + kubelet + kube-proxy, a pod's logs and exec, a Service, crash recovery, host restored (~1 min, plus make build).
+coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (tools/coredns) into _output/bin.
+	@mkdir -p $(BIN)
+	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
+
+test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, crash recovery, host restored (~1 min, plus make build).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build ## Run only the end-to-end test.

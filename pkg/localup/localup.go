@@ -59,8 +59,9 @@ type Cluster struct {
 // binaries are the resolved paths of the programs a run needs.
 type binaries struct {
 	apiserver, controllerManager, scheduler, kubemark string
-	// kubelet, kube-proxy and pause (freshcache-pause) for --real-nodes.
-	kubelet, kubeProxy, pause string
+	// kubelet, kube-proxy, pause (freshcache-pause) and coredns for
+	// --real-nodes.
+	kubelet, kubeProxy, pause, coredns string
 }
 
 // ports are picked or checked before anything starts, so a busy port
@@ -205,6 +206,11 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 			return nil, err
 		}
 		fmt.Fprintf(out, "real nodes: %d Ready after %s\n", o.RealNodes, time.Since(began).Round(100*time.Millisecond))
+		if o.RealNodeDNS {
+			if err := c.deployCoreDNS(ctx, admin, out); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if o.Controllers {
 		// What a pod in the default namespace needs from the controllers:
@@ -518,6 +524,9 @@ func (o *Options) resolveBinaries() (binaries, error) {
 		if o.RealNodeKubeProxy {
 			resolve(&b.kubeProxy, "kube-proxy", "")
 		}
+		if o.RealNodeDNS {
+			resolve(&b.coredns, "coredns", "")
+		}
 	}
 	return b, errors.Join(errs...)
 }
@@ -550,6 +559,8 @@ func resolveBinary(flag, given string) (string, error) {
 		hint = ", or --real-nodes=0"
 	case "kube-proxy":
 		hint = ", or --real-node-kube-proxy=false"
+	case "coredns":
+		return "", errors.New("no coredns binary next to local-up or on $PATH; run `make coredns` (tools/coredns), or pass --real-node-dns=false")
 	}
 	return "", fmt.Errorf("no %s binary next to local-up or on $PATH; run `make build` or pass --%s%s", flag, flag, hint)
 }

@@ -81,6 +81,9 @@ type Options struct {
 	RealNodeIP string
 	// RealNodeKubeProxy runs kube-proxy (iptables mode) on each real node.
 	RealNodeKubeProxy bool
+	// RealNodeDNS deploys CoreDNS on the first real node and points the
+	// real kubelets' clusterDNS at it; it needs RealNodeKubeProxy.
+	RealNodeDNS bool
 
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
@@ -114,6 +117,7 @@ func NewOptions() *Options {
 		NodeNamePrefix:    "hollow-",
 		RealNodeIP:        realnode.DefaultNodeIP,
 		RealNodeKubeProxy: true,
+		RealNodeDNS:       true,
 	}
 }
 
@@ -143,6 +147,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
 	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs.")
 	fs.BoolVar(&o.RealNodeKubeProxy, "real-node-kube-proxy", o.RealNodeKubeProxy, "Run kube-proxy (iptables mode, as system:kube-proxy) on the real nodes, so Services work from pods and the host.")
+	fs.BoolVar(&o.RealNodeDNS, "real-node-dns", o.RealNodeDNS, "Deploy CoreDNS (Service kube-system/kube-dns at 10.0.0.10) on the real node and make it the real kubelets' cluster DNS; needs --real-node-kube-proxy and the coredns binary (make coredns).")
 	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, e.g. hollow-0=2,hollow-1=1.")
 }
 

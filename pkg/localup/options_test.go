@@ -49,6 +49,10 @@ func TestValidateNodeFlags(t *testing.T) {
 		{"loopback real node IP", []string{"--real-nodes=1", "--real-node-ip=127.0.0.2"}, "--real-node-ip=\"127.0.0.2\": want an IPv4 address outside 127.0.0.0/8"},
 		{"IPv6 real node IP", []string{"--real-nodes=1", "--real-node-ip=fd00::1"}, "--real-node-ip=\"fd00::1\""},
 		{"bad real node IP ignored without real nodes", []string{"--real-node-ip=x"}, ""},
+		{"DNS without kube-proxy", []string{"--real-nodes=1", "--real-node-kube-proxy=false"}, "--real-node-dns needs --real-node-kube-proxy"},
+		{"neither DNS nor kube-proxy", []string{"--real-nodes=1", "--real-node-kube-proxy=false", "--real-node-dns=false"}, ""},
+		{"DNS without controllers", []string{"--real-nodes=1", "--controllers=false"}, "--real-node-dns needs --controllers"},
+		{"bare real node", []string{"--real-nodes=1", "--controllers=false", "--real-node-dns=false"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

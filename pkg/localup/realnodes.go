@@ -7,6 +7,7 @@ package localup
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -61,6 +62,12 @@ func (o *Options) validateRealNodes() []error {
 	if ip := net.ParseIP(o.RealNodeIP); o.RealNodes > 0 && (ip == nil || ip.To4() == nil || ip.IsLoopback() || ip.IsUnspecified()) {
 		errs = append(errs, fmt.Errorf("--real-node-ip=%q: want an IPv4 address outside 127.0.0.0/8 (the kubelet needs an address that is not loopback)", o.RealNodeIP))
 	}
+	if o.RealNodes > 0 && o.RealNodeDNS && !o.Controllers {
+		errs = append(errs, errors.New("--real-node-dns needs --controllers: CoreDNS is a Deployment; give --real-node-dns=false too"))
+	}
+	if o.RealNodes > 0 && o.RealNodeDNS && !o.RealNodeKubeProxy {
+		errs = append(errs, errors.New("--real-node-dns needs --real-node-kube-proxy: pods reach CoreDNS through the kube-dns Service's IP; give --real-node-dns=false too"))
+	}
 	if o.RealNodes > 0 && o.Nodes > 0 && o.NodeNamePrefix == RealNodeNamePrefix {
 		errs = append(errs, fmt.Errorf("--node-name-prefix=%s is the real nodes' prefix; pick another for the hollow nodes", RealNodeNamePrefix))
 	}
@@ -102,6 +109,13 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 		}
 		kubeProxyKubeconfig = filepath.Join(c.dataDir, "kubeconfigs", kubeProxyName+".kubeconfig")
 	}
+	clusterDNS := ""
+	if o.RealNodeDNS {
+		if err := c.PKI.EnsureClient(coreDNSName, CoreDNSUser, nil); err != nil {
+			return err
+		}
+		clusterDNS = DNSServiceIP
+	}
 	for i := 0; i < o.RealNodes; i++ {
 		name := RealNodeName(i)
 		nodeIP := o.RealNodeIP
@@ -125,6 +139,8 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 			KubeletBinary:       c.bins.kubelet,
 			KubeProxyBinary:     c.bins.kubeProxy,
 			KubeProxyKubeconfig: kubeProxyKubeconfig,
+			CoreDNSBinary:       c.bins.coredns,
+			ClusterDNS:          clusterDNS,
 			PauseBinary:         c.bins.pause,
 			Install:             true,
 			Start:               c.startRealNodeChild,
@@ -160,6 +176,11 @@ func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface
 	if err := ensureKubeletAPIAdmin(ctx, admin); err != nil {
 		return err
 	}
+	if c.Options.RealNodeDNS {
+		if err := WriteClientKubeconfig(c.coreDNSKubeconfig(), c.APIServers[0].URL, c.PKI, coreDNSName, CoreDNSUser); err != nil {
+			return err
+		}
+	}
 	if c.Options.RealNodeKubeProxy {
 		kc := filepath.Join(c.dataDir, "kubeconfigs", kubeProxyName+".kubeconfig")
 		if err := WriteClientKubeconfig(kc, c.APIServers[0].URL, c.PKI, kubeProxyName, KubeProxyUser); err != nil {
@@ -177,6 +198,11 @@ func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface
 		}
 	}
 	return nil
+}
+
+// coreDNSKubeconfig is CoreDNS's kubeconfig, mounted into its pod.
+func (c *Cluster) coreDNSKubeconfig() string {
+	return filepath.Join(c.dataDir, "kubeconfigs", coreDNSName+".kubeconfig")
 }
 
 // ensureKubeletAPIAdmin binds system:kubelet-api-admin to the apiserver's

@@ -67,7 +67,8 @@ func TestRealNodeRunsPods(t *testing.T) {
 	if node.KubeProxyPID == 0 {
 		t.Fatalf("ready file lists no kube-proxy for %s", node.Name)
 	}
-	serviceWorks(ctx, t, k)
+	svcIP := serviceWorks(ctx, t, k)
+	dnsWorks(ctx, t, k, svcIP)
 
 	// A crash: SIGKILL leaves the containers, their shims, the node IP,
 	// the bridge, iptables and sysctls behind; the next start undoes them
@@ -160,7 +161,7 @@ func podRunsForReal(ctx context.Context, t *testing.T, k kubectl, node, oldConta
 // serviceWorks serves a page from a busybox httpd pod behind Service web
 // and fetches it through the Service's ClusterIP, which only kube-proxy's
 // rules make reachable, from pod x and from the host.
-func serviceWorks(ctx context.Context, t *testing.T, k kubectl) {
+func serviceWorks(ctx context.Context, t *testing.T, k kubectl) string {
 	t.Helper()
 	k.run(ctx, t, "run", "web", "--image=registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "--labels=app=web", "--",
 		"sh", "-c", "mkdir -p /www && echo hello-svc > /www/index.html && exec httpd -f -p 8080 -h /www")
@@ -191,6 +192,22 @@ func serviceWorks(ctx context.Context, t *testing.T, k kubectl) {
 		t.Fatalf("the host cannot reach Service web at %s:80: %v", ip, err)
 	}
 	_ = conn.Close()
+	return ip
+}
+
+// dnsWorks resolves Service web's name from pod x through CoreDNS (the
+// kube-dns Service, the pod's nameserver).
+func dnsWorks(ctx context.Context, t *testing.T, k kubectl, svcIP string) {
+	t.Helper()
+	conf := k.run(ctx, t, "exec", "x", "--", "cat", "/etc/resolv.conf")
+	if !strings.Contains(conf, "nameserver 10.0.0.10") {
+		t.Errorf("pod x's resolv.conf does not name kube-dns (10.0.0.10):\n%s", conf)
+	}
+	out := k.run(ctx, t, "exec", "x", "--", "nslookup", "web.default.svc.cluster.local")
+	t.Logf("nslookup web.default.svc.cluster.local in pod x:\n%s", out)
+	if !strings.Contains(out, svcIP) {
+		t.Errorf("nslookup web.default.svc.cluster.local = %q, want %s", out, svcIP)
+	}
 }
 
 // hostRuns reports whether a process on the host has this command line.

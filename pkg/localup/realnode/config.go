@@ -163,6 +163,7 @@ type kubeletSettings struct {
 	ClientCAFile            string
 	TLSCertFile, TLSKeyFile string
 	PodCIDR                 string
+	ClusterDNS              string
 }
 
 // renderKubeletConfig is the KubeletConfiguration of a real node:
@@ -213,6 +214,9 @@ func renderKubeletConfig(l layout, s kubeletSettings) (string, error) {
 		StaticPodPath:       "",
 		RegisterNode:        ptr.To(true),
 		SerializeImagePulls: ptr.To(true),
+	}
+	if s.ClusterDNS != "" {
+		cfg.ClusterDNS = []string{s.ClusterDNS}
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -25,6 +25,9 @@ import (
 const (
 	PauseImage   = "registry.k8s.io/pause:3.10.2"
 	BusyboxImage = "registry.k8s.io/e2e-test-images/busybox:1.37.0-2"
+	// CoreDNSImage is the CoreDNS kubeadm v1.37 deploys (tools/coredns
+	// builds that version).
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.14.6"
 )
 
 // ErrNotStatic is wrapped when a binary meant for an image with nothing
@@ -39,10 +42,28 @@ type imageSpec struct {
 }
 
 func (n *Node) imageSpecs() []imageSpec {
-	return []imageSpec{
+	specs := []imageSpec{
 		{file: "pause.tar", image: func() (imagetar.Image, error) { return pauseImage(n.opts.PauseBinary) }},
 		{file: "busybox.tar", image: func() (imagetar.Image, error) { return busyboxImage(n.opts.BusyboxBinary) }},
 	}
+	if n.opts.CoreDNSBinary != "" {
+		specs = append(specs, imageSpec{file: "coredns.tar", image: func() (imagetar.Image, error) { return coreDNSImage(n.opts.CoreDNSBinary) }})
+	}
+	return specs
+}
+
+// coreDNSImage is the statically linked CoreDNS alone, as upstream's image
+// (which is distroless) nearly is.
+func coreDNSImage(binary string) (imagetar.Image, error) {
+	data, err := staticBinary(binary)
+	if err != nil {
+		return imagetar.Image{}, err
+	}
+	return imagetar.Image{
+		Ref:        CoreDNSImage,
+		Entrypoint: []string{"/coredns"},
+		Files:      []imagetar.File{{Path: "coredns", Mode: 0o755, Data: data}},
+	}, nil
 }
 
 // pauseImage is freshcache-pause alone, run as nobody as upstream's pause

@@ -192,7 +192,7 @@ func (n *Node) writeConfig() error {
 	kubelet, err := renderKubeletConfig(l, kubeletSettings{
 		NodeIP: n.opts.NodeIP, Port: n.opts.KubeletPort, HealthzPort: n.opts.HealthzPort,
 		ClientCAFile: n.opts.CACert, TLSCertFile: n.opts.ServingCert, TLSKeyFile: n.opts.ServingKey,
-		PodCIDR: n.opts.PodCIDR,
+		PodCIDR: n.opts.PodCIDR, ClusterDNS: n.opts.ClusterDNS,
 	})
 	if err != nil {
 		return err

@@ -63,6 +63,10 @@ type Options struct {
 	// linked pause program packed into the sandbox image; BusyboxBinary
 	// the statically linked busybox packed into the busybox image.
 	KubeletBinary, PauseBinary, BusyboxBinary string
+	// CoreDNSBinary, when set, is packed into CoreDNSImage (the caller
+	// deploys CoreDNS); ClusterDNS is the kubelet's clusterDNS, the DNS
+	// Service's IP ("" for the host's resolv.conf).
+	CoreDNSBinary, ClusterDNS string
 	// CNIBinDir holds the CNI plugins (Debian's containernetworking-plugins).
 	CNIBinDir string
 	// Install lets Prepare run apt-get for missing packages.
