@@ -51,8 +51,8 @@ func statusKB(status []byte, key string) int64 {
 	return 0
 }
 
-// MetricSample is what the apiserver or etcd said at one moment (neither
-// answers while etcd is stopped).
+// MetricSample is what the apiserver or etcd said at one moment (etcd
+// does not answer while it is stopped).
 type MetricSample struct {
 	At time.Duration `json:"-"`
 	// Reads are the apiserver's consistent LISTs of configmaps so far by
@@ -140,9 +140,7 @@ func (s *sampler) start(ctx context.Context) {
 	})
 }
 
-// Intervals and bounds of the metric scrapes. The apiserver's /metrics
-// also asks etcd (its database size), so it does not answer while etcd is
-// stopped either.
+// Intervals and bounds of the metric scrapes.
 const (
 	apiScrapeEvery    = 2 * time.Second
 	apiScrapeTimeout  = 5 * time.Second
