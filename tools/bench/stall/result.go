@@ -82,6 +82,8 @@ type ConfigResult struct {
 	WritesFailed int64             `json:"writes_failed"`
 	FirstErrors  map[string]string `json:"first_errors,omitempty"`
 
+	// Samples and Metrics are the RSS and metric samples, thinned to about
+	// one a second (thinSamples, thinMetrics).
 	Samples []Sample       `json:"rss_samples,omitempty"`
 	Metrics []MetricSample `json:"metric_samples,omitempty"`
 	// PerSecond buckets the reads by the second they started in.
@@ -232,6 +234,49 @@ func perSecond(reads []Read) []SecondBucket {
 		slices.Sort(l)
 		b.P50 = millis(percentile(l, 50))
 		out = append(out, *b)
+	}
+	return out
+}
+
+// thinSamples keeps, of each second, the sample with the highest
+// apiserver RSS (the report's peaks come from every sample; the JSON keeps
+// one a second).
+func thinSamples(samples []Sample) []Sample {
+	var out []Sample
+	for _, s := range samples {
+		n := len(out)
+		if n > 0 && out[n-1].At/time.Second == s.At/time.Second {
+			if s.APIServer > out[n-1].APIServer {
+				out[n-1] = s
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// thinMetrics keeps every apiserver sample, and of etcd's the one with
+// the most Range RPCs in flight in each second (the failed ones of a
+// second only when none answered).
+func thinMetrics(ms []MetricSample) []MetricSample {
+	var out []MetricSample
+	last := -1 // index in out of the etcd sample of the current second
+	for _, m := range ms {
+		isEtcd := m.Reads == nil && m.FallbackObjects == 0
+		if !isEtcd {
+			out = append(out, m)
+			continue
+		}
+		if last >= 0 && out[last].At/time.Second == m.At/time.Second {
+			cur := out[last]
+			if (m.EtcdOK && !cur.EtcdOK) || (m.EtcdOK == cur.EtcdOK && m.EtcdRangesInFlight > cur.EtcdRangesInFlight) {
+				out[last] = m
+			}
+			continue
+		}
+		out = append(out, m)
+		last = len(out) - 1
 	}
 	return out
 }

@@ -180,7 +180,7 @@ func runOne(ctx context.Context, cfg Config, name, dir string) (res ConfigResult
 	samplerStopped = true
 	res.FirstErrors = readers.firstErrors()
 	summarize(&res, tl, reads, samples, metrics)
-	res.Samples, res.Metrics = samples, metrics
+	res.Samples, res.Metrics = thinSamples(samples), thinMetrics(metrics)
 	fmt.Fprintf(progress, "# %s: drained at %v\n", name, time.Since(t0).Round(100*time.Millisecond))
 	return res, ctx.Err()
 }

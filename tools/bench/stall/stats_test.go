@@ -151,3 +151,24 @@ func TestSummarizeDeltas(t *testing.T) {
 		t.Errorf("recovery without reads = %v, want none", *r.Recovery)
 	}
 }
+
+func TestThinning(t *testing.T) {
+	samples := []Sample{{At: ms(0), APIServer: 5}, {At: ms(200), APIServer: 9}, {At: ms(999), APIServer: 7}, {At: ms(1000), APIServer: 1}, {At: ms(2500), APIServer: 3}}
+	got := thinSamples(samples)
+	if len(got) != 3 || got[0].APIServer != 9 || got[1].APIServer != 1 || got[2].APIServer != 3 {
+		t.Errorf("thinSamples = %+v, want the highest of each second", got)
+	}
+	metrics := []MetricSample{
+		{At: ms(0), EtcdOK: true, EtcdRangesInFlight: 1},
+		{At: ms(250), Reads: map[string]float64{OutcomeCache: 1}}, // the apiserver's: kept
+		{At: ms(300), EtcdOK: true, EtcdRangesInFlight: 4},
+		{At: ms(600), EtcdOK: false},
+		{At: ms(1100), EtcdOK: false},
+		{At: ms(1400), EtcdOK: true, EtcdRangesInFlight: 0},
+		{At: ms(1700), EtcdOK: false},
+	}
+	m := thinMetrics(metrics)
+	if len(m) != 3 || m[0].EtcdRangesInFlight != 4 || m[1].Reads == nil || !m[2].EtcdOK || m[2].At != ms(1400) {
+		t.Errorf("thinMetrics = %+v", m)
+	}
+}
