@@ -351,10 +351,10 @@ bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and fre
 # ratios: read-p99-ms=... upstream-read-p99-ms=... throughput-drop=...
 # watchlist-cpu-share=... bench-watchlist-short is a smoke run (3,000
 # objects, phases of seconds) that writes under _output, never docs.
-bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads, 3 configurations (~10 min); writes docs/results/watchlist.md.
+bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads, 3 configurations (~9 min on a busy 2-core machine); writes docs/results/watchlist.md.
 	$(BENCH) watchlist --bin-dir=$(BIN) --out=$(BENCH_OUT)/watchlist.md $(BENCH_ARGS)
 
-bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects with short phases (~2 min); writes _output/bench/watchlist-short.md.
+bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects with short phases (~1.5 min); writes _output/bench/watchlist-short.md.
 	@mkdir -p $(OUT)/bench
 	$(BENCH) watchlist --bin-dir=$(BIN) --short --out=$(OUT)/bench/watchlist-short.md $(BENCH_ARGS)
 

@@ -52,10 +52,30 @@ func writeHeader(p printer, r Result) {
 	p("- WatchLists: %d concurrent loops, each a watch of every configmap with sendInitialEvents=true, resourceVersionMatch=NotOlderThan, allowWatchBookmarks=true, rv=\"\" (protobuf), read until the bookmark annotated k8s.io/initial-events-end, closed, and started again.", c.WatchLists)
 	p("- Phases: %s %v (the apiserver's idle CPU), warm-up %v (reads, not reported), A = %s %v, B = %s %v, C = %s %v (the WatchLists' CPU per event).",
 		PhaseIdle, c.Idle, c.Warmup, PhaseBaseline, c.Baseline, PhaseContended, c.Contended, PhaseAlone, c.Alone)
+	if lo, hi, ok := otherCores(r); ok && hi >= noisyCores {
+		p("- Noise: other work on the machine took %.2f–%.2f cores of the %d during the phases (the \"other\" column of the CPU table). Every figure here is from a shared, busy machine: compare configurations with care, and rows within one configuration's run first.", lo, hi, m.Cores)
+	}
 	for _, n := range r.Notes {
 		p("- Note: %s", n)
 	}
 	p("")
+}
+
+// noisyCores is the other processes' CPU from which the header warns.
+const noisyCores = 0.25
+
+// otherCores is the range of the other processes' CPU over every phase.
+func otherCores(r Result) (lo, hi float64, ok bool) {
+	for _, run := range r.Runs {
+		for _, ph := range run.Phases {
+			if !ok {
+				lo, hi, ok = ph.CPU.Other, ph.CPU.Other, true
+				continue
+			}
+			lo, hi = min(lo, ph.CPU.Other), max(hi, ph.CPU.Other)
+		}
+	}
+	return lo, hi, ok
 }
 
 func writeSummary(p printer, r Result) {

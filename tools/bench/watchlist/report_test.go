@@ -2,9 +2,7 @@ package watchlist
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,6 +101,7 @@ func TestWriteMarkdown(t *testing.T) {
 		},
 	}
 	res.Runs[0].Phases[2].Reads[1].Errors, res.Runs[0].Phases[2].Reads[1].FirstError = 3, "the server is currently unable"
+	res.Runs[1].Phases[3].CPU.Other = 0.7
 	res.Runs[0].Phases[2].WatchList.Errors, res.Runs[0].Phases[2].WatchList.FirstError = 1, "Too large resource version"
 	res.Ratios = ComputeRatios(res.Runs)
 	var buf bytes.Buffer
@@ -114,6 +113,7 @@ func TestWriteMarkdown(t *testing.T) {
 		"# WatchList over a huge resource (kubernetes#138728)",
 		"on commit `abc123`", "2 cores (GOMAXPROCS 2)", "100000 configmaps",
 		"Note: a note",
+		"- Noise: other work on the machine took 0.00–0.70 cores of the 2",
 		"| upstream | 20.0 | 3000.0 (GET secret) | **no** | 2998 / 3000 | 7.5 | 1000 | 100 | 90% |",
 		"| freshcache-fresh-rv0 | 10.0 | 40.0 (GET secret) | yes | 38 / 40 | 7.5 |",
 		"| freshcache | — |",
@@ -138,15 +138,22 @@ func TestWriteMarkdown(t *testing.T) {
 	if err := res.WriteJSON(path); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(path)
+	back, err := ReadResult(path)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var back Result
-	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
 	if len(back.Runs) != 3 || back.Ratios != res.Ratios || back.Runs[1].Phase(PhaseContended).WatchList.Completed != 20 {
 		t.Fatalf("JSON round trip: %+v", back.Ratios)
+	}
+	// The markdown rendered again from the JSON is the same.
+	var again bytes.Buffer
+	if err := WriteMarkdown(&again, back); err != nil {
+		t.Fatal(err)
+	}
+	if again.String() != md {
+		t.Error("the markdown rendered from the JSON differs from the original")
+	}
+	if _, err := ReadResult(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("a missing file was read")
 	}
 }

@@ -2,6 +2,7 @@ package watchlist
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"time"
 
@@ -213,6 +214,19 @@ type Ratios struct {
 	UpstreamReadP99Ms float64 `json:"upstream_read_p99_ms"`
 	ThroughputDrop    float64 `json:"throughput_drop"`
 	WatchListCPUShare float64 `json:"watchlist_cpu_share"`
+}
+
+// ReadResult reads a Result that WriteJSON wrote.
+func ReadResult(path string) (Result, error) {
+	var r Result
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("watchlist: %s: %w", path, err)
+	}
+	return r, nil
 }
 
 // WriteJSON writes r, indented, to path.

@@ -27,6 +27,7 @@ func runWatchList(ctx context.Context, args []string) error {
 		short   bool
 		verbose bool
 		notes   []string
+		from    string
 	)
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
 	fs.StringSliceVar(&cfg.Configs, "configs", cfg.Configs, "configurations, each on a fresh cluster: "+strings.Join(bench.AllClusterConfigs, ", "))
@@ -50,12 +51,16 @@ func runWatchList(ctx context.Context, args []string) error {
 	fs.BoolVar(&short, "short", false, "smoke run: "+watchListShortSummary()+" (flags given explicitly still win)")
 	fs.StringVar(&out, "out", "docs/results/watchlist.md", "markdown report; the JSON goes next to it (NAME.json)")
 	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
+	fs.StringVar(&from, "from-json", "", "run nothing: render the report (and its JSON) at --out again from this JSON")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("watchlist: unexpected arguments %q", fs.Args())
+	}
+	if from != "" {
+		return renderWatchList(from, out, notes)
 	}
 	if short {
 		applyWatchListShort(fs, &cfg)
@@ -94,6 +99,24 @@ func runWatchList(ctx context.Context, args []string) error {
 	}
 	fmt.Println(watchlist.RatiosLine(res.Ratios))
 	return runErr
+}
+
+// renderWatchList writes the report of an earlier run again, from its JSON,
+// with any --note added.
+func renderWatchList(from, out string, notes []string) error {
+	if out == "" || !strings.HasSuffix(out, ".md") {
+		return fmt.Errorf("watchlist: --out must name a .md file, got %q", out)
+	}
+	res, err := watchlist.ReadResult(from)
+	if err != nil {
+		return err
+	}
+	res.Notes = append(res.Notes, notes...)
+	if err := writeWatchList(res, out); err != nil {
+		return err
+	}
+	fmt.Println(watchlist.RatiosLine(res.Ratios))
+	return nil
 }
 
 func writeWatchList(res watchlist.Result, out string) error {
