@@ -29,7 +29,9 @@ func TestHarnessTinyShape(t *testing.T) {
 	cfg := Config{
 		Shape:             shape,
 		Concurrency:       []int{2},
-		Duration:          100 * time.Millisecond,
+		// Long enough that every row gets ops on a loaded machine (100 ms
+		// gave a row none in a clean-clone run beside other benchmarks).
+		Duration:          500 * time.Millisecond,
 		Load:              Load{PodWritesPerSec: 20, LeaseWritesPerSec: 50},
 		WatchNodes:        2,
 		WatchWritesPerSec: 100,
