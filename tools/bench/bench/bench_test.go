@@ -27,8 +27,8 @@ func TestHarnessTinyShape(t *testing.T) {
 	ctx, env := startTestEnv(t, shape, 3*time.Minute)
 
 	cfg := Config{
-		Shape:             shape,
-		Concurrency:       []int{2},
+		Shape:       shape,
+		Concurrency: []int{2},
 		// Long enough that every row gets ops on a loaded machine (100 ms
 		// gave a row none in a clean-clone run beside other benchmarks).
 		Duration:          500 * time.Millisecond,
