@@ -27,13 +27,13 @@ func (o *Options) resolveBinaries() (binaries, error) {
 		resolve(&b.kubemark, "kubemark", o.KubemarkBinary)
 	}
 	if o.RealNodes > 0 {
-		resolve(&b.kubelet, "kubelet", "")
-		resolve(&b.pause, "freshcache-pause", "")
+		resolve(&b.kubelet, "kubelet", o.KubeletBinary)
+		resolve(&b.pause, "freshcache-pause", o.PauseBinary)
 		if o.RealNodeKubeProxy {
-			resolve(&b.kubeProxy, "kube-proxy", "")
+			resolve(&b.kubeProxy, "kube-proxy", o.KubeProxyBinary)
 		}
 		if o.RealNodeDNS {
-			resolve(&b.coredns, "coredns", "")
+			resolve(&b.coredns, "coredns", o.CoreDNSBinary)
 		}
 	}
 	return b, errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/freshcache/freshcache/pkg/localup/realnode"
 )
@@ -68,10 +69,11 @@ type Options struct {
 	// ports.
 	KubeletPort int
 	// NodeAPIServer is the apiserver (1-based) every node talks to; 0
-	// spreads the nodes over the apiservers round-robin.
+	// spreads the hollow nodes over the apiservers round-robin and puts
+	// the real nodes on the first.
 	NodeAPIServer int
-	// NodeAPIServerOverrides maps a node name to its apiserver (1-based),
-	// over NodeAPIServer.
+	// NodeAPIServerOverrides maps a node name, hollow or real, to its
+	// apiserver (1-based), over NodeAPIServer.
 	NodeAPIServerOverrides map[string]string
 
 	// RealNodes is the number of real nodes (0 or 1): containerd and the
@@ -84,6 +86,12 @@ type Options struct {
 	// RealNodeDNS deploys CoreDNS on the first real node and points the
 	// real kubelets' clusterDNS at it; it needs RealNodeKubeProxy.
 	RealNodeDNS bool
+	// RealNodeFeatureGates are the real kubelets' --feature-gates, e.g.
+	// WatchListClient=false for a kubelet whose client lists first.
+	RealNodeFeatureGates map[string]bool
+	// KubeletBinary, PauseBinary, KubeProxyBinary and CoreDNSBinary are
+	// the real nodes' programs; empty means next to local-up, then $PATH.
+	KubeletBinary, PauseBinary, KubeProxyBinary, CoreDNSBinary string
 
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
@@ -143,12 +151,17 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NodeNamePrefix, "node-name-prefix", o.NodeNamePrefix, "Node i is called <prefix><i>.")
 	fs.StringVar(&o.KubemarkBinary, "kubemark", o.KubemarkBinary, "Path of the kubemark binary (hollow nodes). Default: next to local-up, then $PATH.")
 	fs.IntVar(&o.KubeletPort, "kubelet-port", o.KubeletPort, "Kubelet port of the first hollow node; node i uses kubelet-port+i. 0 picks free ports.")
-	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the hollow nodes talk to. 0 spreads them round-robin: node i uses apiserver i mod N + 1.")
+	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the nodes talk to. 0 spreads the hollow nodes round-robin (node i uses apiserver i mod N + 1) and puts the real nodes on the first.")
 	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
 	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs.")
 	fs.BoolVar(&o.RealNodeKubeProxy, "real-node-kube-proxy", o.RealNodeKubeProxy, "Run kube-proxy (iptables mode, as system:kube-proxy) on the real nodes, so Services work from pods and the host.")
 	fs.BoolVar(&o.RealNodeDNS, "real-node-dns", o.RealNodeDNS, "Deploy CoreDNS (Service kube-system/kube-dns at 10.0.0.10) on the real node and make it the real kubelets' cluster DNS; needs --real-node-kube-proxy and the coredns binary (make coredns).")
-	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, e.g. hollow-0=2,hollow-1=1.")
+	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, hollow or real, e.g. hollow-0=2,real-0=1.")
+	fs.StringVar(&o.KubeletBinary, "kubelet", o.KubeletBinary, "Path of the kubelet binary (real nodes). Default: next to local-up, then $PATH.")
+	fs.StringVar(&o.PauseBinary, "freshcache-pause", o.PauseBinary, "Path of the statically linked pause program packed into the real nodes' sandbox image. Default: next to local-up, then $PATH.")
+	fs.StringVar(&o.KubeProxyBinary, "kube-proxy", o.KubeProxyBinary, "Path of the kube-proxy binary (real nodes). Default: next to local-up, then $PATH.")
+	fs.StringVar(&o.CoreDNSBinary, "coredns", o.CoreDNSBinary, "Path of the coredns binary (--real-node-dns). Default: next to local-up, then $PATH.")
+	fs.Var(cliflag.NewMapStringBool(&o.RealNodeFeatureGates), "real-node-feature-gates", "The real kubelets' --feature-gates, e.g. WatchListClient=false: a kubelet whose client lists its pods first (rv=0), as kubelets of 1.34 and older do.")
 }
 
 // Validate reports every problem with the options.
@@ -212,8 +225,8 @@ func (o *Options) validateNodes() []error {
 	sort.Strings(names)
 	for _, name := range names {
 		v := o.NodeAPIServerOverrides[name]
-		if _, ok := o.nodeIndex(name); !ok {
-			errs = append(errs, fmt.Errorf("--node-apiserver-overrides: no node %q among the %d hollow node(s) %s", name, o.Nodes, o.nodeRange()))
+		if _, ok := o.nodeIndex(name); !ok && !o.isRealNode(name) {
+			errs = append(errs, fmt.Errorf("--node-apiserver-overrides: no node %q among the %d hollow node(s) %s and %d real node(s)", name, o.Nodes, o.nodeRange(), o.RealNodes))
 			continue
 		}
 		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > o.APIServers {
@@ -244,6 +257,29 @@ func (o *Options) nodeRange() string {
 	default:
 		return "(" + o.NodeName(0) + " to " + o.NodeName(o.Nodes-1) + ")"
 	}
+}
+
+func (o *Options) isRealNode(name string) bool {
+	for i := 0; i < o.RealNodes; i++ {
+		if RealNodeName(i) == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RealNodeAPIServerIndex is the 0-based apiserver that real node i talks
+// to at start: its override, else --node-apiserver, else the first. It
+// assumes Validate passed.
+func (o *Options) RealNodeAPIServerIndex(i int) int {
+	if v, ok := o.NodeAPIServerOverrides[RealNodeName(i)]; ok {
+		n, _ := strconv.Atoi(v)
+		return n - 1
+	}
+	if o.NodeAPIServer > 0 {
+		return o.NodeAPIServer - 1
+	}
+	return 0
 }
 
 // NodeAPIServerIndex is the 0-based apiserver that hollow node i talks to.

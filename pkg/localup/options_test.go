@@ -1,6 +1,7 @@
 package localup
 
 import (
+	"io"
 	"os"
 	"reflect"
 	"strings"
@@ -97,6 +98,52 @@ func TestNodeAPIServerIndex(t *testing.T) {
 				t.Fatalf("apiservers of the nodes = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRealNodeAPIServerIndex(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want int // 0-based apiserver of real-0
+	}{
+		{"default: the first", []string{"--real-nodes=1", "--apiservers=2"}, 0},
+		{"round-robin is for hollow nodes", []string{"--real-nodes=1", "--nodes=2", "--apiservers=2", "--node-apiserver=0"}, 0},
+		{"all nodes on the second", []string{"--real-nodes=1", "--apiservers=2", "--node-apiserver=2"}, 1},
+		{"override by name", []string{"--real-nodes=1", "--nodes=1", "--apiservers=2", "--node-apiserver=1", "--node-apiserver-overrides=real-0=2"}, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := parse(t, tc.args...)
+			if errs := o.Validate(); len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if got := o.RealNodeAPIServerIndex(0); got != tc.want {
+				t.Fatalf("apiserver of real-0 = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	for _, bad := range [][]string{
+		{"--real-nodes=0", "--apiservers=2", "--node-apiserver-overrides=real-0=2"}, // no real node
+		{"--real-nodes=1", "--apiservers=2", "--node-apiserver-overrides=real-0=3"}, // no third apiserver
+		{"--real-nodes=1", "--apiservers=2", "--node-apiserver-overrides=real-1=1"}, // one real node
+	} {
+		if errs := parse(t, bad...).Validate(); len(errs) == 0 {
+			t.Errorf("%v: valid, want an error", bad)
+		}
+	}
+}
+
+func TestRealNodeFeatureGatesFlag(t *testing.T) {
+	o := parse(t, "--real-nodes=1", "--real-node-feature-gates=WatchListClient=false")
+	if got, want := o.RealNodeFeatureGates, map[string]bool{"WatchListClient": false}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("RealNodeFeatureGates = %v, want %v", got, want)
+	}
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	NewOptions().AddFlags(fs)
+	if err := fs.Parse([]string{"--real-node-feature-gates=WatchListClient=maybe"}); err == nil {
+		t.Fatal("a gate that is not a bool parsed")
 	}
 }
 

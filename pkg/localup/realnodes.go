@@ -48,10 +48,13 @@ const (
 // RealNode is a real node in the ready file.
 type RealNode struct {
 	*realnode.Node
-	NodeName   string
-	NodeIP     string
+	NodeName string
+	NodeIP   string
+	// APIServer is the 0-based apiserver its kubelet talks to now.
+	APIServer  int
 	Kubeconfig string
-	Started    time.Time
+	// Started is when its current kubelet started.
+	Started time.Time
 }
 
 func (o *Options) validateRealNodes() []error {
@@ -147,13 +150,15 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 			ReadyTimeout:        o.ReadyTimeout,
 			ShutdownGrace:       o.ShutdownGrace,
 			KubeletVerbosity:    2,
+			KubeletFeatureGates: o.RealNodeFeatureGates,
 			Out:                 out,
 			Command:             os.Args,
 		})
 		if err != nil {
 			return err
 		}
-		c.RealNodes = append(c.RealNodes, &RealNode{Node: n, NodeName: name, NodeIP: nodeIP, Kubeconfig: filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig")})
+		c.RealNodes = append(c.RealNodes, &RealNode{Node: n, NodeName: name, NodeIP: nodeIP, APIServer: o.RealNodeAPIServerIndex(i),
+			Kubeconfig: filepath.Join(c.dataDir, "kubeconfigs", name+".kubeconfig")})
 	}
 	return nil
 }
@@ -170,8 +175,9 @@ func (c *Cluster) startRealNodeChild(name, binary string, args []string) (realno
 	return p, nil
 }
 
-// startRealNodes starts every prepared real node against the first
-// apiserver; the caller waits for their Node objects to be Ready.
+// startRealNodes starts every prepared real node against its apiserver
+// (RealNodeAPIServerIndex); the caller waits for their Node objects to be
+// Ready. kube-proxy and CoreDNS talk to the first apiserver.
 func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface) error {
 	if err := ensureKubeletAPIAdmin(ctx, admin); err != nil {
 		return err
@@ -189,7 +195,7 @@ func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface
 	}
 	for _, n := range c.RealNodes {
 		user := NodeUser(n.NodeName)
-		if err := WriteClientKubeconfig(n.Kubeconfig, c.APIServers[0].URL, c.PKI, "node-"+n.NodeName, user); err != nil {
+		if err := WriteClientKubeconfig(n.Kubeconfig, c.APIServers[n.APIServer].URL, c.PKI, "node-"+n.NodeName, user); err != nil {
 			return err
 		}
 		n.Started = time.Now()
@@ -198,6 +204,32 @@ func (c *Cluster) startRealNodes(ctx context.Context, admin kubernetes.Interface
 		}
 	}
 	return nil
+}
+
+// RestartRealNode restarts real node i's kubelet, as on a real machine:
+// containerd and the pods' containers keep running, and the new kubelet
+// talks to apiserver (0-based) from now on. The old kubelet's log is kept
+// beside the new one (.before-restart). It waits for the new kubelet's
+// /healthz only: the apiserver may be unable to answer (test/demo59848).
+func (c *Cluster) RestartRealNode(ctx context.Context, i, apiserver int) error {
+	if i < 0 || i >= len(c.RealNodes) {
+		return fmt.Errorf("localup: no real node %d (%d running)", i, len(c.RealNodes))
+	}
+	if apiserver < 0 || apiserver >= len(c.APIServers) {
+		return fmt.Errorf("localup: no apiserver %d (%d running)", apiserver, len(c.APIServers))
+	}
+	n := c.RealNodes[i]
+	if err := WriteClientKubeconfig(n.Kubeconfig, c.APIServers[apiserver].URL, c.PKI, "node-"+n.NodeName, NodeUser(n.NodeName)); err != nil {
+		return err
+	}
+	log := filepath.Join(c.dataDir, "logs", "kubelet-"+n.NodeName+".log")
+	if k := n.Kubelet(); k != nil {
+		k.Stop(c.Options.ShutdownGrace)
+	}
+	_ = os.Rename(log, log+".before-restart")
+	n.APIServer = apiserver
+	n.Started = time.Now()
+	return n.RestartKubelet(ctx, n.Kubeconfig)
 }
 
 // coreDNSKubeconfig is CoreDNS's kubeconfig, mounted into its pod.
@@ -234,7 +266,7 @@ func (c *Cluster) stopRealNodes() {
 func (c *Cluster) readyRealNodes() []ReadyRealNode {
 	var out []ReadyRealNode
 	for _, n := range c.RealNodes {
-		r := ReadyRealNode{Name: n.NodeName, NodeIP: n.NodeIP, Kubeconfig: n.Kubeconfig, User: NodeUser(n.NodeName),
+		r := ReadyRealNode{Name: n.NodeName, NodeIP: n.NodeIP, APIServer: n.APIServer + 1, Kubeconfig: n.Kubeconfig, User: NodeUser(n.NodeName),
 			ContainerdSocket: n.ContainerdSocket(), KubeletRoot: n.KubeletRoot()}
 		if k := n.Kubelet(); k != nil {
 			r.KubeletPID = k.Pid()
@@ -252,10 +284,12 @@ func (c *Cluster) readyRealNodes() []ReadyRealNode {
 
 // ReadyRealNode is a real node in the ready file.
 type ReadyRealNode struct {
-	Name          string `json:"name"`
-	NodeIP        string `json:"nodeIP"`
-	KubeletPID    int    `json:"kubeletPID"`
-	ContainerdPID int    `json:"containerdPID"`
+	Name   string `json:"name"`
+	NodeIP string `json:"nodeIP"`
+	// APIServer is the apiserver (1-based) its kubelet talks to.
+	APIServer     int `json:"apiserver"`
+	KubeletPID    int `json:"kubeletPID"`
+	ContainerdPID int `json:"containerdPID"`
 	// KubeProxyPID is 0 with --real-node-kube-proxy=false.
 	KubeProxyPID int `json:"kubeProxyPID,omitempty"`
 	// ContainerdSocket is the node's containerd (ctr --address, crictl

@@ -24,9 +24,11 @@ const (
 	node      = "hollow-0"
 	namespace = "default"
 	podName   = "x"
-	// observe is how long the restarted kubelet talks to B.
-	observe = 60 * time.Second
 )
+
+// observe is how long the restarted kubelet talks to B:
+// DEMO_59848_OBSERVE, 60 s by default.
+var observe = 60 * time.Second
 
 // variant is one configuration of both apiservers.
 type variant struct {
@@ -80,7 +82,26 @@ func TestDemo59848(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var closing []string
+	real, err := realMode() // DEMO_59848_NODE: hollow (default) or real
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := os.Getenv("DEMO_59848_OBSERVE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second || d > 30*time.Minute {
+			t.Fatalf("DEMO_59848_OBSERVE=%q: want a duration from 10s to 30m", v)
+		}
+		observe = d
+	}
+	replay, replayed := run, node
+	if real {
+		replay, replayed = runReal, realNodeName
+	}
+	var (
+		closing []string
+		rows    []trialRow
+	)
+	runStarted := time.Now()
 	for _, v := range variants {
 		if !impls(v.name) {
 			continue
@@ -103,26 +124,32 @@ func TestDemo59848(t *testing.T) {
 						t.Fatal(err)
 					}
 					began := time.Now()
-					o := run(t, binDir, dir, v, m)
+					o := replay(t, binDir, dir, v, m)
 					t.Logf("%s #%d: started %s: %s (run took %s, logs in %s)", name, trial, yesNo(o.started), o.evidence, time.Since(began).Round(time.Second), dir)
-					t.Logf("%s #%d: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", name, trial, node, o.staleAtRV0)
+					t.Logf("%s #%d: B's answer to an admin rv=0 LIST of pods on %s after the delete: %s", name, trial, replayed, o.staleAtRV0)
 					if o.started {
 						started++
 					}
 					route = o.path
+					rows = append(rows, trialRow{config: name, trial: trial, took: time.Since(began), o: o})
 					if mustNotStart(v.name, m.watchList) && o.started {
 						t.Errorf("%s: the restarted kubelet started the deleted pod: %s", name, o.evidence)
 					}
 				})
 			}
-			closing = append(closing, fmt.Sprintf("demo-59848 %s watchlist=%s: deleted pod started again: %s (%d of %d trials) — %s",
-				v.name, m.watchList, yesNo(started > 0), started, trials, route))
+			closing = append(closing, fmt.Sprintf("demo-59848 %s watchlist=%s: deleted pod started again: %s (%d of %d trials) — %s; %s",
+				v.name, m.watchList, yesNo(started > 0), started, trials, describeNode(real), route))
 			// A demo that cannot fail on upstream shows nothing: with the
 			// kubelet listing first, upstream's lagging cache must hand it
 			// the deleted pod.
 			if v.name == "upstream" && m.watchList == "off" && started == 0 {
 				t.Errorf("upstream watchlist=off: the deleted pod never started in %d trials; the demo did not reproduce kubernetes#59848", trials)
 			}
+		}
+	}
+	if report := os.Getenv("DEMO_59848_REPORT"); report != "" {
+		if err := writeReport(report, reportInfo{began: runStarted, real: real, trials: trials, out: out}, rows, closing); err != nil {
+			t.Errorf("writing %s: %v", report, err)
 		}
 	}
 	// The closing lines, one per run, last so they are easy to find.
@@ -175,7 +202,7 @@ func yesNo(b bool) string {
 }
 
 func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute+observe)
 	defer cancel()
 
 	cl, err := robustness.StartCluster(ctx, filepath.Join(dir, "etcd"), uint64(time.Now().UnixNano()))
@@ -297,7 +324,7 @@ func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
 		}
 		return false, fmt.Sprint(err)
 	})
-	stale := staleCheck(ctx, b)
+	stale := staleCheck(ctx, b, node)
 
 	// 5. Restart N's kubelet, still on B, and watch it for a minute.
 	restarted := time.Now()
@@ -386,7 +413,7 @@ observing:
 }
 
 // staleCheck asks B, as an admin, the LIST the kubelet falls back to.
-func staleCheck(ctx context.Context, b kubernetes.Interface) string {
+func staleCheck(ctx context.Context, b kubernetes.Interface, node string) string {
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	l, err := b.CoreV1().Pods(namespace).List(rctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + node})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"text/template"
@@ -40,7 +41,18 @@ func (l layout) imagesDir() string        { return filepath.Join(l.dir, "images"
 
 // maxSocketPath is the longest unix socket path Linux takes (108 bytes
 // with the terminating NUL), less room for containerd's ".ttrpc" suffix.
-const maxSocketPath = 107 - len(".ttrpc")
+const maxSocketPath = maxUnixPath - len(".ttrpc")
+
+// maxUnixPath is the longest path a unix socket may have: 108 bytes with
+// the terminating NUL.
+const maxUnixPath = 107
+
+// podResourcesSocket is the longest name the kubelet gives the temporary
+// socket it binds before renaming it to pod-resources/kubelet.sock: the
+// directory and ten random digits.
+func (l layout) podResourcesSocket() string {
+	return filepath.Join(l.kubeletRoot(), "pod-resources", "0123456789")
+}
 
 // containerdConfigTemplate is containerd 1.6's version 2 configuration.
 // Every path is the node's own, so nothing of a system containerd is
@@ -227,8 +239,8 @@ func renderKubeletConfig(l layout, s kubeletSettings) (string, error) {
 
 // kubeletArgs are the kubelet's flags: what the configuration file cannot
 // say.
-func kubeletArgs(l layout, nodeName, nodeIP, kubeconfig string, verbosity int) []string {
-	return []string{
+func kubeletArgs(l layout, nodeName, nodeIP, kubeconfig string, verbosity int, gates map[string]bool) []string {
+	args := []string{
 		"--config=" + l.kubeletConfig(),
 		"--kubeconfig=" + kubeconfig,
 		"--root-dir=" + l.kubeletRoot(),
@@ -236,6 +248,27 @@ func kubeletArgs(l layout, nodeName, nodeIP, kubeconfig string, verbosity int) [
 		"--node-ip=" + nodeIP,
 		"--v=" + strconv.Itoa(verbosity),
 	}
+	if len(gates) > 0 {
+		// A flag, not the configuration's featureGates: the kubelet wires
+		// its flag's gates into client-go's before it builds any client.
+		args = append(args, "--feature-gates="+FeatureGatesFlag(gates))
+	}
+	return args
+}
+
+// FeatureGatesFlag renders gates as --feature-gates wants them, sorted
+// by name: A=true,B=false.
+func FeatureGatesFlag(gates map[string]bool) string {
+	names := make([]string, 0, len(gates))
+	for name := range gates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = name + "=" + strconv.FormatBool(gates[name])
+	}
+	return strings.Join(parts, ",")
 }
 
 // String describes a layout in messages.

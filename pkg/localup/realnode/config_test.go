@@ -136,10 +136,38 @@ func TestRenderKubeletConfig(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
 		}
 	}
-	args := strings.Join(kubeletArgs(l, "real-0", "10.200.0.1", "/kc", 2), " ")
+	args := strings.Join(kubeletArgs(l, "real-0", "10.200.0.1", "/kc", 2, nil), " ")
 	for _, want := range []string{"--config=/d/kubelet/config.yaml", "--root-dir=/d/kubelet/root", "--node-ip=10.200.0.1", "--hostname-override=real-0", "--kubeconfig=/kc"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("kubelet args %q lack %s", args, want)
+		}
+	}
+	if strings.Contains(args, "--feature-gates") {
+		t.Errorf("kubelet args %q set feature gates that nobody asked for", args)
+	}
+}
+
+func TestKubeletFeatureGates(t *testing.T) {
+	for _, tc := range []struct {
+		gates map[string]bool
+		want  string // the --feature-gates flag, "" for none
+	}{
+		{nil, ""},
+		{map[string]bool{}, ""},
+		{map[string]bool{"WatchListClient": false}, "--feature-gates=WatchListClient=false"},
+		{map[string]bool{"WatchListClient": false, "AllAlpha": true}, "--feature-gates=AllAlpha=true,WatchListClient=false"},
+	} {
+		var got string
+		for _, a := range kubeletArgs(layout{dir: "/d"}, "real-0", "10.200.0.1", "/kc", 2, tc.gates) {
+			if strings.HasPrefix(a, "--feature-gates") {
+				if got != "" {
+					t.Errorf("%v: --feature-gates given twice", tc.gates)
+				}
+				got = a
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%v: flag %q, want %q", tc.gates, got, tc.want)
 		}
 	}
 }
@@ -160,6 +188,8 @@ func TestValidate(t *testing.T) {
 		{"defaults", func(*Options) {}, ""},
 		{"relative dir", func(o *Options) { o.Dir = "data" }, `Dir "data" must be an absolute path`},
 		{"socket path too long", func(o *Options) { o.Dir = "/" + strings.Repeat("d", 90) }, "over the 101 that unix sockets allow"},
+		// containerd's socket fits (98 bytes), the kubelet's does not (109).
+		{"kubelet socket path too long", func(o *Options) { o.Dir = "/" + strings.Repeat("d", 70) }, "pod-resources socket"},
 		{"loopback node IP", func(o *Options) { o.NodeIP = "127.0.0.5" }, `node IP "127.0.0.5"`},
 		{"IPv6 node IP", func(o *Options) { o.NodeIP = "fd00::1" }, `node IP "fd00::1"`},
 		{"node IP in the pod CIDR", func(o *Options) { o.NodeIP = "10.244.0.9" }, "inside the pod CIDR"},

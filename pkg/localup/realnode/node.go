@@ -221,7 +221,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 }
 
 func (n *Node) startKubelet(ctx context.Context) error {
-	args := kubeletArgs(n.layout, n.opts.NodeName, n.opts.NodeIP, n.opts.Kubeconfig, n.opts.KubeletVerbosity)
+	args := kubeletArgs(n.layout, n.opts.NodeName, n.opts.NodeIP, n.opts.Kubeconfig, n.opts.KubeletVerbosity, n.opts.KubeletFeatureGates)
 	c, err := n.opts.Start("kubelet-"+n.opts.NodeName, n.opts.KubeletBinary, args)
 	if err != nil {
 		return err
@@ -230,6 +230,24 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	n.logf("kubelet %s: pid %d, https://%s:%d, root %s", n.opts.NodeName, c.Pid(), n.opts.NodeIP, n.opts.KubeletPort, n.layout.kubeletRoot())
 	url := "http://127.0.0.1:" + strconv.Itoa(n.opts.HealthzPort) + "/healthz"
 	return n.waitChild(ctx, c, "the kubelet's /healthz", func() (bool, string) { return httpOK(ctx, url) })
+}
+
+// RestartKubelet stops the kubelet and starts a new one with the same
+// configuration, as a kubelet restart on a real machine: containerd and
+// the pods' containers keep running, and the new kubelet finds them. With
+// kubeconfig set it talks to that apiserver from now on. It waits for the
+// new kubelet's /healthz, not for the apiserver: the one it talks to may
+// be unable to answer (test/demo59848).
+func (n *Node) RestartKubelet(ctx context.Context, kubeconfig string) error {
+	if n.kubelet == nil {
+		return errors.New("realnode: RestartKubelet before Start, or after Stop")
+	}
+	n.kubelet.Stop(n.opts.ShutdownGrace)
+	n.kubelet = nil
+	if kubeconfig != "" {
+		n.opts.Kubeconfig = kubeconfig
+	}
+	return n.startKubelet(ctx)
 }
 
 // waitChild polls cond until it holds, failing early when c exits.

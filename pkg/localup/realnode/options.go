@@ -82,6 +82,10 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// KubeletVerbosity is the kubelet's --v.
 	KubeletVerbosity int
+	// KubeletFeatureGates are the kubelet's --feature-gates. Kube binaries
+	// hand their gates to client-go too, so WatchListClient=false here
+	// gives a kubelet that lists first, as kubelets of 1.34 and older do.
+	KubeletFeatureGates map[string]bool
 	// Out receives progress lines; nil discards them.
 	Out io.Writer
 	// Command is how the user started local-up, for the message that
@@ -156,6 +160,8 @@ func (o *Options) Validate() error {
 		bad("Dir %q must be an absolute path", o.Dir)
 	} else if sock := (layout{dir: o.Dir}).containerdSocket(); len(sock) > maxSocketPath {
 		bad("containerd's socket %s is %d bytes, over the %d that unix sockets allow: use a shorter --data-dir", sock, len(sock), maxSocketPath)
+	} else if sock := (layout{dir: o.Dir}).podResourcesSocket(); len(sock) > maxUnixPath {
+		bad("the kubelet's pod-resources socket %s may be %d bytes, over the %d that unix sockets allow: use a shorter --data-dir", sock, len(sock), maxUnixPath)
 	}
 	if o.NodeName == "" {
 		bad("NodeName is empty")
