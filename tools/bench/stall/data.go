@@ -5,66 +5,37 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	serveroptions "k8s.io/apiserver/pkg/server/options"
-	serverstorage "k8s.io/apiserver/pkg/server/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/kubernetes/pkg/kubeapiserver"
 
-	// The storage factory encodes through legacyscheme.
-	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	"github.com/freshcache/freshcache/tools/bench/etcdload"
 )
 
-const etcdPrefix = "/registry"
+var configMapsGR = schema.GroupResource{Resource: "configmaps"}
 
 // store writes configmaps straight to etcd in kube-apiserver's storage
-// encoding, which loads tens of megabytes in seconds and keeps the writes'
-// cost off the apiserver under test.
+// encoding (package etcdload), which loads tens of megabytes in seconds
+// and keeps the writes' cost off the apiserver under test.
 type store struct {
-	client *clientv3.Client
-	codec  runtime.Codec
-	size   int
-	gen    atomic.Int64
+	w    *etcdload.Writer
+	size int
+	gen  atomic.Int64
 }
 
 func newStore(endpoint string, objectBytes int) (*store, error) {
-	cfg := storagebackend.NewDefaultConfig(etcdPrefix, nil)
-	cfg.Transport.ServerList = []string{endpoint}
-	opts := serveroptions.NewEtcdOptions(cfg)
-	opts.DefaultStorageMediaType = runtime.ContentTypeProtobuf // kube-apiserver's
-	completed := kubeapiserver.NewStorageFactoryConfig().Complete(opts)
-	completed.APIResourceConfig = serverstorage.NewResourceConfig()
-	factory, err := completed.New()
+	w, err := etcdload.New(etcdload.Options{Endpoint: endpoint, Resources: []schema.GroupResource{configMapsGR}})
 	if err != nil {
-		return nil, fmt.Errorf("stall: storage factory: %w", err)
+		return nil, fmt.Errorf("stall: %w", err)
 	}
-	rc, err := factory.NewConfig(schema.GroupResource{Resource: "configmaps"}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stall: configmap storage config: %w", err)
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
-		// Puts cut by a stall or by the end of the run would each be logged.
-		Logger: zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("stall: etcd client: %w", err)
-	}
-	return &store{client: client, codec: rc.Codec, size: objectBytes}, nil
+	return &store{w: w, size: objectBytes}, nil
 }
 
-func (s *store) close() { _ = s.client.Close() }
+func (s *store) close() { _ = s.w.Close() }
 
 func objectName(i int) string { return fmt.Sprintf("cm-%06d", i) }
 
@@ -91,55 +62,24 @@ func (s *store) configMap(i int, gen int64) *v1.ConfigMap {
 }
 
 func (s *store) put(ctx context.Context, i int) error {
-	data, err := runtime.Encode(s.codec, s.configMap(i, s.gen.Add(1)))
-	if err != nil {
-		return fmt.Errorf("stall: encoding configmap: %w", err)
-	}
-	key := etcdPrefix + "/configmaps/" + Namespace + "/" + objectName(i)
-	if _, err := s.client.Put(ctx, key, string(data)); err != nil {
-		return fmt.Errorf("stall: writing %s: %w", key, err)
+	if _, err := s.w.Put(ctx, configMapsGR, Namespace, objectName(i), s.configMap(i, s.gen.Add(1))); err != nil {
+		return fmt.Errorf("stall: %w", err)
 	}
 	return nil
 }
 
 // load writes configmaps 0..n-1 with 16 writers.
 func (s *store) load(ctx context.Context, n int) error {
-	g, gctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	for range 16 {
-		g.Go(func() error {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				if err := s.put(gctx, i); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	return g.Wait()
+	return etcdload.Load(ctx, n, 16, s.put)
 }
 
 // writeLoop updates random configmaps of n at perSec until ctx is done,
 // and returns the writes done and failed. A write waits out a stall (the
 // Put blocks until etcd resumes) rather than piling up: one writer.
 func (s *store) writeLoop(ctx context.Context, n int, perSec float64) (done, failed int64) {
-	if perSec <= 0 {
-		<-ctx.Done()
-		return 0, 0
-	}
-	lim := rate.NewLimiter(rate.Limit(perSec), 1)
-	r := rand.New(rand.NewPCG(uint64(n), 7))
-	for lim.Wait(ctx) == nil {
-		if err := s.put(ctx, r.IntN(n)); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			failed++
-			continue
-		}
-		done++
-	}
-	return done, failed
+	var c etcdload.Counts
+	etcdload.Update(ctx, etcdload.UpdateOptions{PerSec: perSec, Objects: n, Seed: uint64(n)}, s.put, &c)
+	return c.Load()
 }
 
 // burst sends n updates of random configmaps at once and waits for them:

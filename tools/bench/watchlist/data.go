@@ -3,37 +3,27 @@ package watchlist
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	serveroptions "k8s.io/apiserver/pkg/server/options"
-	serverstorage "k8s.io/apiserver/pkg/server/storage"
-	"k8s.io/apiserver/pkg/storage/storagebackend"
-	"k8s.io/kubernetes/pkg/kubeapiserver"
 
-	// The storage factory encodes through legacyscheme.
-	_ "k8s.io/kubernetes/pkg/apis/core/install"
+	"github.com/freshcache/freshcache/tools/bench/etcdload"
 )
 
 // The data set. Configmap i of the huge resource lives in namespace
 // hugeNamespace(i % HugeNamespaces); the small namespace holds
 // SmallObjects configmaps and as many secrets, which the reads target.
-const (
-	etcdPrefix     = "/registry"
-	smallNamespace = "wl-small"
+const smallNamespace = "wl-small"
+
+var (
+	configMapsGR = schema.GroupResource{Resource: resConfigMaps}
+	secretsGR    = schema.GroupResource{Resource: resSecrets}
 )
 
 func hugeNamespace(n int) string { return fmt.Sprintf("wl-huge-%02d", n) }
@@ -41,50 +31,24 @@ func hugeName(i int) string      { return fmt.Sprintf("cm-%07d", i) }
 func smallName(i int) string     { return fmt.Sprintf("small-%03d", i) }
 
 // store writes the data set straight to etcd, encoded as kube-apiserver
-// stores it: much faster than creating objects through the API, and it
-// costs the apiserver only the watch events.
+// stores it (package etcdload): much faster than creating objects through
+// the API, and it costs the apiserver only the watch events.
 type store struct {
-	cfg    Config
-	client *clientv3.Client
-	cmCdc  runtime.Codec
-	secCdc runtime.Codec
-	value  string
-	gen    atomic.Int64
+	cfg   Config
+	w     *etcdload.Writer
+	value string
+	gen   atomic.Int64
 }
 
 func newStore(endpoint string, cfg Config) (*store, error) {
-	sc := storagebackend.NewDefaultConfig(etcdPrefix, nil)
-	sc.Transport.ServerList = []string{endpoint}
-	opts := serveroptions.NewEtcdOptions(sc)
-	// kube-apiserver stores core objects as protobuf.
-	opts.DefaultStorageMediaType = runtime.ContentTypeProtobuf
-	completed := kubeapiserver.NewStorageFactoryConfig().Complete(opts)
-	completed.APIResourceConfig = serverstorage.NewResourceConfig()
-	factory, err := completed.New()
+	w, err := etcdload.New(etcdload.Options{Endpoint: endpoint, Resources: []schema.GroupResource{configMapsGR, secretsGR}})
 	if err != nil {
-		return nil, fmt.Errorf("watchlist: storage factory: %w", err)
+		return nil, fmt.Errorf("watchlist: %w", err)
 	}
-	cm, err := factory.NewConfig(schema.GroupResource{Resource: resConfigMaps}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("watchlist: configmap storage config: %w", err)
-	}
-	sec, err := factory.NewConfig(schema.GroupResource{Resource: resSecrets}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("watchlist: secret storage config: %w", err)
-	}
-	client, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{endpoint}, DialTimeout: 10 * time.Second,
-		// Writers stop by cancelling in-flight Puts; the client would log
-		// every one of them.
-		Logger: zap.NewNop(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("watchlist: etcd client: %w", err)
-	}
-	return &store{cfg: cfg, client: client, cmCdc: cm.Codec, secCdc: sec.Codec, value: strings.Repeat("x", cfg.ValueBytes)}, nil
+	return &store{cfg: cfg, w: w, value: strings.Repeat("x", cfg.ValueBytes)}, nil
 }
 
-func (s *store) close() { _ = s.client.Close() }
+func (s *store) close() { _ = s.w.Close() }
 
 // configMap builds a configmap whose data changes with every write (gen).
 func (s *store) configMap(ns, name string, gen int64) *v1.ConfigMap {
@@ -113,13 +77,9 @@ func (s *store) secret(name string, gen int64) *v1.Secret {
 	}
 }
 
-func (s *store) put(ctx context.Context, codec runtime.Codec, resource, ns, name string, obj runtime.Object) error {
-	data, err := runtime.Encode(codec, obj)
-	if err != nil {
-		return fmt.Errorf("watchlist: encoding %s %s/%s: %w", resource, ns, name, err)
-	}
-	if _, err := s.client.Put(ctx, etcdPrefix+"/"+resource+"/"+ns+"/"+name, string(data)); err != nil {
-		return fmt.Errorf("watchlist: writing %s %s/%s: %w", resource, ns, name, err)
+func (s *store) put(ctx context.Context, gr schema.GroupResource, ns, name string, obj runtime.Object) error {
+	if _, err := s.w.Put(ctx, gr, ns, name, obj); err != nil {
+		return fmt.Errorf("watchlist: %w", err)
 	}
 	return nil
 }
@@ -131,12 +91,12 @@ func (s *store) putConfigMap(ctx context.Context, i int) error {
 	if i >= s.cfg.Objects {
 		ns, name = smallNamespace, smallName(i-s.cfg.Objects)
 	}
-	return s.put(ctx, s.cmCdc, resConfigMaps, ns, name, s.configMap(ns, name, s.gen.Add(1)))
+	return s.put(ctx, configMapsGR, ns, name, s.configMap(ns, name, s.gen.Add(1)))
 }
 
 func (s *store) putSecret(ctx context.Context, i int) error {
 	name := smallName(i)
-	return s.put(ctx, s.secCdc, resSecrets, smallNamespace, name, s.secret(name, s.gen.Add(1)))
+	return s.put(ctx, secretsGR, smallNamespace, name, s.secret(name, s.gen.Add(1)))
 }
 
 // configMaps is every configmap the data set has.
@@ -144,58 +104,30 @@ func (s *store) configMaps() int { return s.cfg.Objects + s.cfg.SmallObjects }
 
 // load writes every configmap and secret with LoadWriters concurrent Puts.
 func (s *store) load(ctx context.Context) error {
-	g, gctx := errgroup.WithContext(ctx)
-	var next atomic.Int64
-	total := s.configMaps() + s.cfg.SmallObjects
-	for range s.cfg.LoadWriters {
-		g.Go(func() error {
-			for {
-				i := int(next.Add(1) - 1)
-				switch {
-				case i < s.configMaps():
-					if err := s.putConfigMap(gctx, i); err != nil {
-						return err
-					}
-				case i < total:
-					if err := s.putSecret(gctx, i-s.configMaps()); err != nil {
-						return err
-					}
-				default:
-					return nil
-				}
-			}
-		})
-	}
-	return g.Wait()
+	return etcdload.Load(ctx, s.configMaps()+s.cfg.SmallObjects, s.cfg.LoadWriters, func(ctx context.Context, i int) error {
+		if i < s.configMaps() {
+			return s.putConfigMap(ctx, i)
+		}
+		return s.putSecret(ctx, i-s.configMaps())
+	})
 }
 
 // writers is the background write load: WriteRate updates per second of
 // random configmaps (anywhere) and as many of the small secrets.
 type writers struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	writes atomic.Int64
-	errs   atomic.Int64
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	updates etcdload.Counts // both resources'
 }
 
 func (s *store) startWriters(ctx context.Context) *writers {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &writers{cancel: cancel}
-	run := func(seed uint64, n int, put func(context.Context, int) error) {
+	run := func(seed uint64, n int, put etcdload.PutFunc) {
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
-			lim := rate.NewLimiter(rate.Limit(s.cfg.WriteRate), 1)
-			rnd := rand.New(rand.NewPCG(seed, 7))
-			for lim.Wait(ctx) == nil {
-				if err := put(ctx, rnd.IntN(n)); err != nil {
-					if ctx.Err() == nil {
-						w.errs.Add(1)
-					}
-					continue
-				}
-				w.writes.Add(1)
-			}
+			etcdload.Update(ctx, etcdload.UpdateOptions{PerSec: s.cfg.WriteRate, Objects: n, Seed: seed}, put, &w.updates)
 		}()
 	}
 	run(1, s.configMaps(), s.putConfigMap)
@@ -204,7 +136,7 @@ func (s *store) startWriters(ctx context.Context) *writers {
 }
 
 // counts is the writes and errors so far.
-func (w *writers) counts() (writes, errs int64) { return w.writes.Load(), w.errs.Load() }
+func (w *writers) counts() (writes, errs int64) { return w.updates.Load() }
 
 func (w *writers) stop() {
 	w.cancel()
