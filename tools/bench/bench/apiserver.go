@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // APIServerConfig is one through-kube-apiserver run: two local-up
@@ -267,8 +269,8 @@ func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Du
 	}
 	r.ServerHeapMiB = after.heap / (1 << 20)
 	sortDurations(lat)
-	r.P50Ms, r.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
-	if q, ok := quantileDelta(before.wait, after.wait, 0.99); ok {
+	r.P50Ms, r.P99Ms = ms(quantile.Percentile(lat, 50)), ms(quantile.Percentile(lat, 99))
+	if q, ok := after.wait.Sub(before.wait).Quantile(0.99); ok {
 		v := q * 1000
 		r.FreshWaitP99Ms = &v
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // What the harness reads from a kube-apiserver under test besides the API
@@ -112,7 +114,7 @@ func parseMetrics(r io.Reader, url string) ([]*dto.MetricFamily, error) {
 type serverSample struct {
 	at   time.Time
 	cpu  float64
-	wait histogram
+	wait quantile.Histogram
 	etcd EtcdCounters
 	// heap is the server's go_memstats_heap_inuse_bytes; gcs its
 	// go_gc_duration_seconds count (GC cycles so far).

@@ -173,22 +173,6 @@ func checkPNGs(t *testing.T, paths []string) {
 	}
 }
 
-func TestQuantileDelta(t *testing.T) {
-	before := histogram{0.01: 10, 0.1: 10, 1: 10, posInf(): 10}
-	after := histogram{0.01: 10, 0.1: 110, 1: 110, posInf(): 110}
-	// All 100 new observations fall in (0.01, 0.1].
-	q, ok := quantileDelta(before, after, 0.5)
-	if !ok || q < 0.01 || q > 0.1 {
-		t.Errorf("p50 = %v, %v; want inside (0.01, 0.1]", q, ok)
-	}
-	if _, ok := quantileDelta(after, after, 0.99); ok {
-		t.Error("no new observations must give no quantile")
-	}
-	if _, ok := quantileDelta(nil, nil, 0.99); ok {
-		t.Error("a missing metric must give no quantile")
-	}
-}
-
 func TestShapeCounts(t *testing.T) {
 	s := Shape{Pods: 1003, Nodes: 10}.withDefaults()
 	total := 0

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Read kinds of the LIST clients, the probe and the calibration.
@@ -124,7 +126,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 			st.Errors, st.FirstError = errs.Load(), first.get()
 			sortDurations(lat)
 			st.OK = int64(len(lat))
-			st.P50Ms, st.P99Ms = ms(percentile(lat, 50)), ms(percentile(lat, 99))
+			st.P50Ms, st.P99Ms = ms(quantile.Percentile(lat, 50)), ms(quantile.Percentile(lat, 99))
 			if st.OK > 0 {
 				st.Items = float64(items) / float64(st.OK)
 			}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // requestDurationMetric is kube-apiserver's request latency histogram
@@ -26,10 +28,10 @@ const requestDurationMetric = "apiserver_request_duration_seconds"
 // the cluster report shows.
 type apiMetrics struct {
 	// requests are request_duration_seconds for pods, by requestKey.
-	requests map[string]histogram
+	requests map[string]quantile.Histogram
 	// wait is the implementation's freshness-wait histogram for pods
 	// (waitMetric); nil when the server does not expose it.
-	wait histogram
+	wait quantile.Histogram
 	// etcdOps is etcd_requests_total by operation, over every resource:
 	// the apiserver's own count of what it asked etcd.
 	etcdOps map[string]float64
@@ -51,7 +53,7 @@ type apiMetrics struct {
 	// implementation's revision fetch (freshcache's revision_fetch_duration
 	// over every resource; upstream's getCurrentResourceVersion for pods
 	// from etcd_request_duration_seconds).
-	parts map[string]histogram
+	parts map[string]quantile.Histogram
 }
 
 // The pieces of the freshness wait the report splits out.
@@ -77,7 +79,7 @@ func requestKey(verb, scope, subresource string) string {
 
 // apiMetricsFrom reduces a scrape; impl picks the freshness-wait metric.
 func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
-	a := apiMetrics{requests: map[string]histogram{}, etcdOps: map[string]float64{}}
+	a := apiMetrics{requests: map[string]quantile.Histogram{}, etcdOps: map[string]float64{}}
 	for _, mf := range mfs {
 		switch mf.GetName() {
 		case requestDurationMetric:
@@ -86,10 +88,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 					continue
 				}
 				k := requestKey(label(m, "verb"), label(m, "scope"), label(m, "subresource"))
-				if a.requests[k] == nil {
-					a.requests[k] = histogram{}
-				}
-				a.requests[k].addSeries(m.GetHistogram())
+				a.requests[k] = a.requests[k].Add(m.GetHistogram())
 			}
 		case "etcd_requests_total":
 			for _, m := range mf.GetMetric() {
@@ -98,7 +97,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 		}
 	}
 	a.wait = histogramFrom(mfs, waitMetric[impl], "pods")
-	a.parts = map[string]histogram{}
+	a.parts = map[string]quantile.Histogram{}
 	if impl == BackendFreshcache {
 		a.parts[WaitPartRelease] = histogramFrom(mfs, "apiserver_freshcache_read_release_seconds", "pods")
 		a.parts[WaitPartFetch] = histogramFrom(mfs, "apiserver_freshcache_revision_fetch_duration_seconds", "")
@@ -255,9 +254,9 @@ type windowDelta struct {
 	APICPUSecEach []float64
 	EtcdCPUSec    float64
 	// Requests are the servers' pods request histograms, summed.
-	requests map[string]histogram
-	wait     histogram
-	parts    map[string]histogram
+	requests map[string]quantile.Histogram
+	wait     quantile.Histogram
+	parts    map[string]quantile.Histogram
 	// Etcd* are counts in the window.
 	EtcdHandled map[string]float64
 	EtcdWatch   float64
@@ -282,8 +281,8 @@ func diffSamples(before, after clusterSample) windowDelta {
 	d := windowDelta{
 		Seconds:     after.at.Sub(before.at).Seconds(),
 		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / clockTicksPerSec,
-		requests:    map[string]histogram{},
-		parts:       map[string]histogram{},
+		requests:    map[string]quantile.Histogram{},
+		parts:       map[string]quantile.Histogram{},
 		EtcdHandled: subMaps(after.etcd.handled, before.etcd.handled),
 		EtcdWatch:   after.etcd.watchMsgs - before.etcd.watchMsgs,
 		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
@@ -299,14 +298,14 @@ func diffSamples(before, after clusterSample) windowDelta {
 		d.APICPUSecEach = append(d.APICPUSecEach, cpu)
 		a, b := after.api[i], before.api[i]
 		for k, h := range a.requests {
-			d.requests[k] = d.requests[k].plus(histogramMinus(h, b.requests[k]))
+			d.requests[k] = d.requests[k].Plus(h.Sub(b.requests[k]))
 		}
 		if a.wait != nil {
-			d.wait = d.wait.plus(histogramMinus(a.wait, b.wait))
+			d.wait = d.wait.Plus(a.wait.Sub(b.wait))
 		}
 		for k, h := range a.parts {
 			if h != nil {
-				d.parts[k] = d.parts[k].plus(histogramMinus(h, b.parts[k]))
+				d.parts[k] = d.parts[k].Plus(h.Sub(b.parts[k]))
 			}
 		}
 		for k, v := range subMaps(a.etcdOps, b.etcdOps) {
@@ -326,15 +325,6 @@ func diffSamples(before, after clusterSample) windowDelta {
 	return d
 }
 
-// histogramMinus is the observations of after that before had not seen.
-func histogramMinus(after, before histogram) histogram {
-	out := histogram{}
-	for b, c := range after {
-		out[b] = c - before[b]
-	}
-	return out
-}
-
 // subMaps is after-before per key, leaving out keys that did not move.
 func subMaps(after, before map[string]float64) map[string]float64 {
 	out := map[string]float64{}
@@ -348,21 +338,21 @@ func subMaps(after, before map[string]float64) map[string]float64 {
 
 // latencyOf is the count, p50 and p99 (ms) of the histograms of keys whose
 // verb and, when scope is not "", scope match.
-func latencyOf(reqs map[string]histogram, verb, scope string) (count, p50, p99 float64, ok bool) {
-	var sum histogram
+func latencyOf(reqs map[string]quantile.Histogram, verb, scope string) (count, p50, p99 float64, ok bool) {
+	var sum quantile.Histogram
 	for k, h := range reqs {
 		f := strings.Fields(k)
 		if len(f) < 2 || f[0] != verb || len(f) > 2 || (scope != "" && f[1] != scope) {
 			continue
 		}
-		sum = sum.plus(h)
+		sum = sum.Plus(h)
 	}
 	if sum == nil {
 		return 0, 0, 0, false
 	}
-	count = sum[posInf()]
-	q50, ok50 := quantileDelta(nil, sum, 0.5)
-	q99, ok99 := quantileDelta(nil, sum, 0.99)
+	count = sum.Count()
+	q50, ok50 := sum.Quantile(0.5)
+	q99, ok99 := sum.Quantile(0.99)
 	if !ok50 || !ok99 {
 		return count, 0, 0, false
 	}

@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // configColor keeps one color per configuration across the plots.
@@ -131,7 +133,7 @@ func medianByX(pts plotter.XYs) plotter.XYs {
 	}
 	var out plotter.XYs
 	for x, v := range ys {
-		out = append(out, plotter.XY{X: x, Y: median(v)})
+		out = append(out, plotter.XY{X: x, Y: quantile.Median(v)})
 	}
 	slices.SortFunc(out, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 	return out

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 type podWatch struct {
@@ -101,8 +103,8 @@ func (w *podWatch) latency(from, to time.Time) PodLatency {
 	}
 	sortDurations(d)
 	sortDurations(st)
-	return PodLatency{Count: len(d), P50Ms: ms(percentile(d, 50)), P99Ms: ms(percentile(d, 99)),
-		StatusCount: len(st), StatusP50S: percentile(st, 50).Seconds(), StatusP99S: percentile(st, 99).Seconds()}
+	return PodLatency{Count: len(d), P50Ms: ms(quantile.Percentile(d, 50)), P99Ms: ms(quantile.Percentile(d, 99)),
+		StatusCount: len(st), StatusP50S: quantile.Percentile(st, 50).Seconds(), StatusP99S: quantile.Percentile(st, 99).Seconds()}
 }
 
 // statusStartLatency is the pod's first container's startedAt less its

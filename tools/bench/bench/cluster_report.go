@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // ClusterReport is the JSON a cluster run writes.
@@ -146,7 +148,7 @@ func medianPtr(v []float64) *float64 {
 	if len(v) == 0 {
 		return nil
 	}
-	m := median(v)
+	m := quantile.Median(v)
 	return &m
 }
 

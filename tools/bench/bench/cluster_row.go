@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"strings"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // ClusterRow is one cluster's result: a configuration at a node count in a
@@ -119,13 +121,13 @@ type Quantiles struct {
 
 // quantilesOf is h's count, p50 and p99 under key; ok is false when h
 // counted nothing.
-func quantilesOf(key string, h histogram) (q Quantiles, ok bool) {
-	if h[posInf()] <= 0 {
+func quantilesOf(key string, h quantile.Histogram) (q Quantiles, ok bool) {
+	if h.Count() <= 0 {
 		return q, false
 	}
-	q50, _ := quantileDelta(nil, h, 0.5)
-	q99, _ := quantileDelta(nil, h, 0.99)
-	return Quantiles{Key: key, Count: h[posInf()], P50Ms: q50 * 1000, P99Ms: q99 * 1000}, true
+	q50, _ := h.Quantile(0.5)
+	q99, _ := h.Quantile(0.99)
+	return Quantiles{Key: key, Count: h.Count(), P50Ms: q50 * 1000, P99Ms: q99 * 1000}, true
 }
 
 // PodLatency is bound-to-Running as the benchmark's watch saw it, and
@@ -193,8 +195,8 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 		}
 	}
 	if d.wait != nil {
-		r.FreshWaitCount = d.wait[posInf()]
-		if q, ok := quantileDelta(nil, d.wait, 0.99); ok {
+		r.FreshWaitCount = d.wait.Count()
+		if q, ok := d.wait.Quantile(0.99); ok {
 			v := q * 1000
 			r.FreshWaitP99Ms = &v
 		}

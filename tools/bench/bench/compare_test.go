@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	api "k8s.io/kubernetes/pkg/apis/core"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // The side-by-side comparison of the two caches, upstream's cacher and
@@ -224,7 +226,7 @@ func TestCompare(t *testing.T) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n| measure (%d pods, %d nodes, median of %d) | upstream cacher | freshcache | freshcache / upstream |\n|---|---:|---:|---:|\n", sh.Pods, sh.Nodes, repeats)
 	for _, m := range order {
-		up, fc := median(results[key{m, BackendUpstream}]), median(results[key{m, BackendFreshcache}])
+		up, fc := quantile.Median(results[key{m, BackendUpstream}]), quantile.Median(results[key{m, BackendFreshcache}])
 		ratio := "–"
 		if up != 0 {
 			ratio = fmt.Sprintf("%.2f", fc/up)

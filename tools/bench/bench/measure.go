@@ -1,15 +1,15 @@
 package bench
 
 import (
-	"math"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Freshness-wait histograms, by backend. upstream's cacher records its own
@@ -46,9 +46,9 @@ type sample struct {
 	mallocs uint64
 	numGC   uint32
 	etcd    EtcdCounters
-	wait    histogram // nil when the backend's metric is not registered
-	release histogram // freshcache's wait until release; nil as wait
-	fetch   histogram // revision-fetch round trips; nil as wait
+	wait    quantile.Histogram // nil when the backend's metric is not registered
+	release quantile.Histogram // freshcache's wait until release; nil as wait
+	fetch   quantile.Histogram // revision-fetch round trips; nil as wait
 	// progress counts freshcache's progress requests (all resources).
 	progress float64
 }
@@ -168,14 +168,10 @@ func counterFrom(mfs []*dto.MetricFamily, name string) float64 {
 	return sum
 }
 
-// histogram is cumulative bucket counts by upper bound, summed over the
-// series of one resource.
-type histogram map[float64]float64
-
 // histogramFrom sums the series of histogram name for resource (every
 // series when resource is ""; series without a resource label always
 // count); nil when the family is absent.
-func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
+func histogramFrom(mfs []*dto.MetricFamily, name, resource string) quantile.Histogram {
 	return histogramWhere(mfs, name, func(m *dto.Metric) bool {
 		r := label(m, "resource")
 		return resource == "" || r == "" || r == resource
@@ -184,93 +180,18 @@ func histogramFrom(mfs []*dto.MetricFamily, name, resource string) histogram {
 
 // histogramWhere sums the series of histogram name that keep accepts; nil
 // when the family is absent.
-func histogramWhere(mfs []*dto.MetricFamily, name string, keep func(*dto.Metric) bool) histogram {
+func histogramWhere(mfs []*dto.MetricFamily, name string, keep func(*dto.Metric) bool) quantile.Histogram {
 	for _, mf := range mfs {
 		if mf.GetName() != name {
 			continue
 		}
-		h := histogram{}
+		h := quantile.Histogram{}
 		for _, m := range mf.GetMetric() {
 			if keep(m) {
-				h.addSeries(m.GetHistogram())
+				h = h.Add(m.GetHistogram())
 			}
 		}
 		return h
 	}
 	return nil
 }
-
-func (h histogram) addSeries(hist *dto.Histogram) {
-	for _, b := range hist.GetBucket() {
-		// The text format lists le="+Inf" as a bucket; the sample count
-		// below stands for it.
-		if math.IsInf(b.GetUpperBound(), 1) {
-			continue
-		}
-		h[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-	}
-	h[math.Inf(1)] += float64(hist.GetSampleCount())
-}
-
-// plus is h and o summed bucket by bucket (two servers' histograms with the
-// same buckets); nil only when both are.
-func (h histogram) plus(o histogram) histogram {
-	if h == nil && o == nil {
-		return nil
-	}
-	out := histogram{}
-	for b, c := range h {
-		out[b] += c
-	}
-	for b, c := range o {
-		out[b] += c
-	}
-	return out
-}
-
-// quantileDelta estimates quantile q of the observations made between
-// before and after, interpolating linearly inside a bucket as PromQL's
-// histogram_quantile does. ok is false when nothing was observed.
-func quantileDelta(before, after histogram, q float64) (float64, bool) {
-	if after == nil {
-		return 0, false
-	}
-	bounds := make([]float64, 0, len(after))
-	for b := range after {
-		bounds = append(bounds, b)
-	}
-	slices.Sort(bounds)
-	total := after[math.Inf(1)] - before[math.Inf(1)]
-	if total <= 0 {
-		return 0, false
-	}
-	rank := q * total
-	prevBound, prevCount := 0.0, 0.0
-	for _, b := range bounds {
-		c := after[b] - before[b]
-		if c >= rank {
-			if math.IsInf(b, 1) {
-				return prevBound, true
-			}
-			if c == prevCount {
-				return b, true
-			}
-			return prevBound + (b-prevBound)*(rank-prevCount)/(c-prevCount), true
-		}
-		prevBound, prevCount = b, c
-	}
-	return prevBound, true
-}
-
-// percentile returns the p-th percentile (0..100) of sorted durations, by
-// the nearest-rank method.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	k = max(0, min(k, len(sorted)-1))
-	return sorted[k]
-}
-
-func posInf() float64 { return math.Inf(1) }

@@ -8,12 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Machine describes where a run happened.
@@ -296,7 +296,7 @@ func Headlines(rows []Row) []Headline {
 		if n == 0 {
 			return
 		}
-		m := median(rs)
+		m := quantile.Median(rs)
 		detail := strings.Join(parts, "; ") + fmt.Sprintf(" (c=%d)", top)
 		if n > 1 {
 			detail = fmt.Sprintf("median of %d pairs %s: %s", n, fmtList(rs, "%.2f"), detail)
@@ -313,7 +313,7 @@ func Headlines(rows []Row) []Headline {
 		if len(ws) == 0 {
 			return
 		}
-		m := median(ws)
+		m := quantile.Median(ws)
 		detail := fmt.Sprintf("freshness wait p99 %s ms over %d row(s) (c=%d)", fmtList(ws, "%.2f"), len(ws), top)
 		out = append(out, Headline{Name: name, Ratio: m, Target: ceiling, AtMost: true, Met: m <= ceiling, Detail: detail})
 	}
@@ -328,17 +328,6 @@ func Headlines(rows []Row) []Headline {
 		ratio(fmt.Sprintf("freshcache %s rv=0 / upstream rv=0", sc), 1, get(BackendFreshcache, sc, RVZero), get(BackendUpstream, sc, RVZero))
 	}
 	return out
-}
-
-// median of a non-empty slice (mean of the middle two for an even count).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 func fmtList(v []float64, format string) string {

@@ -3,6 +3,8 @@ package bench
 import (
 	"math"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Row is one measured combination of backend, scenario, rv mode and
@@ -111,7 +113,7 @@ func (r *Row) fillGate(open, run []time.Duration) {
 		total[i] = open[i] + run[i]
 	}
 	q := func(d []time.Duration, p float64) *float64 {
-		v := ms(percentile(d, p))
+		v := ms(quantile.Percentile(d, p))
 		return &v
 	}
 	sortDurations(total)
@@ -135,10 +137,10 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
 	}
 	sortDurations(lat)
-	r.P50Ms = ms(percentile(lat, 50))
-	r.P99Ms = ms(percentile(lat, 99))
-	quantileMs := func(b, a histogram, q float64) *float64 {
-		if v, ok := quantileDelta(b, a, q); ok {
+	r.P50Ms = ms(quantile.Percentile(lat, 50))
+	r.P99Ms = ms(quantile.Percentile(lat, 99))
+	quantileMs := func(b, a quantile.Histogram, q float64) *float64 {
+		if v, ok := a.Sub(b).Quantile(q); ok {
 			v *= 1000
 			return &v
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Timeline are the moments of one configuration's run, as offsets from
@@ -124,15 +125,15 @@ func summarize(r *ConfigResult, tl Timeline, reads []Read, samples []Sample, met
 	r.Steady = countIn(reads, tl.SteadyFrom, tl.StallAt)
 	r.FromStall = countIn(reads, tl.StallAt, tl.End+1)
 	steady := okLatencies(reads, tl.SteadyFrom, tl.StallAt)
-	r.P50Steady, r.P99Steady = millis(percentile(steady, 50)), millis(percentile(steady, 99))
-	r.P99FromStall = millis(percentile(okLatencies(reads, tl.StallAt, tl.End+1), 99))
-	r.P99All = millis(percentile(okLatencies(reads, tl.SteadyFrom, tl.End+1), 99))
+	r.P50Steady, r.P99Steady = millis(quantile.Percentile(steady, 50)), millis(quantile.Percentile(steady, 99))
+	r.P99FromStall = millis(quantile.Percentile(okLatencies(reads, tl.StallAt, tl.End+1), 99))
+	r.P99All = millis(quantile.Percentile(okLatencies(reads, tl.SteadyFrom, tl.End+1), 99))
 	for _, rd := range reads {
 		if rd.Class == Class2xx && rd.Start >= tl.SteadyFrom {
 			r.AnsweredBytes += rd.Bytes
 		}
 	}
-	threshold := percentile(steady, 99)
+	threshold := quantile.Percentile(steady, 99)
 	r.RecoveryThreshold = millis(threshold)
 	if len(steady) > 0 {
 		if d, ok := recovery(reads, tl.ResumeAt, threshold); ok {
@@ -232,7 +233,7 @@ func perSecond(reads []Read) []SecondBucket {
 		}
 		l := lat[s]
 		slices.Sort(l)
-		b.P50 = millis(percentile(l, 50))
+		b.P50 = millis(quantile.Percentile(l, 50))
 		out = append(out, *b)
 	}
 	return out

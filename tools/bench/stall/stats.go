@@ -1,14 +1,16 @@
 package stall
 
-// The pure arithmetic of a run: read classes, percentiles, RSS levels,
-// growth and recovery. Nothing here reads a clock or does I/O.
+// The pure arithmetic of a run: read classes, RSS levels (medians from
+// package quantile), growth and recovery. Nothing here reads a clock or
+// does I/O.
 
 import (
 	"encoding/json"
-	"math"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // Classes of a read's answer.
@@ -60,30 +62,6 @@ func (s Sample) MarshalJSON() ([]byte, error) {
 	}{millis(s.At), plain(s)})
 }
 
-// percentile is the nearest-rank p-th percentile (0 < p <= 100) of sorted;
-// 0 for an empty slice.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-// median of v (the mean of the middle two for an even count); 0 when empty.
-func median(v []int64) int64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
 // growth is peak/pre; 0 when pre is unknown.
 func growth(peak, pre int64) float64 {
 	if pre <= 0 {
@@ -120,7 +98,7 @@ func levels(samples []Sample, steadyFrom, stallAt, end time.Duration) (api, etcd
 			etcd.Peak = max(etcd.Peak, s.Etcd)
 		}
 	}
-	api.Pre, etcd.Pre = median(preAPI), median(preEtcd)
+	api.Pre, etcd.Pre = quantile.Median(preAPI), quantile.Median(preEtcd)
 	api.Growth, etcd.Growth = growth(api.Peak, api.Pre), growth(etcd.Peak, etcd.Pre)
 	return api, etcd
 }

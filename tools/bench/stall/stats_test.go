@@ -7,47 +7,6 @@ import (
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func TestPercentile(t *testing.T) {
-	ten := []time.Duration{ms(1), ms(2), ms(3), ms(4), ms(5), ms(6), ms(7), ms(8), ms(9), ms(10)}
-	for _, tc := range []struct {
-		name   string
-		sorted []time.Duration
-		p      float64
-		want   time.Duration
-	}{
-		{"empty", nil, 99, 0},
-		{"one", []time.Duration{ms(7)}, 50, ms(7)},
-		{"p50 of ten is the fifth", ten, 50, ms(5)},
-		{"p99 of ten is the last", ten, 99, ms(10)},
-		{"p10 of ten is the first", ten, 10, ms(1)},
-		{"p11 of ten is the second", ten, 11, ms(2)},
-		{"p100", ten, 100, ms(10)},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := percentile(tc.sorted, tc.p); got != tc.want {
-				t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestMedian(t *testing.T) {
-	for _, tc := range []struct {
-		in   []int64
-		want int64
-	}{
-		{nil, 0},
-		{[]int64{5}, 5},
-		{[]int64{9, 1, 5}, 5},
-		{[]int64{4, 1, 3, 2}, 2}, // (2+3)/2 in integers
-		{[]int64{10, 30}, 20},
-	} {
-		if got := median(tc.in); got != tc.want {
-			t.Errorf("median(%v) = %d, want %d", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestLevels(t *testing.T) {
 	// Warm-up 0-1 s, steady 1-4 s, stall from 4 s, end 10 s.
 	samples := []Sample{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
 // The freshness-wait metrics of each implementation. Both label the
@@ -51,18 +52,18 @@ type waitKey struct{ resource, verb string }
 // waitSample is what one /metrics scrape says about freshness waits and
 // the Go runtime.
 type waitSample struct {
-	waits map[waitKey]histogram
+	waits map[waitKey]quantile.Histogram
 	// release is freshcache's wait until the protocol released the read.
-	release map[waitKey]histogram
+	release map[waitKey]quantile.Histogram
 	// fallbacks and rejected count consistent reads per series key.
 	fallbacks map[waitKey]float64
 	rejected  map[waitKey]float64
 	// sched is the runtime's scheduling-latency histogram (nil when not
 	// exported), gcCPU the collector's CPU seconds so far.
-	sched histogram
+	sched quantile.Histogram
 	gcCPU float64
 	// fetch is freshcache's successful revision fetches (nil for upstream).
-	fetch histogram
+	fetch quantile.Histogram
 }
 
 // parseWaits reads the wait histograms and read outcomes of configmaps
@@ -73,19 +74,19 @@ func parseWaits(r io.Reader) (waitSample, error) {
 	if err != nil {
 		return waitSample{}, fmt.Errorf("watchlist: parsing /metrics: %w", err)
 	}
-	s := waitSample{waits: map[waitKey]histogram{}, release: map[waitKey]histogram{}, fallbacks: map[waitKey]float64{}, rejected: map[waitKey]float64{}}
+	s := waitSample{waits: map[waitKey]quantile.Histogram{}, release: map[waitKey]quantile.Histogram{}, fallbacks: map[waitKey]float64{}, rejected: map[waitKey]float64{}}
 	for name, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			switch name {
 			case goSchedLatency:
-				s.sched = addBuckets(s.sched, m.GetHistogram())
+				s.sched = s.sched.Add(m.GetHistogram())
 				continue
 			case goGCCPU:
 				s.gcCPU += m.GetCounter().GetValue()
 				continue
 			case freshFetch:
 				if label(m, "result") == "success" {
-					s.fetch = addBuckets(s.fetch, m.GetHistogram())
+					s.fetch = s.fetch.Add(m.GetHistogram())
 				}
 				continue
 			}
@@ -99,10 +100,10 @@ func parseWaits(r io.Reader) (waitSample, error) {
 				if name == freshWait {
 					k.verb = label(m, "verb")
 				}
-				s.waits[k] = addBuckets(s.waits[k], m.GetHistogram())
+				s.waits[k] = s.waits[k].Add(m.GetHistogram())
 			case freshRelease:
 				k := waitKey{res, label(m, "verb")}
-				s.release[k] = addBuckets(s.release[k], m.GetHistogram())
+				s.release[k] = s.release[k].Add(m.GetHistogram())
 			case freshReads:
 				k := waitKey{res, label(m, "verb")}
 				switch label(m, "outcome") {
@@ -134,22 +135,6 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// addBuckets adds h's cumulative buckets to into (series of one key are
-// summed, e.g. freshcache's requested=consistent and requested=zero).
-func addBuckets(into histogram, h *dto.Histogram) histogram {
-	if into == nil {
-		into = histogram{}
-	}
-	for _, b := range h.GetBucket() {
-		if math.IsInf(b.GetUpperBound(), 1) {
-			continue // the text format lists it; the sample count is the same total
-		}
-		into[b.GetUpperBound()] += float64(b.GetCumulativeCount())
-	}
-	into[math.Inf(1)] += float64(h.GetSampleCount())
-	return into
-}
-
 // waitStats is the phase's wait series, between two scrapes, sorted by
 // resource and verb. A series without observations or outcomes is left
 // out.
@@ -166,24 +151,24 @@ func waitStats(before, after waitSample) []WaitStats {
 	}
 	var out []WaitStats
 	for k := range keys {
-		h := after.waits[k].sub(before.waits[k])
+		h := after.waits[k].Sub(before.waits[k])
 		w := WaitStats{
-			Resource: k.resource, Verb: k.verb, Count: h.count(),
+			Resource: k.resource, Verb: k.verb, Count: h.Count(),
 			Fallbacks: after.fallbacks[k] - before.fallbacks[k],
 			Rejected:  after.rejected[k] - before.rejected[k],
 		}
 		if w.Count == 0 && w.Fallbacks == 0 && w.Rejected == 0 {
 			continue
 		}
-		if v, ok := h.quantile(0.5); ok {
+		if v, ok := h.Quantile(0.5); ok {
 			w.P50Ms = v * 1000
 		}
-		if v, ok := h.quantile(0.99); ok {
+		if v, ok := h.Quantile(0.99); ok {
 			w.P99Ms = v * 1000
 		}
-		if r := after.release[k].sub(before.release[k]); r.count() > 0 {
-			v50, _ := r.quantile(0.5)
-			v99, _ := r.quantile(0.99)
+		if r := after.release[k].Sub(before.release[k]); r.Count() > 0 {
+			v50, _ := r.Quantile(0.5)
+			v99, _ := r.Quantile(0.99)
 			w.Release = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
 		}
 		out = append(out, w)
@@ -200,14 +185,14 @@ func runtimeStats(before, after waitSample, secs float64) RuntimeStats {
 	if secs > 0 {
 		r.GCCores = (after.gcCPU - before.gcCPU) / secs
 	}
-	if h := after.sched.sub(before.sched); h.count() > 0 {
-		v50, _ := h.quantile(0.5)
-		v99, _ := h.quantile(0.99)
+	if h := after.sched.Sub(before.sched); h.Count() > 0 {
+		v50, _ := h.Quantile(0.5)
+		v99, _ := h.Quantile(0.99)
 		r.SchedLatency = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
 	}
-	if h := after.fetch.sub(before.fetch); h.count() > 0 {
-		v50, _ := h.quantile(0.5)
-		v99, _ := h.quantile(0.99)
+	if h := after.fetch.Sub(before.fetch); h.Count() > 0 {
+		v50, _ := h.Quantile(0.5)
+		v99, _ := h.Quantile(0.99)
 		r.RevisionFetch = &Quantiles{P50Ms: v50 * 1000, P99Ms: v99 * 1000}
 	}
 	return r

@@ -71,7 +71,7 @@ func TestParseWaitsFreshcache(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := s.waits[waitKey{resConfigMaps, "list"}]
-	if h.count() != 20 || h[0.001] != 8 {
+	if h.Count() != 20 || h[0.001] != 8 {
 		t.Fatalf("configmaps/list summed over requested: %v", h)
 	}
 	if _, ok := s.waits[waitKey{"pods", "list"}]; ok {
