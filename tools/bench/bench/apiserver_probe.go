@@ -12,11 +12,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"k8s.io/client-go/rest"
 
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
@@ -82,25 +81,16 @@ func (s *serverHTTP) metrics(ctx context.Context) ([]*dto.MetricFamily, error) {
 
 // scrape reads the Prometheus text at url (the etcd server's /metrics).
 func scrape(ctx context.Context, hc *http.Client, url string) ([]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := promtext.Get(ctx, hc, url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bench: GET %s: %w", url, err)
 	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("bench: GET %s: %s", url, resp.Status)
-	}
-	return parseMetrics(resp.Body, url)
+	defer func() { _ = body.Close() }()
+	return parseMetrics(body, url)
 }
 
 func parseMetrics(r io.Reader, url string) ([]*dto.MetricFamily, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	m, err := p.TextToMetricFamilies(r)
+	m, err := promtext.Parse(r)
 	if err != nil {
 		return nil, fmt.Errorf("bench: parsing %s: %w", url, err)
 	}

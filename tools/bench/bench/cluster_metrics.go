@@ -17,6 +17,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
@@ -84,15 +85,15 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 		switch mf.GetName() {
 		case requestDurationMetric:
 			for _, m := range mf.GetMetric() {
-				if label(m, "resource") != "pods" || label(m, "group") != "" {
+				if promtext.Label(m, "resource") != "pods" || promtext.Label(m, "group") != "" {
 					continue
 				}
-				k := requestKey(label(m, "verb"), label(m, "scope"), label(m, "subresource"))
+				k := requestKey(promtext.Label(m, "verb"), promtext.Label(m, "scope"), promtext.Label(m, "subresource"))
 				a.requests[k] = a.requests[k].Add(m.GetHistogram())
 			}
 		case "etcd_requests_total":
 			for _, m := range mf.GetMetric() {
-				a.etcdOps[label(m, "operation")] += m.GetCounter().GetValue()
+				a.etcdOps[promtext.Label(m, "operation")] += m.GetCounter().GetValue()
 			}
 		}
 	}
@@ -103,7 +104,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 		a.parts[WaitPartFetch] = histogramFrom(mfs, "apiserver_freshcache_revision_fetch_duration_seconds", "")
 	} else {
 		a.parts[WaitPartFetch] = histogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
-			return label(m, "operation") == "getCurrentResourceVersion" && label(m, "resource") == "pods" && label(m, "group") == ""
+			return promtext.Label(m, "operation") == "getCurrentResourceVersion" && promtext.Label(m, "resource") == "pods" && promtext.Label(m, "group") == ""
 		})
 	}
 	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
@@ -122,8 +123,8 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 {
 	out := map[string]float64{}
 	eachSeries(mfs, name, func(m *dto.Metric) {
-		k := label(m, "resource")
-		if g := label(m, "group"); g != "" {
+		k := promtext.Label(m, "resource")
+		if g := promtext.Label(m, "group"); g != "" {
 			k += "." + g
 		}
 		out[k] += m.GetCounter().GetValue()
@@ -164,14 +165,14 @@ func etcdMetricsFrom(mfs []*dto.MetricFamily) etcdMetrics {
 		switch {
 		case name == "grpc_server_handled_total":
 			for _, m := range mf.GetMetric() {
-				svc := strings.TrimPrefix(label(m, "grpc_service"), "etcdserverpb.")
+				svc := strings.TrimPrefix(promtext.Label(m, "grpc_service"), "etcdserverpb.")
 				if v := m.GetCounter().GetValue(); v > 0 {
-					e.handled[svc+"."+label(m, "grpc_method")] += v
+					e.handled[svc+"."+promtext.Label(m, "grpc_method")] += v
 				}
 			}
 		case name == "grpc_server_msg_received_total":
 			for _, m := range mf.GetMetric() {
-				if label(m, "grpc_service") == "etcdserverpb.Watch" && label(m, "grpc_method") == "Watch" {
+				if promtext.Label(m, "grpc_service") == "etcdserverpb.Watch" && promtext.Label(m, "grpc_method") == "Watch" {
 					e.watchMsgs += m.GetCounter().GetValue()
 				}
 			}

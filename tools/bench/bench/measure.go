@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
@@ -115,10 +116,10 @@ func etcdCountersFrom(mfs []*dto.MetricFamily) EtcdCounters {
 		switch mf.GetName() {
 		case "grpc_server_started_total":
 			for _, m := range mf.GetMetric() {
-				if label(m, "grpc_service") != "etcdserverpb.KV" {
+				if promtext.Label(m, "grpc_service") != "etcdserverpb.KV" {
 					continue
 				}
-				switch label(m, "grpc_method") {
+				switch promtext.Label(m, "grpc_method") {
 				case "Range":
 					c.Ranges += m.GetCounter().GetValue()
 				case "RangeStream":
@@ -131,22 +132,13 @@ func etcdCountersFrom(mfs []*dto.MetricFamily) EtcdCounters {
 			}
 		case "grpc_server_msg_received_total":
 			for _, m := range mf.GetMetric() {
-				if label(m, "grpc_service") == "etcdserverpb.Watch" && label(m, "grpc_method") == "Watch" {
+				if promtext.Label(m, "grpc_service") == "etcdserverpb.Watch" && promtext.Label(m, "grpc_method") == "Watch" {
 					c.WatchMsgs += m.GetCounter().GetValue()
 				}
 			}
 		}
 	}
 	return c
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // eachSeries calls f for every series of the family called name.
@@ -173,7 +165,7 @@ func counterFrom(mfs []*dto.MetricFamily, name string) float64 {
 // count); nil when the family is absent.
 func histogramFrom(mfs []*dto.MetricFamily, name, resource string) quantile.Histogram {
 	return histogramWhere(mfs, name, func(m *dto.Metric) bool {
-		r := label(m, "resource")
+		r := promtext.Label(m, "resource")
 		return resource == "" || r == "" || r == resource
 	})
 }

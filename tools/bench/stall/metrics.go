@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 )
 
 const (
@@ -35,21 +35,11 @@ const (
 
 // parseLines parses Prometheus sample lines (no HELP or TYPE needed).
 func parseLines(lines []string) map[string]*dto.MetricFamily {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(strings.NewReader(strings.Join(lines, "\n") + "\n"))
+	mfs, err := promtext.Parse(strings.NewReader(strings.Join(lines, "\n") + "\n"))
 	if err != nil {
 		return nil
 	}
 	return mfs
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // value reads an untyped, counter or gauge sample.
@@ -64,7 +54,7 @@ func value(m *dto.Metric) float64 {
 }
 
 func isConfigMaps(m *dto.Metric) bool {
-	return label(m, "resource") == "configmaps" && label(m, "group") == ""
+	return promtext.Label(m, "resource") == "configmaps" && promtext.Label(m, "group") == ""
 }
 
 // apiserverReads reduces an apiserver scrape to consistent LISTs of
@@ -79,13 +69,13 @@ func apiserverReads(lines []string) (map[string]float64, float64) {
 			}
 			switch name {
 			case freshReadsMetric:
-				if label(m, "verb") == "list" && label(m, "requested") == "consistent" {
-					reads[label(m, "outcome")] += value(m)
+				if promtext.Label(m, "verb") == "list" && promtext.Label(m, "requested") == "consistent" {
+					reads[promtext.Label(m, "outcome")] += value(m)
 				}
 			case freshFallbackObjects:
 				inFlight += value(m)
 			case upstreamConsistentReads:
-				reads[upstreamOutcome(label(m, "success"), label(m, "fallback"))] += value(m)
+				reads[upstreamOutcome(promtext.Label(m, "success"), promtext.Label(m, "fallback"))] += value(m)
 			}
 		}
 	}
@@ -111,7 +101,7 @@ func upstreamOutcome(success, fallback string) string {
 func etcdCounters(lines []string) (sent, ranges float64) {
 	for name, mf := range parseLines(lines) {
 		for _, m := range mf.GetMetric() {
-			method := label(m, "grpc_method")
+			method := promtext.Label(m, "grpc_method")
 			isRange := method == "Range" || method == "RangeStream"
 			switch {
 			case name == "etcd_network_client_grpc_sent_bytes_total":

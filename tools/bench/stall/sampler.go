@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 )
 
 // rssBytes is a process's VmRSS from /proc; 0 when it cannot be read.
@@ -163,21 +165,12 @@ func (s *sampler) stop() ([]Sample, []MetricSample) {
 func fetchLines(ctx context.Context, hc *http.Client, url string, names []string, timeout time.Duration) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	body, err := promtext.Get(ctx, hc, url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("stall: GET %s: %w", url, err)
 	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil, fmt.Errorf("stall: GET %s: %s", url, resp.Status)
-	}
-	return filterLines(resp.Body, names)
+	defer func() { _ = body.Close() }()
+	return filterLines(body, names)
 }
 
 func filterLines(r io.Reader, names []string) ([]string, error) {

@@ -9,12 +9,9 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"k8s.io/client-go/rest"
 
+	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
@@ -69,8 +66,7 @@ type waitSample struct {
 // parseWaits reads the wait histograms and read outcomes of configmaps
 // and secrets (core group) from a Prometheus text exposition.
 func parseWaits(r io.Reader) (waitSample, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := p.TextToMetricFamilies(r)
+	mfs, err := promtext.Parse(r)
 	if err != nil {
 		return waitSample{}, fmt.Errorf("watchlist: parsing /metrics: %w", err)
 	}
@@ -85,28 +81,28 @@ func parseWaits(r io.Reader) (waitSample, error) {
 				s.gcCPU += m.GetCounter().GetValue()
 				continue
 			case freshFetch:
-				if label(m, "result") == "success" {
+				if promtext.Label(m, "result") == "success" {
 					s.fetch = s.fetch.Add(m.GetHistogram())
 				}
 				continue
 			}
-			res := label(m, "resource")
-			if label(m, "group") != coreGroupLabel || (res != resConfigMaps && res != resSecrets) {
+			res := promtext.Label(m, "resource")
+			if promtext.Label(m, "group") != coreGroupLabel || (res != resConfigMaps && res != resSecrets) {
 				continue
 			}
 			switch name {
 			case freshWait, upstreamWait:
 				k := waitKey{res, verbAny}
 				if name == freshWait {
-					k.verb = label(m, "verb")
+					k.verb = promtext.Label(m, "verb")
 				}
 				s.waits[k] = s.waits[k].Add(m.GetHistogram())
 			case freshRelease:
-				k := waitKey{res, label(m, "verb")}
+				k := waitKey{res, promtext.Label(m, "verb")}
 				s.release[k] = s.release[k].Add(m.GetHistogram())
 			case freshReads:
-				k := waitKey{res, label(m, "verb")}
-				switch label(m, "outcome") {
+				k := waitKey{res, promtext.Label(m, "verb")}
+				switch promtext.Label(m, "outcome") {
 				case "fallback":
 					s.fallbacks[k] += m.GetCounter().GetValue()
 				case "rejected", "over_budget":
@@ -114,7 +110,7 @@ func parseWaits(r io.Reader) (waitSample, error) {
 				}
 			case upstreamReads:
 				k := waitKey{res, verbAny}
-				switch label(m, "fallback") {
+				switch promtext.Label(m, "fallback") {
 				case "true":
 					s.fallbacks[k] += m.GetCounter().GetValue()
 				case "skipped":
@@ -124,15 +120,6 @@ func parseWaits(r io.Reader) (waitSample, error) {
 		}
 	}
 	return s, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // waitStats is the phase's wait series, between two scrapes, sorted by
@@ -215,18 +202,10 @@ func newScraper(rc *rest.Config) (*scraper, error) {
 func (s *scraper) scrape(ctx context.Context) (waitSample, error) {
 	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
-	if err != nil {
-		return waitSample{}, err
-	}
-	req.Header.Set("Accept", "text/plain")
-	resp, err := s.hc.Do(req)
+	body, err := promtext.Get(ctx, s.hc, s.url)
 	if err != nil {
 		return waitSample{}, fmt.Errorf("watchlist: GET /metrics: %w", err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return waitSample{}, fmt.Errorf("watchlist: GET /metrics: %s", resp.Status)
-	}
-	return parseWaits(resp.Body)
+	defer func() { _ = body.Close() }()
+	return parseWaits(body)
 }
