@@ -20,50 +20,12 @@ import (
 // (kubernetes#138728). It writes the markdown and, next to it, the JSON,
 // and ends with the ratios line on stdout.
 func runWatchList(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet("watchlist", pflag.ContinueOnError)
-	cfg := watchlist.DefaultConfig()
-	var (
-		out     string
-		short   bool
-		verbose bool
-		notes   []string
-		from    string
-	)
-	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
-	fs.StringSliceVar(&cfg.Configs, "configs", cfg.Configs, "configurations, each on a fresh cluster: "+strings.Join(bench.AllClusterConfigs, ", "))
-	fs.IntVar(&cfg.Objects, "objects", cfg.Objects, "configmaps of the huge resource")
-	fs.IntVar(&cfg.HugeNamespaces, "huge-namespaces", cfg.HugeNamespaces, "namespaces the huge resource is spread over")
-	fs.IntVar(&cfg.SmallObjects, "small-objects", cfg.SmallObjects, "configmaps and secrets in the small namespace the reads target")
-	fs.IntVar(&cfg.ValueBytes, "value-bytes", cfg.ValueBytes, "size of each object's data value")
-	fs.IntVar(&cfg.LoadWriters, "load-writers", cfg.LoadWriters, "concurrent etcd Puts while loading")
-	fs.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "closed-loop clients per read kind")
-	fs.IntVar(&cfg.WatchLists, "watchlists", cfg.WatchLists, "concurrent WatchList loops")
-	fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "updates per second to each resource, straight to etcd, in every phase")
-	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "writes-only phase (the apiserver's idle CPU)")
-	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unreported reads before phase A")
-	fs.DurationVar(&cfg.Baseline, "baseline", cfg.Baseline, "phase A: fresh reads")
-	fs.DurationVar(&cfg.Contended, "contended", cfg.Contended, "phase B: fresh reads and WatchLists")
-	fs.DurationVar(&cfg.Alone, "alone", cfg.Alone, "phase C: WatchLists only (their CPU per event)")
-	fs.DurationVar(&cfg.WatchListTimeout, "watchlist-timeout", cfg.WatchListTimeout, "bound on one WatchList")
-	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", cfg.ReadyTimeout, "bound on local-up's start and on the cache listing every loaded object")
-	fs.StringArrayVar(&cfg.LocalUpArgs, "local-up-arg", nil, "a flag passed to every local-up after the configuration's own (repeatable)")
-	fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed unless a configuration failed, when empty")
-	fs.BoolVar(&short, "short", false, "smoke run: "+watchListShortSummary()+" (flags given explicitly still win)")
-	fs.StringVar(&out, "out", "docs/results/watchlist.md", "markdown report; the JSON goes next to it (NAME.json)")
-	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
-	fs.StringVar(&from, "from-json", "", "run nothing: render the report (and its JSON) at --out again from this JSON")
-	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
-	if err := fs.Parse(args); err != nil {
+	cfg, a, err := parseWatchList(args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("watchlist: unexpected arguments %q", fs.Args())
-	}
-	if from != "" {
-		return renderWatchList(from, out, notes)
-	}
-	if short {
-		applyWatchListShort(fs, &cfg)
+	if a.from != "" {
+		return renderWatchList(a.from, a.out, a.notes)
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -71,13 +33,13 @@ func runWatchList(ctx context.Context, args []string) error {
 	if err := checkBinDir(cfg.BinDir); err != nil {
 		return err
 	}
-	if out == "" || !strings.HasSuffix(out, ".md") {
-		return fmt.Errorf("watchlist: --out must name a .md file, got %q", out)
+	if a.out == "" || !strings.HasSuffix(a.out, ".md") {
+		return fmt.Errorf("watchlist: --out must name a .md file, got %q", a.out)
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(a.out), 0o755); err != nil {
 		return err
 	}
-	if !verbose {
+	if !a.verbose {
 		// client-go logs every read cut by the end of a phase at error
 		// level, which klog sends to stderr whatever its output; a
 		// logger of its own takes all of klog's output.
@@ -87,18 +49,59 @@ func runWatchList(ctx context.Context, args []string) error {
 
 	res, runErr := watchlist.Run(ctx, cfg)
 	res.Command = "freshcache-bench watchlist " + strings.Join(args, " ")
-	res.Notes = append(res.Notes, notes...)
-	if short {
+	res.Notes = append(res.Notes, a.notes...)
+	if a.short {
 		res.Notes = append(res.Notes, "short mode (--short): the numbers check the harness, not the caches")
 	}
 	if len(res.Runs) == 0 {
 		return runErr
 	}
-	if err := writeWatchList(res, out); err != nil {
+	if err := writeWatchList(res, a.out); err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Println(watchlist.RatiosLine(res.Ratios))
 	return runErr
+}
+
+// watchListArgs are the watchlist subcommand's settings besides
+// watchlist.Config.
+type watchListArgs struct {
+	out, from      string
+	short, verbose bool
+	notes          []string
+}
+
+// parseWatchList reads the watchlist subcommand's command line.
+func parseWatchList(args []string) (watchlist.Config, watchListArgs, error) {
+	var a watchListArgs
+	cfg, short, err := parseScenario("watchlist", args, watchlist.DefaultConfig(), watchlist.ShortConfig(), func(fs *pflag.FlagSet, cfg *watchlist.Config, short *bool) {
+		fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
+		fs.StringSliceVar(&cfg.Configs, "configs", cfg.Configs, "configurations, each on a fresh cluster: "+strings.Join(bench.AllClusterConfigs, ", "))
+		fs.IntVar(&cfg.Objects, "objects", cfg.Objects, "configmaps of the huge resource")
+		fs.IntVar(&cfg.HugeNamespaces, "huge-namespaces", cfg.HugeNamespaces, "namespaces the huge resource is spread over")
+		fs.IntVar(&cfg.SmallObjects, "small-objects", cfg.SmallObjects, "configmaps and secrets in the small namespace the reads target")
+		fs.IntVar(&cfg.ValueBytes, "value-bytes", cfg.ValueBytes, "size of each object's data value")
+		fs.IntVar(&cfg.LoadWriters, "load-writers", cfg.LoadWriters, "concurrent etcd Puts while loading")
+		fs.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "closed-loop clients per read kind")
+		fs.IntVar(&cfg.WatchLists, "watchlists", cfg.WatchLists, "concurrent WatchList loops")
+		fs.Float64Var(&cfg.WriteRate, "write-rate", cfg.WriteRate, "updates per second to each resource, straight to etcd, in every phase")
+		fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "writes-only phase (the apiserver's idle CPU)")
+		fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unreported reads before phase A")
+		fs.DurationVar(&cfg.Baseline, "baseline", cfg.Baseline, "phase A: fresh reads")
+		fs.DurationVar(&cfg.Contended, "contended", cfg.Contended, "phase B: fresh reads and WatchLists")
+		fs.DurationVar(&cfg.Alone, "alone", cfg.Alone, "phase C: WatchLists only (their CPU per event)")
+		fs.DurationVar(&cfg.WatchListTimeout, "watchlist-timeout", cfg.WatchListTimeout, "bound on one WatchList")
+		fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", cfg.ReadyTimeout, "bound on local-up's start and on the cache listing every loaded object")
+		fs.StringArrayVar(&cfg.LocalUpArgs, "local-up-arg", nil, "a flag passed to every local-up after the configuration's own (repeatable)")
+		fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed unless a configuration failed, when empty")
+		fs.BoolVar(short, "short", false, "smoke run: "+watchListShortSummary()+" (flags given explicitly still win)")
+		fs.StringVar(&a.out, "out", "docs/results/watchlist.md", "markdown report; the JSON goes next to it (NAME.json)")
+		fs.StringArrayVar(&a.notes, "note", nil, "a note stored in the report (repeatable)")
+		fs.StringVar(&a.from, "from-json", "", "run nothing: render the report (and its JSON) at --out again from this JSON")
+		fs.BoolVarP(&a.verbose, "verbose", "v", false, "show klog output")
+	})
+	a.short = short
+	return cfg, a, err
 }
 
 // renderWatchList writes the report of an earlier run again, from its JSON,
@@ -120,43 +123,8 @@ func renderWatchList(from, out string, notes []string) error {
 }
 
 func writeWatchList(res watchlist.Result, out string) error {
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	if err := watchlist.WriteMarkdown(f, res); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	js := strings.TrimSuffix(out, ".md") + ".json"
-	if err := res.WriteJSON(js); err != nil {
-		return err
-	}
-	fmt.Fprintln(os.Stderr, "# wrote", out, js)
-	return nil
-}
-
-// applyWatchListShort sets ShortConfig's values on every flag the user did not give.
-func applyWatchListShort(fs *pflag.FlagSet, cfg *watchlist.Config) {
-	s := watchlist.ShortConfig()
-	set := func(name string, apply func()) {
-		if !fs.Changed(name) {
-			apply()
-		}
-	}
-	set("objects", func() { cfg.Objects = s.Objects })
-	set("huge-namespaces", func() { cfg.HugeNamespaces = s.HugeNamespaces })
-	set("watchlists", func() { cfg.WatchLists = s.WatchLists })
-	set("idle", func() { cfg.Idle = s.Idle })
-	set("warmup", func() { cfg.Warmup = s.Warmup })
-	set("baseline", func() { cfg.Baseline = s.Baseline })
-	set("contended", func() { cfg.Contended = s.Contended })
-	set("alone", func() { cfg.Alone = s.Alone })
-	set("watchlist-timeout", func() { cfg.WatchListTimeout = s.WatchListTimeout })
-	set("ready-timeout", func() { cfg.ReadyTimeout = s.ReadyTimeout })
+	return writeScenarioReport(out, strings.TrimSuffix(out, ".md")+".json", res, watchlist.WriteMarkdown,
+		func(path string, res watchlist.Result) error { return res.WriteJSON(path) })
 }
 
 func watchListShortSummary() string {
