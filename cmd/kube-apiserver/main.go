@@ -1,7 +1,8 @@
 // Command kube-apiserver is the upstream Kubernetes API server (v1.37) with
-// one addition: --watch-cache-implementation chooses the watch cache that
-// serves cached resources. Everything else (flags, admission, authn/z,
-// OpenAPI) is upstream's.
+// two additions: --watch-cache-implementation chooses the watch cache that
+// serves cached resources, and --extra-bind-address serves on further
+// addresses beside --bind-address (local-up's real nodes). Everything else
+// (flags, admission, authn/z, OpenAPI) is upstream's.
 package main
 
 import (
