@@ -155,9 +155,8 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		fmt.Fprintf(out, "%s: pid %d, %s, as %s, log %s\n", c.Scheduler.Name, c.Scheduler.Pid(), c.Scheduler.URL, c.Scheduler.User, c.Scheduler.LogPath)
 	}
 	// Real nodes first: their undo journal records iptables before any
-	// kubelet runs, hollow ones included (kubemark's kubelet adds its
-	// KUBE-* chains to the host's iptables when iptables is installed), so
-	// the stop removes those too.
+	// kubelet runs. Hollow kubelets leave the host's iptables alone
+	// (withoutIPTables, nodes.go).
 	if o.RealNodes > 0 {
 		if err := c.startRealNodes(ctx, admin); err != nil {
 			return nil, err
@@ -407,8 +406,8 @@ func (c *Cluster) Stop() {
 	}
 	stopAll(nodes)
 	c.removeLeftovers()
-	// The real nodes after the hollow ones, whose kubelets would otherwise
-	// put back iptables chains the real nodes' undo removes.
+	// The real nodes after the hollow ones: nothing that talks to the
+	// host's network may run while the undo restores it.
 	c.stopRealNodes()
 	var controllers []*Process
 	for _, comp := range []*Component{c.ControllerManager, c.Scheduler} {

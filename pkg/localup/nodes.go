@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -86,7 +87,8 @@ func (c *Cluster) startNode(i int, binary string, port int) (*Node, error) {
 		"--use-host-image-service=false",
 	}
 	started := time.Now()
-	p, err := StartProcess(name, binary, filepath.Join(c.dataDir, "logs", name+".log"), args)
+	env := withoutIPTables(os.Environ(), isExecutable)
+	p, err := startProcess(name, binary, filepath.Join(c.dataDir, "logs", name+".log"), args, env, false)
 	if err != nil {
 		return nil, err
 	}
@@ -294,4 +296,43 @@ func (c *Cluster) RestartNode(i int) (*Node, error) {
 	// Stop works out the leftovers again, the new node's included.
 	c.leftovers = nil
 	return n, nil
+}
+
+// iptablesCommands are the programs the kubelet's iptables client runs
+// (k8s.io/kubernetes/pkg/util/iptables); it is present when they are.
+var iptablesCommands = []string{"iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"}
+
+// withoutIPTables returns environ with PATH stripped of every directory
+// that holds one of iptablesCommands (isExecutable tells). A hollow
+// kubelet run as root otherwise adds KUBE-IPTABLES-HINT, KUBE-FIREWALL
+// (with jumps from INPUT and OUTPUT) and KUBE-KUBELET-CANARY chains to the
+// host's iptables, re-adds them every minute when they go, and leaves them
+// behind: it has a fake runtime and no pod network, so the rules protect
+// nothing, and kubemark has no flag for the kubelet's
+// makeIPTablesUtilChains. Without iptables on its PATH the kubelet logs
+// "No iptables support on this system" and goes on; nothing else a hollow
+// kubelet runs lives there.
+func withoutIPTables(environ []string, isExecutable func(path string) bool) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		v, ok := strings.CutPrefix(kv, "PATH=")
+		if !ok {
+			out = append(out, kv)
+			continue
+		}
+		var kept []string
+		for _, dir := range filepath.SplitList(v) {
+			if !slices.ContainsFunc(iptablesCommands, func(cmd string) bool { return isExecutable(filepath.Join(dir, cmd)) }) {
+				kept = append(kept, dir)
+			}
+		}
+		out = append(out, "PATH="+strings.Join(kept, string(filepath.ListSeparator)))
+	}
+	return out
+}
+
+// isExecutable reports whether path is a file someone may execute.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }

@@ -39,12 +39,13 @@ type Process struct {
 
 // StartProcess starts binary with args, logging to logPath.
 func StartProcess(name, binary, logPath string, args []string) (*Process, error) {
-	return startProcess(name, binary, logPath, args, false)
+	return startProcess(name, binary, logPath, args, nil, false)
 }
 
-// startProcess starts binary; ownGroup puts it in a process group of its
-// own, out of reach of the terminal's Ctrl-C.
-func startProcess(name, binary, logPath string, args []string, ownGroup bool) (*Process, error) {
+// startProcess starts binary with env (nil: local-up's own); ownGroup
+// puts it in a process group of its own, out of reach of the terminal's
+// Ctrl-C.
+func startProcess(name, binary, logPath string, args, env []string, ownGroup bool) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
@@ -52,6 +53,7 @@ func startProcess(name, binary, logPath string, args []string, ownGroup bool) (*
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	cmd.Env = env
 	// If local-up dies without cleaning up, the kernel still stops the child.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: ownGroup}
 	if err := cmd.Start(); err != nil {

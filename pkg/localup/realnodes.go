@@ -167,7 +167,7 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 // in a process group of its own: Ctrl-C in the terminal reaches local-up
 // only, which then removes the pods before it stops them.
 func (c *Cluster) startRealNodeChild(name, binary string, args []string) (realnode.Child, error) {
-	p, err := startProcess(name, binary, filepath.Join(c.dataDir, "logs", name+".log"), args, true)
+	p, err := startProcess(name, binary, filepath.Join(c.dataDir, "logs", name+".log"), args, nil, true)
 	if err != nil {
 		return nil, err
 	}

@@ -47,8 +47,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 		BinDir:  binDir,
 		DataDir: dataDir,
 		// make run's two hollow nodes too: the pod must still land on
-		// the real node, and the hollow kubelets' iptables chains must go
-		// with the real node's.
+		// the real node, and the host must be as before with them.
 		Args:         []string{"--controllers=true", "--nodes=2", "--real-nodes=1"},
 		ReadyTimeout: 6 * time.Minute,
 	}
@@ -100,6 +99,58 @@ func TestRealNodeRunsPods(t *testing.T) {
 	}
 	if diff := before.Diff(after); len(diff) > 0 {
 		t.Errorf("the host is not as before the run:\n%s", strings.Join(diff, "\n"))
+	}
+}
+
+// TestHollowNodesLeaveIPTablesAlone starts local-up without a real node
+// (make run's two hollow nodes) as root, where kubemark's kubelet would add
+// its KUBE-* chains to the host's iptables, and checks that the hollow
+// kubelets found no iptables and that iptables is as before while they run
+// and after the stop.
+func TestHollowNodesLeaveIPTablesAlone(t *testing.T) {
+	if os.Getenv("FRESHCACHE_REAL_NODES") != "1" || os.Geteuid() != 0 {
+		t.Skip("only as root, where a hollow kubelet can change iptables: make test-real-nodes")
+	}
+	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
+	if binDir == "" {
+		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
+	}
+	dataDir := filepath.Join(binDir, "..", "test-hollow-nodes")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	iptables := func() [2]string {
+		t.Helper()
+		s, err := realnode.TakeSnapshot(ctx, dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return [2]string{s.IPTables, s.IP6Tables}
+	}
+	before := iptables()
+	lu := start(ctx, t, launch.Options{BinDir: binDir, DataDir: dataDir, Args: []string{"--controllers=true", "--nodes=2", "--real-nodes=0"}, ReadyTimeout: 3 * time.Minute})
+	// A kubelet sets its chains up before it registers its node, so by
+	// now they would be there.
+	during := iptables()
+	for _, n := range lu.Ready.Nodes {
+		data, err := os.ReadFile(n.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "No iptables support on this system") || strings.Contains(string(data), "Initialized iptables rules") {
+			t.Errorf("hollow node %s's kubelet found iptables (log %s)", n.Name, n.Log)
+		}
+	}
+	if err := lu.Stop(2 * time.Minute); err != nil {
+		t.Fatalf("local-up exited with %v after SIGINT:\n%s", err, lu.Output())
+	}
+	after := iptables()
+	for i, cmd := range []string{"iptables", "ip6tables"} {
+		if during[i] != before[i] {
+			t.Errorf("%s changed while the hollow nodes ran:\nbefore:\n%s\nduring:\n%s", cmd, before[i], during[i])
+		}
+		if after[i] != before[i] {
+			t.Errorf("%s is not as before the run:\nbefore:\n%s\nafter:\n%s", cmd, before[i], after[i])
+		}
 	}
 }
 
