@@ -149,7 +149,7 @@ DEMO_59848_NODE ?= real
 DEMO_59848_OBSERVE ?= 60s
 DEMO_59848_REPORT ?= $(if $(DEMO_59848_RUN)$(DEMO_59848_WATCHLIST),$(abspath $(OUT))/demo-59848/report.md,$(abspath docs/results/demo-59848.md))
 DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848
-demo-59848: build ## kubernetes#59848 on a real kubelet and containerd (root), watch-list on and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials each (~40 min).
+demo-59848: build ## kubernetes#59848 on a real kubelet and containerd (root), watch-list on and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials each (~30 min; writes docs/results/demo-59848.md).
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
 		$(GO) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
