@@ -69,7 +69,7 @@ coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (t
 	@mkdir -p $(BIN)
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
 
-test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, crash recovery, host restored (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
+test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, the apiserver from a pod through the kubernetes Service, crash recovery, host restored; hollow nodes leave iptables alone (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build ## Run only the end-to-end test.

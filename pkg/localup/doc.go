@@ -16,5 +16,14 @@
 // the reverse order and removes what kubemark leaves in /tmp.
 //
 // Credentials are written once under the data directory and reused on
-// restart, so a kubeconfig handed out earlier keeps working.
+// restart, so a kubeconfig handed out earlier keeps working; only the
+// apiservers' serving certificate is issued again (by the same CA) when it
+// lacks a name the run needs.
+//
+// Every listener is on loopback (--bind-address), except with real nodes
+// (realnodes.go): their kubelet serves on the node IP, and the first
+// apiserver serves on it too, advertises it and keeps the kubernetes
+// Service's endpoints, so pods reach the apiserver at 10.0.0.1:443 as in
+// any cluster (kubernetesservice.go). The node IP is added to lo before
+// the apiservers start, and removed by the real node's undo journal.
 package localup

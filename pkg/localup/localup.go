@@ -124,12 +124,20 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 			c.Stop()
 		}
 	}()
-	if err := c.PKI.Ensure(DefaultHosts()); err != nil {
+	if err := c.PKI.Ensure(o.apiserverHosts()); err != nil {
 		return nil, fmt.Errorf("writing credentials: %w", err)
 	}
 	if o.RealNodes > 0 {
 		if err := c.prepareRealNodes(ctx, out); err != nil {
 			return nil, err
+		}
+		// The first apiserver serves on the node IP too (the kubernetes
+		// Service's endpoint), so it must be on lo before that apiserver
+		// listens.
+		for _, n := range c.RealNodes {
+			if err := n.AddNodeIP(ctx); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -142,6 +150,11 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	admin, err := kubernetes.NewForConfig(RESTConfig(c.APIServers[0].URL, c.PKI))
 	if err != nil {
 		return nil, err
+	}
+	if o.RealNodes > 0 {
+		if err := c.waitKubernetesEndpoint(ctx, pts.apiservers[advertisedAPIServer]); err != nil {
+			return nil, c.APIServers[advertisedAPIServer].withLog(err)
+		}
 	}
 
 	if o.Controllers {
@@ -352,11 +365,7 @@ func memberPorts(base, n int) []int {
 	return out
 }
 
-// apiserverArgs are the flags of instance i. The apiservers advertise the
-// loopback address they listen on. kube-apiserver refuses loopback addresses
-// in the endpoints of the kubernetes service, so the endpoint reconciler is
-// off: nothing in a local control plane dials that service. Give
-// --endpoint-reconciler-type and --advertise-address to change this.
+// apiserverArgs are the flags of instance i.
 func (c *Cluster) apiserverArgs(i, port int) []string {
 	etcd := c.Endpoints
 	if i < len(c.Options.APIServerEtcdServers) && len(c.Options.APIServerEtcdServers[i]) > 0 {
@@ -364,9 +373,9 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 	}
 	args := []string{
 		"--etcd-servers=" + strings.Join(etcd, ","),
-		"--bind-address=" + c.Options.BindAddress,
-		"--advertise-address=" + c.Options.BindAddress,
-		"--endpoint-reconciler-type=none",
+	}
+	args = append(args, c.Options.apiserverServingArgs(i)...)
+	args = append(args, []string{
 		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + c.PKI.ServingCert(),
 		"--tls-private-key-file=" + c.PKI.ServingKey(),
@@ -377,7 +386,7 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 		"--service-cluster-ip-range=" + serviceClusterIPRange,
 		"--authorization-mode=Node,RBAC",
 		"--allow-privileged=true",
-	}
+	}...)
 	args = append(args, c.realNodeAPIServerArgs()...)
 	args = append(args, c.Options.PassThrough...)
 	if i < len(c.Options.APIServerArgs) {

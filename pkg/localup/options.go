@@ -80,6 +80,8 @@ type Options struct {
 	// upstream kubelet with real pods (package realnode; needs root).
 	RealNodes int
 	// RealNodeIP is the real node's InternalIP, added to lo for the run.
+	// The first apiserver also serves on it, for the kubernetes Service
+	// (kubernetesservice.go).
 	RealNodeIP string
 	// RealNodeKubeProxy runs kube-proxy (iptables mode) on each real node.
 	RealNodeKubeProxy bool
@@ -153,7 +155,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeletPort, "kubelet-port", o.KubeletPort, "Kubelet port of the first hollow node; node i uses kubelet-port+i. 0 picks free ports.")
 	fs.IntVar(&o.NodeAPIServer, "node-apiserver", o.NodeAPIServer, "Which kube-apiserver (1 to --apiservers) the nodes talk to. 0 spreads the hollow nodes round-robin (node i uses apiserver i mod N + 1) and puts the real nodes on the first.")
 	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
-	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs.")
+	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs. The first kube-apiserver also serves on it and advertises it: pods reach it through the kubernetes Service.")
 	fs.BoolVar(&o.RealNodeKubeProxy, "real-node-kube-proxy", o.RealNodeKubeProxy, "Run kube-proxy (iptables mode, as system:kube-proxy) on the real nodes, so Services work from pods and the host.")
 	fs.BoolVar(&o.RealNodeDNS, "real-node-dns", o.RealNodeDNS, "Deploy CoreDNS (Service kube-system/kube-dns at 10.0.0.10) on the real node and make it the real kubelets' cluster DNS; needs --real-node-kube-proxy and the coredns binary (make coredns).")
 	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, hollow or real, e.g. hollow-0=2,real-0=1.")

@@ -81,7 +81,11 @@ const (
 func NodeUser(node string) string { return "system:node:" + node }
 
 // Ensure creates every missing file. Existing files are kept, so restarts
-// reuse the credentials that earlier kubeconfigs hold.
+// reuse the credentials that earlier kubeconfigs hold; only the apiservers'
+// serving certificate is issued again, by the same CA, when it is not
+// valid for every one of hosts (a data directory of a run without real
+// nodes lacks the node IP). Clients check it against the CA, so they do
+// not notice.
 func (p PKI) Ensure(hosts []string) error {
 	if err := os.MkdirAll(p.Dir, 0o700); err != nil {
 		return err
@@ -95,7 +99,7 @@ func (p PKI) Ensure(hosts []string) error {
 	if err != nil {
 		return err
 	}
-	if !exists(p.ServingCert()) || !exists(p.ServingKey()) {
+	if !exists(p.ServingKey()) || !certCovers(p.ServingCert(), ca, hosts) {
 		if err := writeLeaf(servingTemplate("kube-apiserver", hosts), ca, caKey, p.ServingCert(), p.ServingKey()); err != nil {
 			return err
 		}
@@ -144,6 +148,29 @@ func (p PKI) EnsureServing(component string, hosts []string) error {
 	return writeLeaf(servingTemplate(component, hosts), ca, caKey, p.ServingCertFor(component), p.ServingKeyFor(component))
 }
 
+// certCovers reports whether the certificate at path was signed by ca and
+// is valid for every one of hosts (IP addresses and DNS names).
+func certCovers(path string, ca *x509.Certificate, hosts []string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return false
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil || cert.CheckSignatureFrom(ca) != nil {
+		return false
+	}
+	for _, h := range hosts {
+		if cert.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
 func servingTemplate(cn string, hosts []string) *x509.Certificate {
 	tmpl := leafTemplate(cn, nil, x509.ExtKeyUsageServerAuth)
 	for _, h := range hosts {
@@ -157,7 +184,8 @@ func servingTemplate(cn string, hosts []string) *x509.Certificate {
 }
 
 // DefaultHosts are the names the serving certificate is valid for: loopback,
-// and the in-cluster names of the kubernetes service.
+// and the kubernetes Service's ClusterIP (the first address of
+// serviceClusterIPRange) and in-cluster names.
 func DefaultHosts() []string {
 	return []string{
 		"127.0.0.1", "::1", "10.0.0.1", "localhost",

@@ -3,8 +3,11 @@ package realnode
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/pkg/localup/launch"
 	"github.com/freshcache/freshcache/pkg/localup/realnode"
 )
@@ -51,6 +55,8 @@ func TestRealNodeRunsPods(t *testing.T) {
 		Args:         []string{"--controllers=true", "--nodes=2", "--real-nodes=1"},
 		ReadyTimeout: 6 * time.Minute,
 	}
+	helperDir := filepath.Join(dataDir, "incluster")
+	buildInCluster(ctx, t, helperDir)
 	lu := start(ctx, t, opts)
 	k := kubectl{bin: filepath.Join(binDir, "kubectl"), kubeconfig: lu.Ready.Kubeconfig}
 	if len(lu.Ready.RealNodes) != 1 {
@@ -68,6 +74,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 	}
 	svcIP := serviceWorks(ctx, t, k)
 	dnsWorks(ctx, t, k, svcIP)
+	apiserverFromPod(ctx, t, k, lu.Ready, node.NodeIP, helperDir)
 
 	// A crash: SIGKILL leaves the containers, their shims, the node IP,
 	// the bridge, iptables and sysctls behind; the next start undoes them
@@ -84,7 +91,9 @@ func TestRealNodeRunsPods(t *testing.T) {
 		t.Errorf("the start after a crash did not undo its leftovers:\n%s", lu.Output())
 	}
 	podRunsForReal(ctx, t, k, node.Name, first)
-	k.run(ctx, t, "delete", "pod", "x", "web", "--wait=false")
+	// The new apiserver took the kubernetes Service's endpoint back.
+	apiserverFromPod(ctx, t, k, lu.Ready, node.NodeIP, helperDir)
+	k.run(ctx, t, "delete", "pod", "x", "web", "incluster", "--ignore-not-found", "--wait=false")
 	k.run(ctx, t, "delete", "service", "web")
 
 	if err := lu.Stop(2 * time.Minute); err != nil {
@@ -260,6 +269,120 @@ func dnsWorks(ctx context.Context, t *testing.T, k kubectl, svcIP string) {
 		t.Errorf("nslookup web.default.svc.cluster.local = %q, want %s", out, svcIP)
 	}
 }
+
+// apiserverFromPod checks that pods reach the first apiserver as
+// in-cluster clients do. The kubernetes Service's endpoint is the first
+// apiserver on the node IP; pod x has the Service in its environment;
+// and a pod running the incluster helper (client-go's in-cluster
+// configuration: the Service's IP from the environment, the pod's service
+// account token, the certificate checked against the pod's CA bundle) is
+// answered, at the Service's IP and at its DNS name, as the pod's service
+// account. busybox's wget cannot be used: its TLS sends no
+// signature_algorithms, which Go 1.25 and later refuse. The host checks
+// the certificate served at the Service's IP for the names in-cluster
+// clients dial, and the one at the node IP, against local-up's CA.
+func apiserverFromPod(ctx context.Context, t *testing.T, k kubectl, ready *localup.ReadyFile, nodeIP, helperDir string) {
+	t.Helper()
+	apiserver, err := url.Parse(ready.APIServers[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := apiserver.Port()
+	eps := k.run(ctx, t, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=kubernetes",
+		"-o", "jsonpath={.items[*].endpoints[*].addresses[*]}:{.items[*].ports[*].port}")
+	if want := nodeIP + ":" + port; strings.TrimSpace(eps) != want {
+		t.Errorf("the kubernetes Service's endpoints are %q, want %s (the first apiserver on the node IP)", eps, want)
+	}
+	env := k.run(ctx, t, "exec", "x", "--", "sh", "-c", "echo $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT")
+	if strings.TrimSpace(env) != kubernetesServiceIP+":443" {
+		t.Errorf("pod x's KUBERNETES_SERVICE_HOST:PORT = %q, want %s:443", env, kubernetesServiceIP)
+	}
+
+	k.run(ctx, t, "delete", "pod", "incluster", "--ignore-not-found", "--wait=true")
+	manifest := filepath.Join(helperDir, "pod.json")
+	if err := os.WriteFile(manifest, []byte(inclusterPod(helperDir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	k.run(ctx, t, "create", "-f", manifest)
+	var phase string
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		phase = k.run(ctx, t, "get", "pod", "incluster", "-o", "jsonpath={.status.phase} {.spec.nodeName}")
+		if f := strings.Fields(phase); len(f) > 0 && (f[0] == "Succeeded" || f[0] == "Failed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod incluster has not finished after 2m: %q", phase)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	logs := k.run(ctx, t, "logs", "incluster")
+	t.Logf("pod incluster (%s):\n%s", phase, logs)
+	for _, host := range []string{"https://" + kubernetesServiceIP + ":443", "https://kubernetes.default.svc"} {
+		if want := host + " user=system:serviceaccount:default:default"; !strings.Contains(logs, want) {
+			t.Errorf("pod incluster was not answered at %s as its service account: want %q in its log", host, want)
+		}
+	}
+	if f := strings.Fields(phase); len(f) != 2 || f[0] != "Succeeded" || f[1] != ready.RealNodes[0].Name {
+		t.Errorf("pod incluster is %q, want Succeeded on %s", phase, ready.RealNodes[0].Name)
+	}
+	k.run(ctx, t, "delete", "pod", "incluster", "--wait=false")
+
+	caPEM, err := os.ReadFile(filepath.Join(ready.DataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no certificate in local-up's ca.crt")
+	}
+	for _, c := range []struct{ addr, name string }{
+		{kubernetesServiceIP + ":443", kubernetesServiceIP},
+		{kubernetesServiceIP + ":443", "kubernetes.default.svc"},
+		{kubernetesServiceIP + ":443", "kubernetes.default.svc.cluster.local"},
+		{net.JoinHostPort(nodeIP, port), nodeIP},
+	} {
+		d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: &tls.Config{RootCAs: roots, ServerName: c.name, MinVersion: tls.VersionTLS12}}
+		conn, err := d.DialContext(ctx, "tcp", c.addr)
+		if err != nil {
+			t.Errorf("TLS to the apiserver at %s as %s, checked against local-up's CA: %v", c.addr, c.name, err)
+			continue
+		}
+		_ = conn.Close()
+	}
+}
+
+// buildInCluster builds the incluster helper (a static binary, so any
+// image runs it) into dir, which the helper pod mounts.
+func buildInCluster(ctx context.Context, t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "incluster"), "./incluster")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the incluster helper: %v\n%s", err, out)
+	}
+}
+
+// inclusterPod runs the helper in helperDir, mounted from the host, with
+// the default service account's token (the default automount).
+func inclusterPod(helperDir string) string {
+	return `{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "incluster"},
+ "spec": {"restartPolicy": "Never",
+  "containers": [{"name": "incluster", "image": "registry.k8s.io/e2e-test-images/busybox:1.37.0-2", "command": ["/helper/incluster"],
+   "volumeMounts": [{"name": "helper", "mountPath": "/helper", "readOnly": true}]}],
+  "volumes": [{"name": "helper", "hostPath": {"path": "` + helperDir + `", "type": "Directory"}}]}}`
+}
+
+// kubernetesServiceIP is the kubernetes Service's ClusterIP in local-up's
+// service range (10.0.0.0/24).
+const kubernetesServiceIP = "10.0.0.1"
 
 // hostRuns reports whether a process on the host has this command line.
 func hostRuns(cmdline string) bool {

@@ -16,15 +16,19 @@
 //     kubelet's ports, and builds the images once (images.go). It changes
 //     nothing on the host but the packages, so a failed check leaves
 //     nothing to clean up.
-//  2. Start, once the apiserver serves: it adds the node IP to lo, writes
-//     the configuration under Options.Dir, starts containerd, the kubelet
-//     and kube-proxy through Options.Start (the caller supervises them: any
-//     of them exiting ends the run) and waits for their /healthz. The
-//     caller then waits for the Node object to be Ready.
-//  3. Stop, always, also after a failed Start: it stops kube-proxy and the
-//     kubelet,
-//     removes every pod sandbox over CRI (the CNI plugins release what
-//     they set up), stops containerd and undoes every host change.
+//  2. AddNodeIP, before the apiserver starts if it is to serve on the node
+//     IP (package localup's first apiserver does, for the kubernetes
+//     Service): it writes the undo journal and adds the node IP to lo.
+//  3. Start, once the apiserver serves: it adds the node IP to lo unless
+//     AddNodeIP did, writes the configuration under Options.Dir, starts
+//     containerd, the kubelet and kube-proxy through Options.Start (the
+//     caller supervises them: any of them exiting ends the run) and waits
+//     for their /healthz. The caller then waits for the Node object to be
+//     Ready.
+//  4. Stop, always, also after a failed AddNodeIP or Start: it stops
+//     kube-proxy and the kubelet, removes every pod sandbox over CRI (the
+//     CNI plugins release what they set up), stops containerd and undoes
+//     every host change.
 //
 // # What is changed on the host, and how it is put back
 //

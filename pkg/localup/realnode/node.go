@@ -103,15 +103,27 @@ func isLocalUp(pid int) bool {
 	return base == "local-up" || strings.HasSuffix(base, ".test")
 }
 
-// Start records what it is about to change, adds the node IP, writes the
-// configuration, starts containerd, imports the images and starts the
-// kubelet, then waits for the kubelet's /healthz. The caller waits for the
-// Node object to be Ready. On error the caller calls Stop.
-func (n *Node) Start(ctx context.Context) error {
+// AddNodeIP records what the node is about to change (the undo journal)
+// and adds the node IP to lo. The caller does it before the apiserver
+// starts when the apiserver is to serve on the node IP too (the
+// kubernetes Service's endpoint); Start does it otherwise. On error the
+// caller calls Stop.
+func (n *Node) AddNodeIP(ctx context.Context) error {
+	if n.state != nil {
+		return nil
+	}
 	if err := n.record(ctx); err != nil {
 		return err
 	}
-	if err := addAddress(ctx, Address{Dev: "lo", CIDR: n.opts.NodeIP + "/32"}); err != nil {
+	return addAddress(ctx, Address{Dev: "lo", CIDR: n.opts.NodeIP + "/32"})
+}
+
+// Start adds the node IP unless AddNodeIP did, writes the configuration,
+// starts containerd, imports the images and starts the kubelet, then
+// waits for the kubelet's /healthz. The caller waits for the Node object
+// to be Ready. On error the caller calls Stop.
+func (n *Node) Start(ctx context.Context) error {
+	if err := n.AddNodeIP(ctx); err != nil {
 		return err
 	}
 	if err := n.writeConfig(); err != nil {
