@@ -26,7 +26,7 @@
 // snapshot after every etcd revision it has whole (all keys of a
 // transaction). internal/fanout delivers events to watchers.
 //
-// # Consistent reads (design.md, "The protocol")
+// # Consistent reads (docs/design.md, "The protocol")
 //
 // A consistent read registers with the cache's freshness.Machine through
 // the driver (driver.go), which carries out the Machine's caller duties:

@@ -69,8 +69,8 @@ func (h *heldFetcher) answers() []int64 {
 }
 
 // TestReadDuringFetchWaitsForNextFetch provokes the coalescing hazard at
-// the cache level (design.md, step 1: "a read that arrives while a fetch
-// is in flight waits for the next fetch"):
+// the cache level (docs/design.md, "The protocol", step 1: "a read that
+// arrives while a fetch is in flight waits for the next fetch"):
 //
 //  1. read 1 (consistent LIST) issues a revision fetch; etcd answers R1,
 //     and the fetch is held in flight;

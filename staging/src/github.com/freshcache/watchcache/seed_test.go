@@ -18,7 +18,7 @@ import (
 )
 
 // TestSeedScenario is kubernetes#59848 on a real 3-member etcd, side by
-// side (design.md, "Why the revision request must be linearizable"):
+// side (docs/design.md, "Why the revision request must be linearizable"):
 //
 //  1. 3 members, peer traffic through proxies the test controls;
 //  2. the caches' etcd client talks to one follower only;

@@ -67,7 +67,7 @@ func TestOracleRecorder(t *testing.T) {
 		t.Errorf("failed fetch durations: count +%d sum +%v, want +1 and +5", n-errTookN, s-errTookSum)
 	}
 
-	// The names that design.md promises are on /metrics.
+	// The names that docs/design.md, "Metrics", promises are on /metrics.
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)

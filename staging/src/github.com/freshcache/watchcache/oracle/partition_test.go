@@ -11,7 +11,8 @@ import (
 )
 
 // TestPartitionedMember shows, side by side, why the revision fetch must be
-// linearizable (design.md, "Why the revision request must be linearizable").
+// linearizable (docs/design.md, "Why the revision request must be
+// linearizable").
 //
 // A 3-member cluster runs with its peer traffic through proxies. Two
 // Oracles share a client that talks only to one follower: one fetches

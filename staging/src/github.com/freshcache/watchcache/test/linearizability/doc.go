@@ -1,6 +1,6 @@
 // Package linearizability checks that consistent reads served by
 // freshcache are fresh, from a recorded history of concurrent operations
-// (issue 4, "Correctness tests").
+// (docs/design.md, "Correctness tests").
 //
 // A test records every write (key, revision, invoke and return positions)
 // and every consistent read (what it observed, its snapshot revision,

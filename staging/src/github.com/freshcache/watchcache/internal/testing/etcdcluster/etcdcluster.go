@@ -22,7 +22,7 @@ import (
 // Cluster is a 3-member embedded etcd whose peer traffic runs through
 // proxies, one in front of each member's peer listener, so that a test can
 // cut a member off from its peers in both directions (the seed scenario,
-// design.md).
+// docs/design.md, "The problem").
 type Cluster struct {
 	Members []*embed.Etcd
 	proxies []*peerProxy
