@@ -239,53 +239,56 @@ bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, he
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
 
 # bench-targets measures the targets at 32 clients:
-#   - consistent-reads: issue 4's exact shape (20k pods on 200 nodes, 100
-#     lease writes/s and no pod writes), every rv pair three times, the
-#     target being the median of the pairs;
-#   - storage-targets: issue 5's rows at the harness's default background
+#   - consistent-reads: the consistent-read target shape (20k pods on 200
+#     nodes, 32 clients, 100 lease writes/s and no pod writes), every rv
+#     pair three times, the target being the median of the pairs;
+#   - storage-targets: the rv=0 parity rows (freshcache's rv=0 LISTs and
+#     watch fan-out against upstream's) at the harness's default background
 #     load (10 pod writes/s as well), plus the gate control (what a wait of
 #     0.7-3 ms alone costs the same closed loop; docs/results/README.md).
-ISSUE4_SHAPE := --pods=20000 --nodes=200 --scenarios=list-node,get --etcd-scenarios=get --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep
+CONSISTENT_READ_SHAPE := --pods=20000 --nodes=200 --scenarios=list-node,get --etcd-scenarios=get --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep
 
-bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: issue 4's shape (3 repeats) and issue 5's rows + gate control (~7 min).
-	$(BENCH) storage $(ISSUE4_SHAPE) --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
+bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: the consistent-read target shape (3 repeats) and the rv=0 parity rows + gate control (~7 min).
+	$(BENCH) storage $(CONSISTENT_READ_SHAPE) --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,list-all,list-label,get,watch-fanout --etcd-scenarios=get --concurrency=32 --no-sweep --gate-control=700us,1500us,3ms --name=storage-targets --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
-# bench-external-etcd is issue 4's shape with etcd in a process of its own
-# (same cores), as in a real control plane: it separates what the
-# in-process etcd costs the cache's Go runtime from what the protocol does.
-bench-external-etcd: $(BENCH) ## Issue 4's shape with etcd in its own process (~3 min).
+# bench-external-etcd is the consistent-read target shape with etcd in a
+# process of its own (same cores), as in a real control plane: it separates
+# what the in-process etcd costs the cache's Go runtime from what the
+# protocol does.
+bench-external-etcd: $(BENCH) ## The consistent-read target shape with etcd in its own process (~3 min).
 	@mkdir -p $(DIAG_OUT)
-	BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
+	BENCH=$(BENCH) hack/bench-external-etcd.sh $(CONSISTENT_READ_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
 # bench-etcd-own-core is the same with etcd pinned to CPU 1 and the bench
 # (clients, caches, harness) to CPU 0: etcd's server half of each fetch
 # leaves the cache's core, as when etcd runs on machines of its own. Every
 # row then has one core, so compare its rows with each other only.
-bench-etcd-own-core: $(BENCH) ## Issue 4's shape, etcd on CPU 1 and the bench on CPU 0 (~2 min; needs 2 CPUs).
+bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1 and the bench on CPU 0 (~2 min; needs 2 CPUs).
 	@mkdir -p $(DIAG_OUT)
-	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(ISSUE4_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
+	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(CONSISTENT_READ_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
-# bench-trace runs issue 4's LIST rows (freshcache only) with an execution
-# trace of each measured row, then splits every freshness wait at its
-# release (freshcache-bench trace-wait; docs/results/README.md, "Issue 4").
+# bench-trace runs the consistent-read target shape's LIST rows
+# (freshcache only) with an execution trace of each measured row, then
+# splits every freshness wait at its release (freshcache-bench trace-wait;
+# docs/investigations/consistent-read-cost.md).
 # Traced rows run slower than untraced ones; compare them with each other.
 TRACE_DIR ?= $(OUT)/traces
-bench-trace: $(BENCH) ## Issue 4's LIST rows under execution traces, and where each freshness wait went (~1 min).
+bench-trace: $(BENCH) ## The consistent-read target shape's LIST rows under execution traces, and where each freshness wait went (~1 min).
 	@mkdir -p $(DIAG_OUT)
 	rm -rf $(TRACE_DIR)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 	$(BENCH) trace-wait --out=$(DIAG_OUT)/consistent-reads-trace-waits.md $(TRACE_DIR)/*.trace
 
-# bench-cpu-split runs issue 4's whole command with a CPU profile of every
-# row's measured part; the report ends with each row's CPU per op split by
-# part (tools/bench/diag/cpusplit, by freshcache's pprof labels): the fetch
-# chain, the reader's wait, the op, GC.
+# bench-cpu-split runs the whole consistent-read target command with a CPU
+# profile of every row's measured part; the report ends with each row's CPU
+# per op split by part (tools/bench/diag/cpusplit, by freshcache's pprof
+# labels): the fetch chain, the reader's wait, the op, GC.
 PROFILE_DIR ?= $(OUT)/profiles
-bench-cpu-split: $(BENCH) ## Issue 4's command with a CPU profile per row, split by part (~5 min).
+bench-cpu-split: $(BENCH) ## The consistent-read target command with a CPU profile per row, split by part (~5 min).
 	@mkdir -p $(DIAG_OUT)
 	rm -rf $(PROFILE_DIR)
-	$(BENCH) storage $(ISSUE4_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
+	$(BENCH) storage $(CONSISTENT_READ_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
 # bench-netpoll-floor times a loopback TCP round trip against a channel
 # round trip while 0-64 goroutines burn CPU and park like the benchmark's
@@ -302,7 +305,7 @@ HOLLOW_NODES ?= 10,30,60
 bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn (~12 min).
 	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(BENCH_OUT)/hollow-nodes.md $(BENCH_ARGS)
 
-# bench-cluster is the cluster-level A/B benchmark (project issue 19): for
+# bench-cluster is the cluster-level A/B benchmark: for
 # upstream, freshcache and freshcache with FreshResourceVersionZero, a fresh
 # local-up cluster (controller-manager, scheduler, N hollow nodes) per node
 # count, and HA (2 kube-apiservers, 3 etcd members) at CLUSTER_HA_NODES, all

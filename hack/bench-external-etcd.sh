@@ -2,7 +2,8 @@
 # Runs 'freshcache-bench storage' against an etcd that 'freshcache-bench
 # etcd' serves from a process of its own, and stops that process (by its
 # PID) when done. The arguments go to 'freshcache-bench storage'; the
-# bench-external-etcd make target passes issue 4's shape (ISSUE4_SHAPE).
+# bench-external-etcd make target passes the consistent-read target shape
+# (CONSISTENT_READ_SHAPE in the Makefile).
 #
 # ETCD_CPUS and BENCH_CPUS, when set, pin each process to those CPUs
 # (taskset -c syntax). Go sizes GOMAXPROCS from the affinity, and the

@@ -8,7 +8,7 @@
 // Two node kinds (DEMO_59848_NODE):
 //
 //   - real (make demo-59848, root): local-up --real-nodes=1, the upstream
-//     kubelet on containerd, in the form of the title. A
+//     kubelet on containerd, in the form of kubernetes#59848's title. A
 //     StatefulSet's web-0 runs on the real node R (kubelet on A); R is
 //     cordoned, member 1 cut off, web-0 deleted through A; R's kubelet
 //     kills it and the StatefulSet controller re-creates web-0 on a hollow

@@ -86,7 +86,7 @@ func TestCheckNamesMissingTests(t *testing.T) {
 	}
 }
 
-// The committed selection parses and is as large as the issue asks.
+// The committed selection parses and holds at least 100 tests.
 func TestSelectionFile(t *testing.T) {
 	s, err := ReadSelection(ListFile)
 	if err != nil {

@@ -1,6 +1,6 @@
 package bench
 
-// The cluster-level A/B benchmark (project issue 19): for each
+// The cluster-level A/B benchmark (make bench-cluster): for each
 // configuration a fresh local-up cluster (kube-apiserver(s), embedded etcd,
 // kube-controller-manager, kube-scheduler, N kubemark hollow nodes) under
 // the same seeded load, measured from /proc and the servers' own metrics.

@@ -202,7 +202,7 @@ func (r ClusterRatios) Line() string {
 	return fmt.Sprintf("cluster-bench ratios: apiserver-cpu=%s etcd-reads=%s list-p99=%s stale=%s", f(r.APICPU), f(r.EtcdReads), f(r.ListP99), stale)
 }
 
-// clusterTargets are the targets for the closing line, reported
+// clusterTargets are the cluster benchmark's targets for the closing line, reported
 // and not asserted.
 func clusterTargets(r ClusterRatios) [][4]string {
 	met := func(p *float64, limit float64) string {

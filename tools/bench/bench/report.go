@@ -244,8 +244,8 @@ func WriteMarkdown(w io.Writer, rows []Row) {
 	}
 }
 
-// Headline is one of the storage-level targets of issues 4 and 5,
-// computed from one run.
+// Headline is one of the storage-level targets (the consistent-read
+// targets and the rv=0 parity rows), computed from one run.
 type Headline struct {
 	Name string `json:"name"`
 	// Ratio is the measured value: a throughput ratio, or a latency in ms

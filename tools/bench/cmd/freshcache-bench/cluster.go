@@ -16,7 +16,7 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/bench"
 )
 
-// runCluster is the cluster-level A/B benchmark (project issue 19): a
+// runCluster is the cluster-level A/B benchmark (make bench-cluster): a
 // fresh local-up cluster per configuration and node count under the same
 // seeded load. It writes the markdown (and JSON and PNGs next to it) and
 // ends with one line on stdout: the ratios.

@@ -17,7 +17,7 @@ import (
 // runNetpollFloor times a loopback TCP round trip and a channel round trip
 // while busy goroutines keep the cores saturated, for each busy count: what
 // the Go network poller adds to any socket round trip, a revision fetch's
-// included, at issue 4's load (package netpollfloor).
+// included, at the consistent-read target load (package netpollfloor).
 func runNetpollFloor(ctx context.Context, args []string) (err error) {
 	fs := pflag.NewFlagSet("netpoll-floor", pflag.ContinueOnError)
 	var (
@@ -51,7 +51,7 @@ func runNetpollFloor(ctx context.Context, args []string) (err error) {
 		results = append(results, r)
 	}
 	m := bench.ThisMachine()
-	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: tools/bench/diag/netpollfloor/doc.go; docs/results/README.md, \"Issue 4\"\n\n",
+	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: tools/bench/diag/netpollfloor/doc.go; docs/investigations/consistent-read-cost.md\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), bench.GitCommit(), m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, strings.Join(os.Args, " ")); err != nil {
 		return err
 	}

@@ -12,8 +12,9 @@
 // and bookkeeping, and the runtime.
 //
 // The etcd server part is what would leave the apiserver's cores in a
-// deployment where etcd runs elsewhere; the benchmark of issue 4 runs it
-// in the same process, so there it is part of the price.
+// deployment where etcd runs elsewhere; the consistent-read target
+// benchmark (make bench-targets) runs it in the same process, so there it
+// is part of the price.
 //
 // # Who calls it
 //
