@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -183,7 +183,14 @@ test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+Fres
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
-verify: fmt lint ## gofmt, go vet and golangci-lint on both modules.
+verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on both modules; the docs check.
+
+# verify-docs: links in markdown stay inside the repository and resolve
+# (files and #anchors), section citations name existing headings, and no
+# text cites a tracker's issue number or a notes directory outside the
+# repository (internal/docscheck/doc.go lists the rules).
+verify-docs:
+	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/
 
 fmt:
 	@out=$$(gofmt -l cmd internal pkg test hack tools $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,45 @@
+package docscheck
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRepository checks this repository's tracked files. make verify runs
+// it (FRESHCACHE_VERIFY_DOCS=1); a plain go test skips it, so that the
+// rules hold the docs at verify time and not in every test run.
+func TestRepository(t *testing.T) {
+	if os.Getenv("FRESHCACHE_VERIFY_DOCS") == "" {
+		t.Skip("set FRESHCACHE_VERIFY_DOCS=1 (make verify) to check the repository's docs")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	var files []string
+	for _, f := range strings.Split(string(out), "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatal("git ls-files listed nothing")
+	}
+	problems, err := Check(os.DirFS(root), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if len(problems) > 0 {
+		t.Log("internal/docscheck/doc.go says what each rule wants")
+	}
+}
