@@ -44,7 +44,7 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
-test: test-lib test-root test-bench test-robustness test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every default test: library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero.
+test: verify test-lib test-root test-bench test-robustness test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every default test: make verify (gofmt, vet, golangci-lint, the docs check), library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~35 min here).
 
 test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
