@@ -3,7 +3,6 @@ package demo59848
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/freshcache/test/robustness"
 )
 
 const (
@@ -205,52 +203,12 @@ func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute+observe)
 	defer cancel()
 
-	cl, err := robustness.StartCluster(ctx, filepath.Join(dir, "etcd"), uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	defer cl.Close()
-
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy(node)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	auditLog := filepath.Join(dir, "audit-b.log")
-	o := localup.NewOptions()
-	o.DataDir = filepath.Join(dir, "local-up")
-	o.EtcdServers = cl.Endpoints()
-	o.APIServers = 2
-	o.SecurePort = 0 // local-up picks both apiservers' ports
-	o.APIServerEtcdServers = [][]string{{cl.ProxiedClientURL(0)}, {cl.ProxiedClientURL(1)}}
-	o.APIServerArgs = [][]string{nil, {
-		"--audit-policy-file=" + policy,
-		"--audit-log-path=" + auditLog,
-		"--audit-log-format=json",
-		// One line per event as it happens: the test reads the file while
-		// B runs.
-		"--audit-log-mode=blocking",
-	}}
-	o.PassThrough = v.args
-	o.Nodes = 1
-	o.NodeAPIServer = 2
-	o.Binary = filepath.Join(binDir, "kube-apiserver")
-	o.ControllerManagerBinary = filepath.Join(binDir, "kube-controller-manager")
-	o.SchedulerBinary = filepath.Join(binDir, "kube-scheduler")
-	o.KubemarkBinary = filepath.Join(binDir, m.kubemark)
-	o.ShutdownGrace = 10 * time.Second
-	log, err := os.Create(filepath.Join(dir, "local-up.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	lc, err := localup.Start(ctx, o, io.MultiWriter(log, testWriter{t}))
-	if err != nil {
-		t.Fatalf("local-up: %v", err)
-	}
-	defer lc.Stop()
-
-	a := clientset(t, lc, 0)
-	b := clientset(t, lc, 1)
+	rc := startReplay(ctx, t, dir, binDir, v, node, func(o *localup.Options) {
+		o.Nodes = 1
+		o.NodeAPIServer = 2
+		o.KubemarkBinary = filepath.Join(binDir, m.kubemark)
+	})
+	lc, a, b := rc.lc, rc.a, rc.b
 	kl := newKubelet(lc.Nodes[0].KubeletPort)
 	key := namespace + "/" + podName
 
@@ -284,32 +242,10 @@ func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
 	})
 	// B's cache holds it too, Running (rv=0 is what the kubelet falls back
 	// to).
-	waitFor(ctx, t, "B's cache to hold the Running pod", func() (bool, string) {
-		l, err := b.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range l.Items {
-			if p.Name == podName && p.Status.Phase == corev1.PodRunning {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d pods", len(l.Items))
-	})
+	rc.waitBHolds(ctx, t, "the Running pod", func(p *corev1.Pod) bool { return p.Name == podName })
 
-	// 3. Member 1 must be a follower: an isolated leader steps down, but
-	// until then it could still be the one that commits the delete.
-	if cl.Leader() == 1 {
-		if err := cl.MoveLeader(ctx, 0); err != nil {
-			t.Fatalf("moving leadership off member 1: %v", err)
-		}
-	}
-	waitFor(ctx, t, "a leader other than member 1", func() (bool, string) {
-		l := cl.Leader()
-		return l >= 0 && l != 1, fmt.Sprintf("leader %d", l)
-	})
-	cl.Isolate(1)
-	t.Logf("member 1 isolated from its peers (leader: member %d)", cl.Leader())
+	// 3. Cut B's member off.
+	rc.cutB(ctx, t)
 
 	// 4. Delete through A, grace period 0, and confirm through A with a
 	// consistent read.
@@ -376,32 +312,8 @@ observing:
 		t.Fatalf("the restarted kubelet's /metrics never answered (last probe error: %s)", probeErr)
 	}
 
-	// 6. What it did, and what it asked B. A request B still holds has no
-	// audit event yet: stop everything first, so that every request of the
-	// kubelet's is complete in the log.
-	lc.Stop()
-	user := localup.NodeUser(node)
-	pods, err := readAudit(auditLog, user, "pods", restarted)
-	if err != nil {
-		t.Fatalf("B's audit log: %v", err)
-	}
-	nodes, err := readAudit(auditLog, user, "nodes", restarted)
-	if err != nil {
-		t.Fatalf("B's audit log: %v", err)
-	}
-	if len(pods)+len(nodes) == 0 {
-		// The audit log works (the old kubelet's requests are in it), so
-		// the new kubelet reached B with nothing at all.
-		t.Errorf("neither a pods nor a nodes request from the restarted kubelet in B's audit log")
-	}
-	for _, r := range append(nodes, pods...) {
-		t.Logf("B <- %s at +%s: %s", user, r.received.Sub(restarted).Round(100*time.Millisecond), r)
-	}
-	route := "pods: " + path(pods)
-	if len(pods) == 0 {
-		route = "pods: none (the kubelet lists its pods once its node informer has synced)"
-	}
-	route += " | nodes: " + path(nodes)
+	// 6. What it asked B.
+	route := rc.kubeletRoute(t, node, restarted)
 	started := inRuntime || maxStarted > 0
 	return outcome{
 		started: started,

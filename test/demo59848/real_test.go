@@ -9,7 +9,6 @@ package demo59848
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,7 +26,6 @@ import (
 
 	"github.com/freshcache/freshcache/pkg/localup"
 	"github.com/freshcache/freshcache/pkg/localup/realnode"
-	"github.com/freshcache/freshcache/test/robustness"
 )
 
 const (
@@ -67,18 +65,6 @@ func runReal(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute+observe)
 	defer cancel()
 
-	cl, err := robustness.StartCluster(ctx, filepath.Join(dir, "etcd"), uint64(time.Now().UnixNano()))
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	defer cl.Close()
-
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy(realNodeName)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	auditLog := filepath.Join(dir, "audit-b.log")
-	o := localup.NewOptions()
 	// Unix sockets live under the real node's directory, and their paths
 	// must fit in 108 bytes: local-up's data goes to a short directory,
 	// linked from the trial's.
@@ -92,49 +78,24 @@ func runReal(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome
 	if err := os.Symlink(short, filepath.Join(dir, "local-up")); err != nil {
 		t.Fatal(err)
 	}
-	o.DataDir = short
-	o.EtcdServers = cl.Endpoints()
-	o.APIServers = 2
-	o.SecurePort = 0
-	o.APIServerEtcdServers = [][]string{{cl.ProxiedClientURL(0)}, {cl.ProxiedClientURL(1)}}
-	o.APIServerArgs = [][]string{nil, {
-		"--audit-policy-file=" + policy,
-		"--audit-log-path=" + auditLog,
-		"--audit-log-format=json",
-		"--audit-log-mode=blocking",
-	}}
-	o.PassThrough = v.args
-	// Both nodes start on A, with the controllers: the real kubelet must
-	// see the delete and kill the pod, as a kubelet on a healthy
-	// apiserver does.
-	o.Nodes = 1
-	o.NodeAPIServer = 1
-	o.RealNodes = 1
-	o.RealNodeKubeProxy = false
-	o.RealNodeDNS = false
-	if m.watchList == "off" {
-		o.RealNodeFeatureGates = map[string]bool{"WatchListClient": false}
-	}
-	o.Binary = filepath.Join(binDir, "kube-apiserver")
-	o.ControllerManagerBinary = filepath.Join(binDir, "kube-controller-manager")
-	o.SchedulerBinary = filepath.Join(binDir, "kube-scheduler")
-	o.KubemarkBinary = filepath.Join(binDir, "kubemark")
-	o.KubeletBinary = filepath.Join(binDir, "kubelet")
-	o.PauseBinary = filepath.Join(binDir, "freshcache-pause")
-	o.ShutdownGrace = 10 * time.Second
-	log, err := os.Create(filepath.Join(dir, "local-up.out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
-	lc, err := localup.Start(ctx, o, io.MultiWriter(log, testWriter{t}))
-	if err != nil {
-		t.Fatalf("local-up: %v", err)
-	}
-	defer lc.Stop()
-
-	a := clientset(t, lc, 0)
-	b := clientset(t, lc, 1)
+	rc := startReplay(ctx, t, dir, binDir, v, realNodeName, func(o *localup.Options) {
+		o.DataDir = short
+		// Both nodes start on A, with the controllers: the real kubelet
+		// must see the delete and kill the pod, as a kubelet on a healthy
+		// apiserver does.
+		o.Nodes = 1
+		o.NodeAPIServer = 1
+		o.RealNodes = 1
+		o.RealNodeKubeProxy = false
+		o.RealNodeDNS = false
+		if m.watchList == "off" {
+			o.RealNodeFeatureGates = map[string]bool{"WatchListClient": false}
+		}
+		o.KubemarkBinary = filepath.Join(binDir, "kubemark")
+		o.KubeletBinary = filepath.Join(binDir, "kubelet")
+		o.PauseBinary = filepath.Join(binDir, "freshcache-pause")
+	})
+	lc, a, b := rc.lc, rc.a, rc.b
 	rt := criRuntime{socket: lc.RealNodes[0].ContainerdSocket()}
 
 	// 1. web-0 on R: H is cordoned until then. The pod tolerates the
@@ -163,35 +124,14 @@ func runReal(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome
 		return true, ""
 	})
 	t.Logf("%s (uid %s) runs on %s", realPod, oldUID, realNodeName)
-	waitFor(ctx, t, "B's cache to hold the Running "+realPod, func() (bool, string) {
-		l, err := b.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range l.Items {
-			if p.UID == oldUID && p.Status.Phase == corev1.PodRunning {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d pods", len(l.Items))
-	})
+	rc.waitBHolds(ctx, t, "the Running "+realPod, func(p *corev1.Pod) bool { return p.UID == oldUID })
 
 	// 2. The replacement must go to H.
 	cordon(ctx, t, a, realNodeName, true)
 	cordon(ctx, t, a, hollowNode, false)
 
-	// 3. Cut B's member off (a follower, so that it cannot commit).
-	if cl.Leader() == 1 {
-		if err := cl.MoveLeader(ctx, 0); err != nil {
-			t.Fatalf("moving leadership off member 1: %v", err)
-		}
-	}
-	waitFor(ctx, t, "a leader other than member 1", func() (bool, string) {
-		l := cl.Leader()
-		return l >= 0 && l != 1, fmt.Sprintf("leader %d", l)
-	})
-	cl.Isolate(1)
-	t.Logf("member 1 isolated from its peers (leader: member %d)", cl.Leader())
+	// 3. Cut B's member off.
+	rc.cutB(ctx, t)
 
 	// 4. Delete web-0 through A. R's kubelet (on A) kills it and confirms;
 	// the StatefulSet controller re-creates web-0, which runs on H.
@@ -282,27 +222,7 @@ observing:
 	}
 
 	// 6. What the new kubelet asked B.
-	lc.Stop()
-	user := localup.NodeUser(realNodeName)
-	pods, err := readAudit(auditLog, user, "pods", restarted)
-	if err != nil {
-		t.Fatalf("B's audit log: %v", err)
-	}
-	nodes, err := readAudit(auditLog, user, "nodes", restarted)
-	if err != nil {
-		t.Fatalf("B's audit log: %v", err)
-	}
-	if len(pods)+len(nodes) == 0 {
-		t.Errorf("neither a pods nor a nodes request from the restarted kubelet in B's audit log")
-	}
-	for _, r := range append(nodes, pods...) {
-		t.Logf("B <- %s at +%s: %s", user, r.received.Sub(restarted).Round(100*time.Millisecond), r)
-	}
-	route := "pods: " + path(pods)
-	if len(pods) == 0 {
-		route = "pods: none (the kubelet lists its pods once its node informer has synced)"
-	}
-	route += " | nodes: " + path(nodes)
+	route := rc.kubeletRoute(t, realNodeName, restarted)
 	evidence := fmt.Sprintf("containerd: containers of the old %s (uid %s) created after the restart: %s; seconds in which it ran while the new %s (uid %s) ran on %s: %d; at the end %d container(s) of the old pod, %d running",
 		realPod, oldUID, createdSummary(createdAfter > 0, createdAt, restarted), realPod, newUID, hollowNode, bothRunning, len(final), running(final))
 	if lastErr != "" {
