@@ -280,21 +280,7 @@ func run(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome {
 		probeErr            string
 		lastMetrics         map[string]float64
 	)
-	deadline := time.NewTimer(observe)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-observing:
-	for {
-		select {
-		case <-n.Done():
-			t.Fatalf("the restarted kubelet exited: %v\n%s", n.ExitError(), n.TailLog(20))
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-deadline.C:
-			break observing
-		case <-tick.C:
-		}
+	observeKubelet(ctx, t, n, func() {
 		if pods, err := kl.runtimePods(ctx); err == nil {
 			inRuntime = inRuntime || contains(pods, key)
 		} else {
@@ -307,7 +293,7 @@ observing:
 			lastMetrics = m
 			maxStarted = max(maxStarted, m["kubelet_started_containers_total"])
 		}
-	}
+	})
 	if lastMetrics == nil {
 		t.Fatalf("the restarted kubelet's /metrics never answered (last probe error: %s)", probeErr)
 	}

@@ -168,43 +168,26 @@ func runReal(t *testing.T, binDir, dir string, v variant, m kubeletMode) outcome
 	if err := lc.RestartRealNode(ctx, 0, 1); err != nil {
 		t.Fatalf("restarting %s's kubelet against B: %v", realNodeName, err)
 	}
+	kubelet := lc.RealNodes[0].Kubelet()
+	if kubelet == nil {
+		t.Fatalf("%s has no kubelet after the restart", realNodeName)
+	}
 	var (
-		createdAfter, bothRunning int
-		lastErr                   string
-		createdAt                 time.Time
+		bothRunning int
+		lastErr     string
+		// createdAt is when the first container of the old pod created
+		// after the restart was created; zero while there is none.
+		createdAt time.Time
 	)
-	deadline := time.NewTimer(observe)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-observing:
-	for {
-		select {
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
-		case <-deadline.C:
-			break observing
-		case <-tick.C:
-		}
-		if k := lc.RealNodes[0].Kubelet(); k != nil {
-			select {
-			case <-k.Done():
-				t.Fatalf("the restarted kubelet exited: %v\n%s", k.ExitError(), k.TailLog(20))
-			default:
-			}
-		}
+	observeKubelet(ctx, t, kubelet, func() {
 		cs, err := rt.containers(ctx, oldUID)
 		if err != nil {
 			lastErr = err.Error()
-			continue
+			return
 		}
 		for _, c := range cs {
-			at := time.Unix(0, c.CreatedAt)
-			if at.After(restarted) {
-				createdAfter = max(createdAfter, 1)
-				if createdAt.IsZero() {
-					createdAt = at
-				}
+			if at := time.Unix(0, c.CreatedAt); at.After(restarted) && (createdAt.IsZero() || at.Before(createdAt)) {
+				createdAt = at
 			}
 		}
 		if running(cs) > 0 {
@@ -214,7 +197,7 @@ observing:
 				bothRunning++
 			}
 		}
-	}
+	})
 	final, err := rt.containers(ctx, oldUID)
 	if err != nil {
 		final = nil
@@ -224,15 +207,15 @@ observing:
 	// 6. What the new kubelet asked B.
 	route := rc.kubeletRoute(t, realNodeName, restarted)
 	evidence := fmt.Sprintf("containerd: containers of the old %s (uid %s) created after the restart: %s; seconds in which it ran while the new %s (uid %s) ran on %s: %d; at the end %d container(s) of the old pod, %d running",
-		realPod, oldUID, createdSummary(createdAfter > 0, createdAt, restarted), realPod, newUID, hollowNode, bothRunning, len(final), running(final))
+		realPod, oldUID, createdSummary(createdAt, restarted), realPod, newUID, hollowNode, bothRunning, len(final), running(final))
 	if lastErr != "" {
 		evidence += "; last CRI error: " + lastErr
 	}
-	return outcome{started: createdAfter > 0, evidence: evidence, path: route, staleAtRV0: stale}
+	return outcome{started: !createdAt.IsZero(), evidence: evidence, path: route, staleAtRV0: stale}
 }
 
-func createdSummary(created bool, at, restarted time.Time) string {
-	if !created {
+func createdSummary(at, restarted time.Time) string {
+	if at.IsZero() {
 		return "none"
 	}
 	return fmt.Sprintf("yes, the first %s after it", at.Sub(restarted).Round(100*time.Millisecond))

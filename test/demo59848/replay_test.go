@@ -101,6 +101,35 @@ func (rc *replayCluster) waitBHolds(ctx context.Context, t *testing.T, what stri
 	})
 }
 
+// child is the restarted kubelet's process, hollow or real.
+type child interface {
+	Done() <-chan struct{}
+	ExitError() error
+	TailLog(lines int) string
+}
+
+// observeKubelet calls probe once a second for the observe period. It
+// fails the test if the kubelet exits or ctx ends first.
+func observeKubelet(ctx context.Context, t *testing.T, kubelet child, probe func()) {
+	t.Helper()
+	deadline := time.NewTimer(observe)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-kubelet.Done():
+			t.Fatalf("the restarted kubelet exited: %v\n%s", kubelet.ExitError(), kubelet.TailLog(20))
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-deadline.C:
+			return
+		case <-tick.C:
+		}
+		probe()
+	}
+}
+
 // cutB isolates member 1 from its peers, after making sure it is a
 // follower: an isolated leader steps down, but until then it could still
 // be the one that commits the delete.
