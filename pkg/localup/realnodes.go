@@ -222,14 +222,12 @@ func (c *Cluster) RestartRealNode(ctx context.Context, i, apiserver int) error {
 	if err := WriteClientKubeconfig(n.Kubeconfig, c.APIServers[apiserver].URL, c.PKI, "node-"+n.NodeName, NodeUser(n.NodeName)); err != nil {
 		return err
 	}
+	n.StopKubelet()
 	log := filepath.Join(c.dataDir, "logs", "kubelet-"+n.NodeName+".log")
-	if k := n.Kubelet(); k != nil {
-		k.Stop(c.Options.ShutdownGrace)
-	}
 	_ = os.Rename(log, log+".before-restart")
 	n.APIServer = apiserver
 	n.Started = time.Now()
-	return n.RestartKubelet(ctx, n.Kubeconfig)
+	return n.StartKubelet(ctx)
 }
 
 // coreDNSKubeconfig is CoreDNS's kubeconfig, mounted into its pod.

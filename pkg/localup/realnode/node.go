@@ -244,20 +244,26 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	return n.waitChild(ctx, c, "the kubelet's /healthz", func() (bool, string) { return httpOK(ctx, url) })
 }
 
-// RestartKubelet stops the kubelet and starts a new one with the same
-// configuration, as a kubelet restart on a real machine: containerd and
-// the pods' containers keep running, and the new kubelet finds them. With
-// kubeconfig set it talks to that apiserver from now on. It waits for the
-// new kubelet's /healthz, not for the apiserver: the one it talks to may
-// be unable to answer (test/demo59848).
-func (n *Node) RestartKubelet(ctx context.Context, kubeconfig string) error {
-	if n.kubelet == nil {
-		return errors.New("realnode: RestartKubelet before Start, or after Stop")
+// StopKubelet stops the kubelet, as before a restart on a real machine:
+// containerd and the pods' containers keep running. StartKubelet starts a
+// new one, which finds them.
+func (n *Node) StopKubelet() {
+	if n.kubelet != nil {
+		n.kubelet.Stop(n.opts.ShutdownGrace)
+		n.kubelet = nil
 	}
-	n.kubelet.Stop(n.opts.ShutdownGrace)
-	n.kubelet = nil
-	if kubeconfig != "" {
-		n.opts.Kubeconfig = kubeconfig
+}
+
+// StartKubelet starts the kubelet again after StopKubelet, with the same
+// configuration and kubeconfig file (the caller may have rewritten it to
+// point at another apiserver). It waits for the kubelet's /healthz, not
+// for the apiserver, which may be unable to answer (test/demo59848).
+func (n *Node) StartKubelet(ctx context.Context) error {
+	if n.containerd == nil {
+		return errors.New("realnode: StartKubelet before Start, or after Stop")
+	}
+	if n.kubelet != nil {
+		return errors.New("realnode: StartKubelet while the kubelet runs; StopKubelet first")
 	}
 	return n.startKubelet(ctx)
 }
