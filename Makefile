@@ -171,6 +171,7 @@ e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes
 	@mkdir -p $(BIN)
 	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
 	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
+	cd $(E2E_SUITE_MOD) && CGO_ENABLED=0 $(GO) build -o $(abspath $(BIN))/agnhost k8s.io/kubernetes/test/images/agnhost
 
 test-conformance: build e2e-suite ## Upstream's e2e tests on upstream, freshcache and freshcache+FreshResourceVersionZero; writes docs/results/e2e-conformance.md (~1 h).
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=upstream,freshcache,freshcache-fresh-rv0 FRESHCACHE_E2E_REPORT=$(abspath docs/results/e2e-conformance.md) \

@@ -35,6 +35,9 @@ func (o *Options) resolveBinaries() (binaries, error) {
 		if o.RealNodeDNS {
 			resolve(&b.coredns, "coredns", o.CoreDNSBinary)
 		}
+		if o.RealNodeE2EImages {
+			resolve(&b.agnhost, "agnhost", o.AgnhostBinary)
+		}
 	}
 	return b, errors.Join(errs...)
 }
@@ -67,6 +70,8 @@ func resolveBinary(flag, given string) (string, error) {
 		hint = ", or --real-nodes=0"
 	case "kube-proxy":
 		hint = ", or --real-node-kube-proxy=false"
+	case "agnhost":
+		return "", errors.New("no agnhost binary next to local-up or on $PATH; run `make e2e-suite`, or pass --real-node-e2e-images=false")
 	case "coredns":
 		return "", errors.New("no coredns binary next to local-up or on $PATH; run `make coredns` (tools/coredns), or pass --real-node-dns=false")
 	}

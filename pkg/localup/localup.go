@@ -60,7 +60,7 @@ type binaries struct {
 	apiserver, controllerManager, scheduler, kubemark string
 	// kubelet, kube-proxy, pause (freshcache-pause) and coredns for
 	// --real-nodes.
-	kubelet, kubeProxy, pause, coredns string
+	kubelet, kubeProxy, pause, coredns, agnhost string
 }
 
 // ports are picked or checked before anything starts, so a busy port

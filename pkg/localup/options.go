@@ -88,12 +88,18 @@ type Options struct {
 	// RealNodeDNS deploys CoreDNS on the first real node and points the
 	// real kubelets' clusterDNS at it; it needs RealNodeKubeProxy.
 	RealNodeDNS bool
+	// RealNodeE2EImages adds upstream's agnhost e2e test image to the real
+	// nodes (built from AgnhostBinary with Debian's curl and dig).
+	RealNodeE2EImages bool
 	// RealNodeFeatureGates are the real kubelets' --feature-gates, e.g.
 	// WatchListClient=false for a kubelet whose client lists first.
 	RealNodeFeatureGates map[string]bool
 	// KubeletBinary, PauseBinary, KubeProxyBinary and CoreDNSBinary are
 	// the real nodes' programs; empty means next to local-up, then $PATH.
 	KubeletBinary, PauseBinary, KubeProxyBinary, CoreDNSBinary string
+	// AgnhostBinary is agnhost, for RealNodeE2EImages; empty means next
+	// to local-up, then $PATH.
+	AgnhostBinary string
 
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
@@ -163,6 +169,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PauseBinary, "freshcache-pause", o.PauseBinary, "Path of the statically linked pause program packed into the real nodes' sandbox image. Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.KubeProxyBinary, "kube-proxy", o.KubeProxyBinary, "Path of the kube-proxy binary (real nodes). Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.CoreDNSBinary, "coredns", o.CoreDNSBinary, "Path of the coredns binary (--real-node-dns). Default: next to local-up, then $PATH.")
+	fs.BoolVar(&o.RealNodeE2EImages, "real-node-e2e-images", o.RealNodeE2EImages, "Also give the real nodes upstream's e2e test image agnhost:2.66.1, built from the agnhost program (make e2e-suite) with Debian's curl and dig (installed when missing).")
+	fs.StringVar(&o.AgnhostBinary, "agnhost", o.AgnhostBinary, "Path of the statically linked agnhost binary (--real-node-e2e-images). Default: next to local-up, then $PATH.")
 	fs.Var(cliflag.NewMapStringBool(&o.RealNodeFeatureGates), "real-node-feature-gates", "The real kubelets' --feature-gates, e.g. WatchListClient=false: a kubelet whose client lists its pods first (rv=0), as kubelets of 1.34 and older do.")
 }
 

@@ -143,6 +143,7 @@ func (c *Cluster) prepareRealNodes(ctx context.Context, out io.Writer) error {
 			KubeProxyBinary:     c.bins.kubeProxy,
 			KubeProxyKubeconfig: kubeProxyKubeconfig,
 			CoreDNSBinary:       c.bins.coredns,
+			AgnhostBinary:       c.bins.agnhost,
 			ClusterDNS:          clusterDNS,
 			PauseBinary:         c.bins.pause,
 			Install:             true,

@@ -42,8 +42,16 @@ func TestUpstreamConformance(t *testing.T) {
 		impls = append(impls, impl)
 	}
 	procs, _ := strconv.Atoi(envOr("FRESHCACHE_E2E_PROCS", "4"))
+	ginkgoTimeout, err := time.ParseDuration(envOr("FRESHCACHE_E2E_TIMEOUT", "40m"))
+	if err != nil {
+		t.Fatalf("FRESHCACHE_E2E_TIMEOUT: %v", err)
+	}
+	realNode := os.Getenv("FRESHCACHE_E2E_REAL_NODE") == "1"
+	if realNode && os.Geteuid() != 0 {
+		t.Fatal("FRESHCACHE_E2E_REAL_NODE=1 runs a real node, which needs root")
+	}
 
-	sel, err := ReadSelection(ListFile)
+	listed, err := ReadSelection(ListFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +61,15 @@ func TestUpstreamConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sel.Check(all); err != nil {
+	if err := listed.Check(all); err != nil {
 		t.Fatal(err)
 	}
+	sel := listed.ForCluster(realNode)
 
 	// The commit the binaries were built from: read before the runs, which
 	// take long enough for HEAD to move.
 	commit := gitCommit()
-	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs}
+	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs, RealNode: realNode, Timeout: ginkgoTimeout}
 	var runs []*Run
 	for _, impl := range impls {
 		t.Logf("%s: running %d tests (%d processes), output in %s", impl.Name, len(sel.Run), procs, filepath.Join(outDir, impl.Name))
@@ -119,7 +128,7 @@ func TestUpstreamConformance(t *testing.T) {
 		m := ReportMeta{
 			Command: envOr("FRESHCACHE_E2E_COMMAND", "make test-conformance"),
 			Commit:  commit, Machine: machine(), Date: time.Now(), Procs: procs,
-			Selected: len(sel.Run), Left: len(sel.Skipped),
+			Selected: len(sel.Run), Left: len(sel.Skipped), RealNode: realNode,
 		}
 		if err := WriteReport(f, m, sel, runs); err != nil {
 			t.Fatal(err)

@@ -14,18 +14,44 @@ import (
 const ListFile = "tests.txt"
 
 // skipPrefix starts a line that names a test left out; reasonSep
-// separates its name from the reason.
+// separates its name from the reason. nodePrefix starts a line that names
+// a test run only on a cluster with a real node (containers that run).
 const (
 	skipPrefix = "skip: "
 	reasonSep  = " ## "
+	nodePrefix = "node: "
 )
+
+// hollowReason is why a test of a "node: " line is left out of a run on
+// hollow nodes only.
+const hollowReason = "needs containers that run: runs only with a real node (make test-conformance)"
 
 // Selection is the parsed list file.
 type Selection struct {
 	// Run are the names of the tests to run, in file order.
 	Run []string
+	// Node are the tests that need a real node, in file order; ForCluster
+	// adds them to Run or to Skipped.
+	Node []string
 	// Skipped maps each test left out to its reason.
 	Skipped map[string]string
+}
+
+// ForCluster is the selection for a cluster with a real node (Run and
+// Node are run) or with hollow nodes only (Node tests are left out).
+func (s *Selection) ForCluster(realNode bool) *Selection {
+	out := &Selection{Run: append([]string(nil), s.Run...), Skipped: make(map[string]string, len(s.Skipped)+len(s.Node))}
+	for n, r := range s.Skipped {
+		out.Skipped[n] = r
+	}
+	for _, n := range s.Node {
+		if realNode {
+			out.Run = append(out.Run, n)
+		} else {
+			out.Skipped[n] = hollowReason
+		}
+	}
+	return out
 }
 
 // ReadSelection parses the list file at path.
@@ -42,8 +68,9 @@ func ReadSelection(path string) (*Selection, error) {
 	return s, nil
 }
 
-// ParseSelection parses a list file: one test name per line, "skip: <name>
-// ## <reason>" for a test left out, '#' comments and blank lines ignored.
+// ParseSelection parses a list file: one test name per line, "node:
+// <name>" for a test that needs a real node, "skip: <name> ## <reason>"
+// for a test left out, '#' comments and blank lines ignored.
 // A name listed twice, or a skip without a reason, is an error.
 func ParseSelection(r io.Reader) (*Selection, error) {
 	s := &Selection{Skipped: map[string]string{}}
@@ -64,6 +91,9 @@ func ParseSelection(r io.Reader) (*Selection, error) {
 				return nil, fmt.Errorf("line %d: a skipped test needs a reason after %q: %q", n, strings.TrimSpace(reasonSep), line)
 			}
 			s.Skipped[name] = reason
+		} else if rest, ok := strings.CutPrefix(line, nodePrefix); ok {
+			name = strings.TrimSpace(rest)
+			s.Node = append(s.Node, name)
 		} else {
 			s.Run = append(s.Run, name)
 		}
@@ -101,7 +131,7 @@ func (s *Selection) Check(all []string) error {
 		have[n] = true
 	}
 	var bad []string
-	for _, n := range s.Run {
+	for _, n := range append(append([]string(nil), s.Run...), s.Node...) {
 		if !have[n] {
 			bad = append(bad, n)
 			continue

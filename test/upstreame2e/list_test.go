@@ -18,6 +18,8 @@ func TestParseSelection(t *testing.T) {
 		{name: "skip without reason", in: "skip: [sig-a] y\n", wantErr: "needs a reason"},
 		{name: "skip with empty reason", in: "skip: [sig-a] y ## \n", wantErr: "needs a reason"},
 		{name: "listed twice", in: "[sig-a] x\nskip: [sig-a] x ## r\n", wantErr: "listed already on line 1"},
+		{name: "node test listed twice", in: "node: [sig-a] x\n[sig-a] x\n", wantErr: "listed already on line 1"},
+		{name: "node tests are not in Run", in: "[sig-a] x\nnode: [sig-a] y\n", run: []string{"[sig-a] x"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -43,6 +45,32 @@ func TestParseSelection(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A real node's cluster runs the node tests after the others; hollow
+// nodes leave them out with a reason.
+func TestForCluster(t *testing.T) {
+	s, err := ParseSelection(strings.NewReader("[sig-a] x\nnode: [sig-a] y\nskip: [sig-a] z ## r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := s.ForCluster(true)
+	if got := strings.Join(real.Run, "|"); got != "[sig-a] x|[sig-a] y" {
+		t.Errorf("real node: Run = %q", got)
+	}
+	if len(real.Skipped) != 1 || real.Skipped["[sig-a] z"] != "r" {
+		t.Errorf("real node: Skipped = %v", real.Skipped)
+	}
+	hollow := s.ForCluster(false)
+	if got := strings.Join(hollow.Run, "|"); got != "[sig-a] x" {
+		t.Errorf("hollow: Run = %q", got)
+	}
+	if hollow.Skipped["[sig-a] y"] != hollowReason || len(hollow.Skipped) != 2 {
+		t.Errorf("hollow: Skipped = %v", hollow.Skipped)
+	}
+	if len(s.Run) != 1 {
+		t.Errorf("ForCluster changed its receiver: Run = %q", s.Run)
 	}
 }
 

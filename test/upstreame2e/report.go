@@ -14,6 +14,8 @@ type ReportMeta struct {
 	Date                     time.Time
 	Procs                    int
 	Selected, Left           int
+	// RealNode: the cluster had one real node instead of hollow ones.
+	RealNode bool
 }
 
 // WriteReport writes the markdown report of runs: totals per
@@ -22,7 +24,11 @@ type ReportMeta struct {
 func WriteReport(w io.Writer, m ReportMeta, sel *Selection, runs []*Run) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Upstream e2e tests against freshcache\n\n")
-	fmt.Fprintf(&b, "Upstream Kubernetes' own e2e tests (`e2e.test` of k8s.io/kubernetes/test/e2e v1.37.2, unchanged) run against a fresh local-up cluster per implementation: one kube-apiserver on embedded etcd, kube-controller-manager, kube-scheduler and two kubemark hollow nodes, etcd compacted every minute. The selection is [test/upstreame2e/tests.txt](../../test/upstreame2e/tests.txt): %d tests run, %d more [sig-api-machinery] or [Conformance] tests left out, each with its reason there.\n\n", m.Selected, m.Left)
+	nodes := "two kubemark hollow nodes (the kubelet on a fake runtime)"
+	if m.RealNode {
+		nodes = "one real node (the kubelet v1.37.2 on containerd and runc, kube-proxy, CoreDNS; pods are real processes from images built here: pause, busybox, agnhost)"
+	}
+	fmt.Fprintf(&b, "Upstream Kubernetes' own e2e tests (`e2e.test` of k8s.io/kubernetes/test/e2e v1.37.2, unchanged) run against a fresh local-up cluster per implementation: one kube-apiserver on embedded etcd, kube-controller-manager, kube-scheduler and %s, etcd compacted every minute. The selection is [test/upstreame2e/tests.txt](../../test/upstreame2e/tests.txt): %d tests run, %d more [sig-api-machinery] or [Conformance] tests left out, each with its reason there.\n\n", nodes, m.Selected, m.Left)
 	fmt.Fprintf(&b, "- Command: `%s`\n- Commit: `%s`\n- Machine: %s\n- Date: %s, ginkgo with %d parallel processes\n\n", m.Command, m.Commit, m.Machine, m.Date.UTC().Format("2006-01-02 15:04 MST"), m.Procs)
 
 	b.WriteString("| implementation | passed | failed | skipped | run time |\n|---|---:|---:|---:|---:|\n")

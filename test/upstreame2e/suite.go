@@ -47,14 +47,19 @@ func ImplementationByName(name string) (Implementation, bool) {
 	return Implementation{}, false
 }
 
-// clusterArgs are local-up's flags for every run: the default whole
-// cluster (controller-manager, scheduler, two hollow nodes), and etcd
-// compacted every minute instead of every five, so that the chunking test
-// that waits for a compaction waits two minutes, not ten.
-var clusterArgs = []string{
-	"--nodes=2",
-	"--controllers=true",
-	"--etcd-compaction-interval=1m",
+// clusterArgs are local-up's flags for every run: the whole cluster
+// (controller-manager, scheduler) and etcd compacted every minute instead
+// of every five, so that the chunking test that waits for a compaction
+// waits two minutes, not ten. The nodes are two hollow ones, or with
+// realNode one real node alone (containerd, the kubelet, kube-proxy,
+// CoreDNS and upstream's agnhost image), so that every test pod runs as
+// real processes.
+func clusterArgs(realNode bool) []string {
+	args := []string{"--controllers=true", "--etcd-compaction-interval=1m"}
+	if !realNode {
+		return append(args, "--nodes=2")
+	}
+	return append(args, "--nodes=0", "--real-nodes=1", "--real-node-kube-proxy", "--real-node-dns", "--real-node-e2e-images")
 }
 
 // Options say how to run the suite once.
@@ -70,6 +75,9 @@ type Options struct {
 	Procs int
 	// Timeout bounds the ginkgo run.
 	Timeout time.Duration
+	// RealNode runs the cluster with one real node instead of hollow
+	// nodes (root only).
+	RealNode bool
 }
 
 // Run is the outcome of one implementation's run.
@@ -125,8 +133,25 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	args := append(append([]string(nil), clusterArgs...), impl.Args...)
-	lu, err := launch.Start(ctx, launch.Options{BinDir: o.BinDir, DataDir: filepath.Join(dir, "cluster"), Args: args})
+	args := append(clusterArgs(o.RealNode), impl.Args...)
+	dataDir := filepath.Join(dir, "cluster")
+	if o.RealNode {
+		// The real node's unix sockets live under the data directory and
+		// their paths must fit in 108 bytes: the cluster's data goes to a
+		// short directory, linked from the run's.
+		short := filepath.Join(os.TempDir(), "fce2e", impl.Name)
+		if err := os.RemoveAll(short); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(short, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(short, dataDir); err != nil {
+			return nil, err
+		}
+		dataDir = short
+	}
+	lu, err := launch.Start(ctx, launch.Options{BinDir: o.BinDir, DataDir: dataDir, Args: args})
 	if err != nil {
 		return nil, fmt.Errorf("%s: starting local-up: %w", impl.Name, err)
 	}

@@ -67,6 +67,11 @@ type Options struct {
 	// deploys CoreDNS); ClusterDNS is the kubelet's clusterDNS, the DNS
 	// Service's IP ("" for the host's resolv.conf).
 	CoreDNSBinary, ClusterDNS string
+	// AgnhostBinary, when set, is the statically linked agnhost program
+	// (k8s.io/kubernetes/test/images/agnhost) packed into AgnhostImage,
+	// the image most of upstream's e2e tests run; the image also needs
+	// curl and dig from Debian (installed with the other packages).
+	AgnhostBinary string
 	// CNIBinDir holds the CNI plugins (Debian's containernetworking-plugins).
 	CNIBinDir string
 	// Install lets Prepare run apt-get for missing packages.

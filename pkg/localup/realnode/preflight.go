@@ -58,13 +58,17 @@ type debPackage struct {
 }
 
 func (o *Options) packages() []debPackage {
-	return []debPackage{
+	pkgs := []debPackage{
 		{"containerd", []string{"/usr/bin/containerd", "/usr/bin/containerd-shim-runc-v2", "/usr/bin/ctr"}},
 		{"runc", []string{"/usr/sbin/runc"}},
 		{"containernetworking-plugins", []string{filepath.Join(o.CNIBinDir, "bridge"), filepath.Join(o.CNIBinDir, "host-local"), filepath.Join(o.CNIBinDir, "loopback")}},
 		{"busybox-static", []string{o.BusyboxBinary}},
 		{"iptables", []string{"/usr/sbin/iptables", "/usr/sbin/iptables-save", "/usr/sbin/iptables-restore"}},
 	}
+	if o.AgnhostBinary != "" {
+		pkgs = append(pkgs, agnhostTools...)
+	}
+	return pkgs
 }
 
 // missingPackages lists the packages with a file missing.
