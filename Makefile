@@ -230,7 +230,7 @@ BENCH_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell gi
 
 $(BENCH): FORCE
 	@mkdir -p $(BIN)
-	cd $(BENCH_MOD) && $(GO) build -ldflags "-X github.com/freshcache/freshcache/tools/bench/bench.buildCommit=$(BENCH_COMMIT)" -o $(abspath $(BENCH)) ./cmd/freshcache-bench
+	cd $(BENCH_MOD) && $(GO) build -ldflags "-X github.com/freshcache/freshcache/tools/bench/report.buildCommit=$(BENCH_COMMIT)" -o $(abspath $(BENCH)) ./cmd/freshcache-bench
 
 FORCE:
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
 // APIServerConfig is one through-kube-apiserver run: two local-up
@@ -165,7 +166,7 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 
 	for _, s := range servers {
 		sv := &apiTarget{label: s.label, cs: s.cs, env: env, etcdURL: etcdURL}
-		if sv.http, err = newServerHTTP(s.rest); err != nil {
+		if sv.http, err = servermetrics.NewClient(s.rest); err != nil {
 			return rows, notes, err
 		}
 		if err := sv.waitCache(ctx); err != nil {
@@ -202,7 +203,7 @@ type apiTarget struct {
 	env     *Env
 	etcdURL string
 	// http reads the server's /metrics and pprof endpoints.
-	http *serverHTTP
+	http *servermetrics.Client
 }
 
 // waitCache waits until the server's cache (rv=0 list) holds node 0's pods.
@@ -260,7 +261,7 @@ func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string,
 
 func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Duration) {
 	r.Seconds = after.at.Sub(before.at).Seconds()
-	r.Etcd = after.etcd.sub(before.etcd)
+	r.Etcd = after.etcd.Sub(before.etcd)
 	if r.Ops > 0 {
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
 		r.ServerCPUPerOpMs = (after.cpu - before.cpu) * 1000 / float64(r.Ops)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
 // ServerRow is one row of the through-kube-apiserver benchmark: one
@@ -26,8 +28,8 @@ type ServerRow struct {
 	// EtcdPerOp is etcd requests (Range + Txn + Watch stream messages, from
 	// the etcd server's /metrics) per op. Only the server under test is
 	// loaded while its rows run; the other one idles.
-	EtcdPerOp float64      `json:"etcd_requests_per_op"`
-	Etcd      EtcdCounters `json:"etcd"`
+	EtcdPerOp float64                    `json:"etcd_requests_per_op"`
+	Etcd      servermetrics.EtcdCounters `json:"etcd"`
 	// ServerHeapMiB is the server's go_memstats_heap_inuse_bytes at the
 	// end of the row; ServerGCsPerKOp its GC cycles (go_gc_duration_seconds
 	// count) per 1,000 ops. A server's GC work per op grows with both.

@@ -24,12 +24,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/freshcache/freshcache/tools/bench/procfs"
+	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
 // clusterClient is one client of one apiserver, on connections of its own.
 type clusterClient struct {
 	cs   *kubernetes.Clientset
-	http *serverHTTP
+	http *servermetrics.Client
 }
 
 // newClusterClient builds a client from kubeconfig. A Dial of its own
@@ -49,7 +52,7 @@ func newClusterClient(kubeconfig string) (*clusterClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := newServerHTTP(rest.CopyConfig(rc))
+	h, err := servermetrics.NewClient(rest.CopyConfig(rc))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +60,7 @@ func newClusterClient(kubeconfig string) (*clusterClient, error) {
 }
 
 func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, err error) {
-	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Repeat: c.repeat, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: waitMetric[clusterImpl(c.config)]}
+	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Repeat: c.repeat, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: servermetrics.WaitMetric(clusterImpl(c.config))}
 	dir := cellDir(cfg.DataDir, c)
 	began := time.Now()
 	lu, err := startLocalUp(ctx, cfg.BinDir, dir, cfg.localUpArgs(c))
@@ -185,11 +188,11 @@ func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, er
 	peak := <-peaks
 	row.APIPeakRSSMB, row.EtcdPeakRSSMB = peak[:len(apis)], peak[len(apis)]
 	for _, p := range probe.apiPIDs {
-		row.APIHWMMB = append(row.APIHWMMB, hwmMB(p))
+		row.APIHWMMB = append(row.APIHWMMB, procfs.StatusMB(p, "VmHWM:"))
 	}
 	row.fillWindow(diffSamples(before, after))
 	for i, p := range probe.apiPIDs {
-		if !processAlive(p) {
+		if !procfs.Alive(p) {
 			return row, fmt.Errorf("bench: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.ready.APIServers[i].Log)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // ReadClusterReport reads a report's JSON (as WriteJSON wrote it).
@@ -44,7 +46,7 @@ func sameLoad(c ClusterConfig) ClusterConfig {
 // mode, node count) measured by two runs is an error: choosing one would
 // be choosing a result. Each run's identity and failures are kept in the
 // notes and the error.
-func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error) {
+func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterReport, error) {
 	if len(runs) == 0 {
 		return ClusterReport{}, fmt.Errorf("no reports to merge")
 	}
@@ -107,7 +109,7 @@ func MergeClusterReports(id Report, runs []ClusterReport) (ClusterReport, error)
 	}
 	slices.Sort(settings.Nodes)
 	out := NewClusterReport(settings, cells, nil)
-	out.Report = id
+	out.Identity = id
 	out.Notes = append(notes, id.Notes...)
 	out.Error = strings.Join(errs, "\n")
 	return out, nil

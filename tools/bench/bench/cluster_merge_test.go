@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 func TestMergeClusterReports(t *testing.T) {
@@ -14,7 +16,7 @@ func TestMergeClusterReports(t *testing.T) {
 	run := func(commit, errText string, nodes []int, ha int, cells ...ClusterRow) ClusterReport {
 		s := load
 		s.Nodes, s.HANodes = nodes, ha
-		return ClusterReport{Report: Report{Kind: "cluster", GitCommit: commit, Command: "freshcache-bench cluster " + commit}, Settings: s, Cells: cells, Error: errText}
+		return ClusterReport{Identity: report.Identity{Kind: "cluster", GitCommit: commit, Command: "freshcache-bench cluster " + commit}, Settings: s, Cells: cells, Error: errText}
 	}
 	row := func(config, mode string, nodes int) ClusterRow {
 		return ClusterRow{Config: config, Mode: mode, Nodes: nodes, Pods: 30 * nodes}
@@ -23,7 +25,7 @@ func TestMergeClusterReports(t *testing.T) {
 		row(ClusterUpstream, ModeSingle, 10), row(ClusterFreshRV0, ModeSingle, 10), row(ClusterFreshRV0, ModeSingle, 100), row(ClusterUpstream, ModeHA, 30))
 	more := run("bbb", "", []int{75}, 0, row(ClusterFreshRV0, ModeSingle, 75), row(ClusterUpstream, ModeSingle, 75))
 
-	got, err := MergeClusterReports(Report{Kind: "cluster", Command: "merge", Notes: []string{"mine"}}, []ClusterReport{sweep, more})
+	got, err := MergeClusterReports(report.Identity{Kind: "cluster", Command: "merge", Notes: []string{"mine"}}, []ClusterReport{sweep, more})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestMergeClusterReports(t *testing.T) {
 		"another load": {sweep, func() ClusterReport { r := more; r.Settings.PodRate = 10; return r }()},
 		"nothing":      nil,
 	} {
-		if _, err := MergeClusterReports(Report{}, runs); err == nil {
+		if _, err := MergeClusterReports(report.Identity{}, runs); err == nil {
 			t.Errorf("%s: merged without an error", name)
 		}
 	}
@@ -74,9 +76,9 @@ func TestMergeClusterRepeats(t *testing.T) {
 	rep := func(config string, repeat int) ClusterRow {
 		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 75, Repeat: repeat}
 	}
-	a := ClusterReport{Report: Report{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterFreshRV0, 2), rep(ClusterUpstream, 2)}}
-	b := ClusterReport{Report: Report{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterUpstream, 1), rep(ClusterFreshRV0, 1)}}
-	got, err := MergeClusterReports(Report{Kind: "cluster"}, []ClusterReport{a, b})
+	a := ClusterReport{Identity: report.Identity{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterFreshRV0, 2), rep(ClusterUpstream, 2)}}
+	b := ClusterReport{Identity: report.Identity{Kind: "cluster"}, Settings: load, Cells: []ClusterRow{rep(ClusterUpstream, 1), rep(ClusterFreshRV0, 1)}}
+	got, err := MergeClusterReports(report.Identity{Kind: "cluster"}, []ClusterReport{a, b})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func TestMergeClusterRepeats(t *testing.T) {
 
 func TestReadClusterReportRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.json")
-	r := ClusterReport{Report: Report{Kind: "cluster", GitCommit: "abc"}, Cells: []ClusterRow{{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 3}}}
+	r := ClusterReport{Identity: report.Identity{Kind: "cluster", GitCommit: "abc"}, Cells: []ClusterRow{{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 3}}}
 	if err := r.WriteJSON(path); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestReadClusterReportRoundTrip(t *testing.T) {
 		t.Fatalf("read back %+v, %v", back, err)
 	}
 	other := filepath.Join(t.TempDir(), "s.json")
-	if err := writeJSONFile(other, Report{Kind: "storage"}); err != nil {
+	if err := report.WriteJSON(other, Report{Identity: report.Identity{Kind: "storage"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ReadClusterReport(other); err == nil {

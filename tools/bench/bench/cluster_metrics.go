@@ -8,17 +8,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
 // requestDurationMetric is kube-apiserver's request latency histogram
@@ -97,24 +96,24 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 			}
 		}
 	}
-	a.wait = histogramFrom(mfs, waitMetric[impl], "pods")
+	a.wait = servermetrics.HistogramFrom(mfs, servermetrics.WaitMetric(impl), "pods")
 	a.parts = map[string]quantile.Histogram{}
 	if impl == BackendFreshcache {
-		a.parts[WaitPartRelease] = histogramFrom(mfs, "apiserver_freshcache_read_release_seconds", "pods")
-		a.parts[WaitPartFetch] = histogramFrom(mfs, "apiserver_freshcache_revision_fetch_duration_seconds", "")
+		a.parts[WaitPartRelease] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheRelease, "pods")
+		a.parts[WaitPartFetch] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheFetch, "")
 	} else {
-		a.parts[WaitPartFetch] = histogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
+		a.parts[WaitPartFetch] = servermetrics.HistogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
 			return promtext.Label(m, "operation") == "getCurrentResourceVersion" && promtext.Label(m, "resource") == "pods" && promtext.Label(m, "group") == ""
 		})
 	}
-	a.fetches = counterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
-	a.progress = counterFrom(mfs, progressMetric[BackendFreshcache])
-	a.progressBy = counterByResource(mfs, progressMetric[BackendFreshcache])
-	a.stalls = counterFrom(mfs, "apiserver_freshcache_progress_stalls_total")
-	a.fetchSec = histogramSum(mfs, "apiserver_freshcache_revision_fetch_duration_seconds")
+	a.fetches = servermetrics.CounterFrom(mfs, "apiserver_freshcache_revision_fetches_total")
+	a.progress = servermetrics.CounterFrom(mfs, servermetrics.FreshcacheProgress)
+	a.progressBy = counterByResource(mfs, servermetrics.FreshcacheProgress)
+	a.stalls = servermetrics.CounterFrom(mfs, "apiserver_freshcache_progress_stalls_total")
+	a.fetchSec = histogramSum(mfs, servermetrics.FreshcacheFetch)
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
-	a.freshReads = counterFrom(mfs, "apiserver_freshcache_reads_total")
-	a.writeReads = counterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
+	a.freshReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_total")
+	a.writeReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
 	return a
 }
 
@@ -122,7 +121,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 // "resource" or "resource.group".
 func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 {
 	out := map[string]float64{}
-	eachSeries(mfs, name, func(m *dto.Metric) {
+	servermetrics.EachSeries(mfs, name, func(m *dto.Metric) {
 		k := promtext.Label(m, "resource")
 		if g := promtext.Label(m, "group"); g != "" {
 			k += "." + g
@@ -136,7 +135,7 @@ func counterByResource(mfs []*dto.MetricFamily, name string) map[string]float64 
 // series; zero when absent.
 func histogramSum(mfs []*dto.MetricFamily, name string) float64 {
 	var sum float64
-	eachSeries(mfs, name, func(m *dto.Metric) { sum += m.GetHistogram().GetSampleSum() })
+	servermetrics.EachSeries(mfs, name, func(m *dto.Metric) { sum += m.GetHistogram().GetSampleSum() })
 	return sum
 }
 
@@ -200,7 +199,7 @@ type clusterSample struct {
 // clusterProbe reads one cluster's servers.
 type clusterProbe struct {
 	impl     string
-	apis     []*serverHTTP
+	apis     []*servermetrics.Client
 	apiPIDs  []int
 	etcdPID  int
 	etcdURL  string
@@ -210,17 +209,17 @@ type clusterProbe struct {
 func (p *clusterProbe) sample(ctx context.Context) (clusterSample, error) {
 	s := clusterSample{at: time.Now()}
 	for i, h := range p.apis {
-		s.apiTicks = append(s.apiTicks, cpuTicks([]int{p.apiPIDs[i]}))
-		mfs, err := h.metrics(ctx)
+		s.apiTicks = append(s.apiTicks, procfs.CPUTicks([]int{p.apiPIDs[i]}))
+		mfs, err := h.Metrics(ctx)
 		if err != nil {
 			return s, p.explain(err)
 		}
 		s.api = append(s.api, apiMetricsFrom(mfs, p.impl))
 	}
-	s.etcdTicks = cpuTicks([]int{p.etcdPID})
-	sctx, cancel := context.WithTimeout(ctx, metricsTimeout)
+	s.etcdTicks = procfs.CPUTicks([]int{p.etcdPID})
+	sctx, cancel := context.WithTimeout(ctx, servermetrics.MetricsTimeout)
 	defer cancel()
-	emfs, err := scrape(sctx, p.etcdHTTP, strings.TrimSuffix(p.etcdURL, "/")+"/metrics")
+	emfs, err := servermetrics.Scrape(sctx, p.etcdHTTP, strings.TrimSuffix(p.etcdURL, "/")+"/metrics")
 	if err != nil {
 		return s, p.explain(err)
 	}
@@ -233,11 +232,11 @@ func (p *clusterProbe) sample(ctx context.Context) (clusterSample, error) {
 func (p *clusterProbe) explain(err error) error {
 	var gone []string
 	for i, pid := range p.apiPIDs {
-		if !processAlive(pid) {
+		if !procfs.Alive(pid) {
 			gone = append(gone, fmt.Sprintf("kube-apiserver-%d (pid %d)", i+1, pid))
 		}
 	}
-	if !processAlive(p.etcdPID) {
+	if !procfs.Alive(p.etcdPID) {
 		gone = append(gone, fmt.Sprintf("local-up, which runs etcd (pid %d)", p.etcdPID))
 	}
 	if len(gone) == 0 {
@@ -281,7 +280,7 @@ func (d windowDelta) etcdReads() float64 {
 func diffSamples(before, after clusterSample) windowDelta {
 	d := windowDelta{
 		Seconds:     after.at.Sub(before.at).Seconds(),
-		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / clockTicksPerSec,
+		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / procfs.ClockTicksPerSec,
 		requests:    map[string]quantile.Histogram{},
 		parts:       map[string]quantile.Histogram{},
 		EtcdHandled: subMaps(after.etcd.handled, before.etcd.handled),
@@ -294,7 +293,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		if i >= len(before.api) {
 			break
 		}
-		cpu := (after.apiTicks[i] - before.apiTicks[i]) / clockTicksPerSec
+		cpu := (after.apiTicks[i] - before.apiTicks[i]) / procfs.ClockTicksPerSec
 		d.APICPUSec += cpu
 		d.APICPUSecEach = append(d.APICPUSecEach, cpu)
 		a, b := after.api[i], before.api[i]
@@ -368,7 +367,7 @@ func peakRSS(ctx context.Context, pids []int, interval time.Duration) []float64 
 	defer tick.Stop()
 	for {
 		for i, p := range pids {
-			peak[i] = max(peak[i], rssMB(p))
+			peak[i] = max(peak[i], procfs.RSSMB(p))
 		}
 		select {
 		case <-ctx.Done():
@@ -376,18 +375,6 @@ func peakRSS(ctx context.Context, pids []int, interval time.Duration) []float64 
 		case <-tick.C:
 		}
 	}
-}
-
-// hwmMB is the process's lifetime peak RSS (VmHWM), MB.
-func hwmMB(pid int) float64 {
-	return statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), "VmHWM:") / 1024
-}
-
-// processAlive tells whether pid still exists (for a clear error when a
-// server died mid-run instead of a zero CPU figure).
-func processAlive(pid int) bool {
-	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
-	return err == nil
 }
 
 // sortedKeys lists m's keys in order, for stable tables.

@@ -5,7 +5,6 @@ package bench
 // the HA runs as lone diamonds.
 
 import (
-	"image/color"
 	"path/filepath"
 	"slices"
 
@@ -15,15 +14,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
-
-// configColor keeps one color per configuration across the plots.
-func configColor(config string) color.Color {
-	if config == ClusterFreshRV0 {
-		return color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
-	}
-	return backendColor(config)
-}
 
 // clusterPlot is one figure: a value per row, absent when ok is false.
 type clusterPlot struct {
@@ -82,7 +74,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 				if err != nil {
 					return paths, err
 				}
-				l.Color, s.Color = configColor(config), configColor(config)
+				l.Color, s.Color = report.Color(config), report.Color(config)
 				l.Width = vg.Points(1.5)
 				p.Add(l, s)
 				p.Legend.Add(config, l, s)
@@ -91,7 +83,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 					if err != nil {
 						return paths, err
 					}
-					each.Color, each.Shape, each.Radius = configColor(config), draw.RingGlyph{}, vg.Points(2.5)
+					each.Color, each.Shape, each.Radius = report.Color(config), draw.RingGlyph{}, vg.Points(2.5)
 					p.Add(each)
 				}
 				any = true
@@ -101,7 +93,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 				if err != nil {
 					return paths, err
 				}
-				s.Color = configColor(config)
+				s.Color = report.Color(config)
 				s.Shape = draw.PyramidGlyph{}
 				s.Radius = vg.Points(5)
 				p.Add(s)
@@ -117,7 +109,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 		p.Legend.Left = true
 		p.Legend.TextStyle.Font.Size = vg.Points(7)
 		path := filepath.Join(dir, name+"-"+cp.file+".png")
-		if err := saveGrid([]*plot.Plot{p}, 1, path, cp.title); err != nil {
+		if err := report.SaveGrid([]*plot.Plot{p}, 1, path, cp.title); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)

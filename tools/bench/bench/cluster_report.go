@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // ClusterReport is the JSON a cluster run writes.
 type ClusterReport struct {
-	Report
+	report.Identity
 	Settings  ClusterConfig  `json:"settings"`
 	Cells     []ClusterRow   `json:"cells"`
 	Models    []CostModel    `json:"cost_models,omitempty"`
@@ -27,7 +28,7 @@ type ClusterReport struct {
 
 // NewClusterReport fills the run's identity and the cost models.
 func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) ClusterReport {
-	r := ClusterReport{Report: NewReport("cluster"), Settings: cfg, Cells: rows}
+	r := ClusterReport{Identity: report.NewIdentity("cluster"), Settings: cfg, Cells: rows}
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
@@ -42,7 +43,7 @@ func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) Cluste
 }
 
 // WriteJSON writes r, indented, to path.
-func (r ClusterReport) WriteJSON(path string) error { return writeJSONFile(path, r) }
+func (r ClusterReport) WriteJSON(path string) error { return report.WriteJSON(path, r) }
 
 // ClusterRatios are the closing line's figures: freshcache with
 // FreshResourceVersionZero over upstream at the largest single-apiserver
@@ -248,7 +249,7 @@ func clusterTargets(r ClusterRatios) [][4]string {
 // next to the markdown.
 func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 	var b strings.Builder
-	writeIdentity(&b, r.Report)
+	r.WriteHeading(&b)
 	s := r.Settings
 	fmt.Fprintf(&b, "- configurations: %s; single apiserver at %s hollow nodes", strings.Join(s.Configs, ", "), joinInts(s.Nodes))
 	if s.HANodes > 0 {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/freshcache/freshcache/pkg/localup"
+	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
 // HollowNodesConfig is one hollow-node cost run: one local-up per node
@@ -115,7 +115,7 @@ func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (
 	}
 	row.NodeCPUIdleM, row.ControlCPUIdleM, row.MachineIdleIdlePct = idle.nodeCPU, idle.controlCPU, idle.machineIdle
 	row.NodeRSSMeanMB, row.NodeRSSMaxMB, row.NodeAnonMB, row.ControlRSSMB = idle.nodeRSSMean, idle.nodeRSSMax, idle.nodeAnon, idle.controlRSS
-	row.MemAvailableMB = memAvailableMB()
+	row.MemAvailableMB = procfs.MemAvailableMB()
 	fmt.Fprintf(cfg.Progress, "# %d nodes idle: %.0f MB/node (%.0f MB anon), %.1f mCPU/node, machine %.0f%% idle\n", nodes, row.NodeRSSMeanMB, row.NodeAnonMB, row.NodeCPUIdleM, row.MachineIdleIdlePct)
 
 	// Churn: a Deployment of PodsPerNode pods per node, then pods deleted
@@ -181,8 +181,8 @@ type window struct {
 // when given), and RSS at its end.
 func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, work func(context.Context)) (window, error) {
 	var w window
-	n0, c0 := cpuTicks(nodes), cpuTicks(control)
-	idle0, total0 := machineTicks()
+	n0, c0 := procfs.CPUTicks(nodes), procfs.CPUTicks(control)
+	idle0, total0 := procfs.MachineTicks()
 	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -194,113 +194,26 @@ func sampleWindow(ctx context.Context, d time.Duration, nodes, control []int, wo
 		return w, ctx.Err()
 	}
 	secs := time.Since(start).Seconds()
-	n1, c1 := cpuTicks(nodes), cpuTicks(control)
-	idle1, total1 := machineTicks()
-	w.nodeCPU = (n1 - n0) / clockTicksPerSec / secs * 1000 / float64(max(len(nodes), 1))
-	w.controlCPU = (c1 - c0) / clockTicksPerSec / secs * 1000
+	n1, c1 := procfs.CPUTicks(nodes), procfs.CPUTicks(control)
+	idle1, total1 := procfs.MachineTicks()
+	w.nodeCPU = (n1 - n0) / procfs.ClockTicksPerSec / secs * 1000 / float64(max(len(nodes), 1))
+	w.controlCPU = (c1 - c0) / procfs.ClockTicksPerSec / secs * 1000
 	if total1 > total0 {
 		w.machineIdle = 100 * (idle1 - idle0) / (total1 - total0)
 	}
 	var sum, anon float64
 	for _, p := range nodes {
-		r := rssMB(p)
+		r := procfs.RSSMB(p)
 		sum += r
-		anon += statusKB(filepath.Join("/proc", strconv.Itoa(p), "status"), "RssAnon:") / 1024
+		anon += procfs.StatusMB(p, "RssAnon:")
 		w.nodeRSSMax = max(w.nodeRSSMax, r)
 	}
 	w.nodeRSSMean = sum / float64(max(len(nodes), 1))
 	w.nodeAnon = anon / float64(max(len(nodes), 1))
 	for _, p := range control {
-		w.controlRSS += rssMB(p)
+		w.controlRSS += procfs.RSSMB(p)
 	}
 	return w, nil
-}
-
-// cpuTicks sums utime+stime of pids (clock ticks); a pid that is gone
-// counts nothing.
-func cpuTicks(pids []int) float64 {
-	var sum float64
-	for _, p := range pids {
-		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
-		if err != nil {
-			continue
-		}
-		if t, ok := parseStatTicks(string(data)); ok {
-			sum += t
-		}
-	}
-	return sum
-}
-
-// parseStatTicks reads utime+stime (fields 14 and 15, in clock ticks) of a
-// /proc/<pid>/stat line. The command name (field 2) is in parentheses and
-// may itself hold spaces and parentheses, so fields count from the last
-// ')'.
-func parseStatTicks(stat string) (float64, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) <= 12 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseFloat(f[11], 64)
-	k, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return u + k, true
-}
-
-// clockTicksPerSec is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on
-// every Linux architecture Go supports (the kernel's ABI, whatever CONFIG_HZ).
-const clockTicksPerSec = 100
-
-// machineTicks are the idle (idle+iowait) and total ticks of all cores.
-func machineTicks() (idle, total float64) {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0, 0
-	}
-	line := strings.SplitN(string(data), "\n", 2)[0]
-	for i, f := range strings.Fields(line)[1:] {
-		v, _ := strconv.ParseFloat(f, 64)
-		total += v
-		if i == 3 || i == 4 {
-			idle += v
-		}
-	}
-	return idle, total
-}
-
-func rssMB(pid int) float64 {
-	return statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), "VmRSS:") / 1024
-}
-
-func memAvailableMB() float64 { return statusKB("/proc/meminfo", "MemAvailable:") / 1024 }
-
-func statusKB(path, key string) float64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	return parseStatusKB(string(data), key)
-}
-
-// parseStatusKB is the number after key ("VmRSS:") in a /proc status or
-// meminfo text, in kB; zero when the key is absent.
-func parseStatusKB(text, key string) float64 {
-	for _, line := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(line, key); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseFloat(f[0], 64)
-				return kb
-			}
-		}
-	}
-	return 0
 }
 
 func countRunning(ctx context.Context, cs kubernetes.Interface) int {

@@ -2,32 +2,17 @@ package bench
 
 import (
 	"fmt"
-	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-)
 
-// backendColor keeps one color per backend across every plot.
-func backendColor(b string) color.Color {
-	switch b {
-	case BackendEtcd:
-		return color.RGBA{R: 0x99, G: 0x99, B: 0x99, A: 0xff}
-	case BackendUpstream:
-		return color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	case BackendFreshcache:
-		return color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
-	}
-	return plotutil.Color(5)
-}
+	"github.com/freshcache/freshcache/tools/bench/report"
+)
 
 func rvDashes(rv string) []vg.Length {
 	switch rv {
@@ -90,7 +75,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 			if err != nil {
 				return paths, err
 			}
-			sct.Color = backendColor(b)
+			sct.Color = report.Color(b)
 			sct.Shape = draw.BoxGlyph{}
 			sct.Radius = vg.Points(5)
 			p.Add(sct)
@@ -112,7 +97,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 		tput = append(tput, p)
 	}
 	path := filepath.Join(dir, name+"-throughput.png")
-	if err := saveGrid(tput, 3, path, "Throughput at the highest concurrency (higher is better)"); err != nil {
+	if err := report.SaveGrid(tput, 3, path, "Throughput at the highest concurrency (higher is better)"); err != nil {
 		return paths, err
 	}
 	paths = append(paths, path)
@@ -149,12 +134,12 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 				if err != nil {
 					return paths, err
 				}
-				pm.Color = backendColor(b)
+				pm.Color = report.Color(b)
 				p.Add(pm)
 				for _, pt := range pts {
 					minY, maxY = math.Min(minY, pt.Y), math.Max(maxY, pt.Y)
 				}
-				l.Color = backendColor(b)
+				l.Color = report.Color(b)
 				l.Dashes = rvDashes(rv)
 				l.Width = vg.Points(1.5)
 				p.Add(l)
@@ -171,7 +156,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 		latp = append(latp, p)
 	}
 	path = filepath.Join(dir, name+"-latency.png")
-	if err := saveGrid(latp, 3, path, "p99 latency against concurrency (lower is better)"); err != nil {
+	if err := report.SaveGrid(latp, 3, path, "p99 latency against concurrency (lower is better)"); err != nil {
 		return paths, err
 	}
 	paths = append(paths, path)
@@ -212,7 +197,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 				if err != nil {
 					return paths, err
 				}
-				l.Color, s.Color = backendColor(b), backendColor(b)
+				l.Color, s.Color = report.Color(b), report.Color(b)
 				l.Width = vg.Points(1.5)
 				pair.p.Add(l, s)
 				pair.p.Legend.Add(b, l, s)
@@ -228,7 +213,7 @@ func PlotStorage(r Report, dir, name string) ([]string, error) {
 			p.Y.Min = 0
 		}
 		path = filepath.Join(dir, name+"-freshness.png")
-		if err := saveGrid([]*plot.Plot{wait, lat}, 2, path, "Freshness against the write rate of another resource"); err != nil {
+		if err := report.SaveGrid([]*plot.Plot{wait, lat}, 2, path, "Freshness against the write rate of another resource"); err != nil {
 			return paths, err
 		}
 		paths = append(paths, path)
@@ -279,53 +264,4 @@ func find(rows []Row, f func(Row) bool) (Row, bool) {
 		}
 	}
 	return Row{}, false
-}
-
-// saveGrid lays plots out cols wide under a title and writes a PNG.
-func saveGrid(plots []*plot.Plot, cols int, path, title string) error {
-	if len(plots) == 0 {
-		return nil
-	}
-	rows := (len(plots) + cols - 1) / cols
-	grid := make([][]*plot.Plot, rows)
-	for i := range grid {
-		grid[i] = make([]*plot.Plot, cols)
-		for j := range cols {
-			if k := i*cols + j; k < len(plots) {
-				grid[i][j] = plots[k]
-			}
-		}
-	}
-	const tileW, tileH = 4.2 * vg.Inch, 3.2 * vg.Inch
-	titleH := 0.6 * vg.Inch
-	img := vgimg.New(tileW*vg.Length(cols), tileH*vg.Length(rows)+titleH)
-	dc := draw.New(img)
-	dc.SetColor(color.White)
-	dc.Fill(dc.Path())
-	heading := plot.New()
-	sty := heading.Title.TextStyle
-	sty.Font.Size = vg.Points(14)
-	sty.XAlign = draw.XCenter
-	dc.FillText(sty, vg.Point{X: dc.Center().X, Y: dc.Max.Y - titleH*0.5}, title)
-	body := dc
-	body.Max.Y -= titleH
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(12), PadY: vg.Points(12),
-		PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-	canvases := plot.Align(grid, tiles, body)
-	for i := range grid {
-		for j := range grid[i] {
-			if grid[i][j] != nil {
-				grid[i][j].Draw(canvases[i][j])
-			}
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }

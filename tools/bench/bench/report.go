@@ -5,38 +5,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
-// Machine describes where a run happened.
-type Machine struct {
-	CPU        string `json:"cpu"`
-	Cores      int    `json:"cores"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	GoVersion  string `json:"go_version"`
-	OS         string `json:"os"`
-	// GCEnv is GOGC and GOMEMLIMIT as set in the environment (empty when
-	// neither is: the Go defaults, GOGC=100 and no limit). They change how
-	// often the collector's mark phase runs, which moves every row.
-	GCEnv string `json:"gc_env,omitempty"`
-}
-
-// Report is the JSON document a run writes to docs/results/.
+// Report is the JSON document a storage, memory or apiserver run writes
+// to docs/results/.
 type Report struct {
-	Kind      string    `json:"kind"` // storage | memory | apiserver
-	Date      time.Time `json:"date"`
-	GitCommit string    `json:"git_commit"`
-	Command   string    `json:"command"`
-	Machine   Machine   `json:"machine"`
-	Notes     []string  `json:"notes,omitempty"`
+	report.Identity
 
 	Config  *Config     `json:"config,omitempty"`
 	Rows    []Row       `json:"rows,omitempty"`
@@ -45,73 +26,10 @@ type Report struct {
 }
 
 // NewReport fills the run's identity: date, machine, commit and command.
-func NewReport(kind string) Report {
-	return Report{
-		Kind:      kind,
-		Date:      time.Now().UTC().Truncate(time.Second),
-		GitCommit: GitCommit(),
-		Command:   strings.Join(os.Args, " "),
-		Machine:   ThisMachine(),
-	}
-}
-
-// ThisMachine reads the CPU model from /proc/cpuinfo where there is one.
-func ThisMachine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH}
-	var gc []string
-	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
-		if v, ok := os.LookupEnv(k); ok {
-			gc = append(gc, k+"="+v)
-		}
-	}
-	m.GCEnv = strings.Join(gc, " ")
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
-}
-
-// buildCommit is stamped by the Makefile at build time (-ldflags -X): the
-// commit the binary was built from, with "+dirty" for a modified work tree.
-var buildCommit string
-
-// GitCommit is the commit the measured code was built from: buildCommit
-// when the binary carries one, otherwise HEAD at run time, with "+dirty"
-// when the work tree differs from it. The run-time fallback only reads:
-// GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the index.
-func GitCommit() string {
-	if buildCommit != "" {
-		return buildCommit
-	}
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	st := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
-	st.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	if s, err := st.Output(); err == nil && len(strings.TrimSpace(string(s))) > 0 {
-		c += "+dirty"
-	}
-	return c
-}
+func NewReport(kind string) Report { return Report{Identity: report.NewIdentity(kind)} }
 
 // WriteJSON writes r, indented, to path.
-func (r Report) WriteJSON(path string) error { return writeJSONFile(path, r) }
-
-// writeJSONFile writes v as indented JSON to path.
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (r Report) WriteJSON(path string) error { return report.WriteJSON(path, r) }
 
 // ReadReport reads a JSON report.
 func ReadReport(path string) (Report, error) {
@@ -341,7 +259,7 @@ func fmtList(v []float64, format string) string {
 // WriteReportMarkdown writes the report's identity, headline ratios and
 // table as markdown.
 func WriteReportMarkdown(w io.Writer, r Report) {
-	writeIdentity(w, r)
+	r.WriteHeading(w)
 	if c := r.Config; c != nil {
 		fmt.Fprintf(w, "- shape: %d pods on %d nodes in %d namespaces; %v per row after %v warm-up; background load %g pod writes/s and %g lease writes/s; fan-out: %d watched nodes, %g pod writes/s on them\n",
 			c.Shape.Pods, c.Shape.Nodes, c.Shape.Namespaces, c.Duration, c.Warmup, c.Load.PodWritesPerSec, c.Load.LeaseWritesPerSec, c.WatchNodes, c.WatchWritesPerSec)
@@ -379,17 +297,6 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 		fmt.Fprintf(w, "\n## Through kube-apiserver\n\n")
 		WriteServerMarkdown(w, r.Servers)
 	}
-}
-
-// writeIdentity writes the report's title, commit, machine and command.
-func writeIdentity(w io.Writer, r Report) {
-	fmt.Fprintf(w, "# freshcache-bench %s: %s\n\n", r.Kind, r.Date.Format("2006-01-02 15:04 UTC"))
-	gcEnv := ""
-	if r.Machine.GCEnv != "" {
-		gcEnv = ", " + r.Machine.GCEnv
-	}
-	fmt.Fprintf(w, "- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s%s\n- command: `%s`\n",
-		r.GitCommit, r.Machine.CPU, r.Machine.Cores, r.Machine.GOMAXPROCS, r.Machine.GoVersion, r.Machine.OS, gcEnv, r.Command)
 }
 
 // writeCPUSplit writes, for the rows with a CPU profile, their CPU per op

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
 // Row is one measured combination of backend, scenario, rv mode and
@@ -48,8 +49,8 @@ type Row struct {
 	// GCPerKOp is the number of GC cycles per 1,000 ops, process-wide.
 	GCPerKOp float64 `json:"gc_per_kop"`
 	// EtcdPerOp is (Ranges + Txns + WatchMsgs) per op; Etcd has the parts.
-	EtcdPerOp float64      `json:"etcd_requests_per_op"`
-	Etcd      EtcdCounters `json:"etcd"`
+	EtcdPerOp float64                    `json:"etcd_requests_per_op"`
+	Etcd      servermetrics.EtcdCounters `json:"etcd"`
 	// FreshWaitP99Ms is the p99 of the backend's freshness-wait histogram
 	// over the row; nil when the backend has no such metric or it observed
 	// nothing.
@@ -132,7 +133,7 @@ func (r *Row) fill(before, after sample, lat []time.Duration, items int64) {
 		r.GCPerKOp = float64(after.numGC-before.numGC) * 1000 / float64(r.Ops)
 		r.ItemsPerOp = float64(items) / float64(r.Ops)
 	}
-	r.Etcd = after.etcd.sub(before.etcd)
+	r.Etcd = after.etcd.Sub(before.etcd)
 	if r.Ops > 0 {
 		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
 	}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // Timeline are the moments of one configuration's run, as offsets from
@@ -108,7 +108,7 @@ type Result struct {
 	When        time.Time      `json:"when"`
 	Commit      string         `json:"commit"`
 	Command     string         `json:"command"`
-	Machine     bench.Machine  `json:"machine"`
+	Machine     report.Machine `json:"machine"`
 	Config      Config         `json:"config"`
 	DataBytes   int64          `json:"data_bytes"`
 	Notes       []string       `json:"notes,omitempty"`

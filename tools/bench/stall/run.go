@@ -16,14 +16,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshcache/freshcache/pkg/localup/launch"
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // Run runs every configuration of cfg in turn and returns what each
 // measured. A configuration that fails is recorded with its error and the
 // next one runs; Run returns an error only for a bad cfg or when ctx ends.
 func Run(ctx context.Context, cfg Config) (Result, error) {
-	res := Result{When: time.Now().UTC(), Commit: bench.GitCommit(), Machine: bench.ThisMachine(), Config: cfg,
+	res := Result{When: time.Now().UTC(), Commit: report.GitCommit(), Machine: report.ThisMachine(), Config: cfg,
 		DataBytes: int64(cfg.Objects) * int64(cfg.ObjectBytes)}
 	if err := cfg.Validate(); err != nil {
 		return res, err

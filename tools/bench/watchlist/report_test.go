@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // fakeRun builds a configuration's phases: reads/s and p99 per phase,
@@ -92,7 +93,7 @@ func TestWriteMarkdown(t *testing.T) {
 	cfg := DefaultConfig()
 	res := Result{
 		Date: time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC), GitCommit: "abc123", Command: "freshcache-bench watchlist",
-		Machine: bench.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26", OS: "linux/amd64"},
+		Machine: report.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26", OS: "linux/amd64"},
 		Config:  cfg, Notes: []string{"a note"},
 		Runs: []ConfigRun{
 			fakeRun(bench.ClusterUpstream, 1000, 100, 20, 3000),

@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // Phase names, in the order they run. The warm-up runs between Idle and
@@ -32,14 +32,14 @@ var AllReads = []string{ReadGetSecret, ReadListSecrets, ReadGetConfigMap, ReadLi
 
 // Result is one run: the JSON document docs/results/watchlist.json holds.
 type Result struct {
-	Date      time.Time     `json:"date"`
-	GitCommit string        `json:"git_commit"`
-	Command   string        `json:"command,omitempty"`
-	Machine   bench.Machine `json:"machine"`
-	Config    Config        `json:"config"`
-	Notes     []string      `json:"notes,omitempty"`
-	Runs      []ConfigRun   `json:"runs"`
-	Ratios    Ratios        `json:"ratios"`
+	Date      time.Time      `json:"date"`
+	GitCommit string         `json:"git_commit"`
+	Command   string         `json:"command,omitempty"`
+	Machine   report.Machine `json:"machine"`
+	Config    Config         `json:"config"`
+	Notes     []string       `json:"notes,omitempty"`
+	Runs      []ConfigRun    `json:"runs"`
+	Ratios    Ratios         `json:"ratios"`
 }
 
 // ConfigRun is one configuration on its own cluster.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // Run measures every configuration in turn, each on a fresh cluster, and
@@ -18,7 +18,7 @@ import (
 // returned error joins those failures (or is ctx's).
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	cfg = cfg.withDefaults()
-	res := Result{Date: time.Now().UTC(), GitCommit: bench.GitCommit(), Machine: bench.ThisMachine(), Config: cfg}
+	res := Result{Date: time.Now().UTC(), GitCommit: report.GitCommit(), Machine: report.ThisMachine(), Config: cfg}
 	if err := cfg.Validate(); err != nil {
 		return res, err
 	}

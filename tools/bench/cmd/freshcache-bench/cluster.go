@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // runCluster is the cluster-level A/B benchmark (make bench-cluster): a
@@ -110,12 +111,12 @@ func runCluster(ctx context.Context, args []string) (err error) {
 	}
 
 	rows, runErr := bench.RunCluster(ctx, cfg)
-	report := bench.NewClusterReport(cfg, rows, runErr)
-	report.Notes = notes
+	rep := bench.NewClusterReport(cfg, rows, runErr)
+	rep.Notes = notes
 	if len(rows) == 0 {
 		return runErr
 	}
-	return errors.Join(runErr, writeClusterOutputs(report, out))
+	return errors.Join(runErr, writeClusterOutputs(rep, out))
 }
 
 // mergeCluster writes one report from the cells of several runs' JSON.
@@ -128,34 +129,34 @@ func mergeCluster(paths []string, out string, notes []string) error {
 		}
 		runs = append(runs, r)
 	}
-	id := bench.NewReport("cluster")
+	id := report.NewIdentity("cluster")
 	id.Notes = notes
-	report, err := bench.MergeClusterReports(id, runs)
+	rep, err := bench.MergeClusterReports(id, runs)
 	if err != nil {
 		return err
 	}
-	return writeClusterOutputs(report, out)
+	return writeClusterOutputs(rep, out)
 }
 
 // writeClusterOutputs writes the markdown at out, its JSON and plots next
 // to it, and prints the closing line.
-func writeClusterOutputs(report bench.ClusterReport, out string) error {
+func writeClusterOutputs(rep bench.ClusterReport, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
-	rows := report.Cells
+	rows := rep.Cells
 	dir, base := filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md")
 	plots, perr := bench.PlotCluster(rows, dir, base)
 	var rel []string
 	for _, p := range plots {
 		rel = append(rel, filepath.Base(p))
 	}
-	jerr := report.WriteJSON(filepath.Join(dir, base+".json"))
+	jerr := rep.WriteJSON(filepath.Join(dir, base+".json"))
 	w, done, oerr := createOut(out)
 	if oerr != nil {
 		return errors.Join(perr, jerr, oerr)
 	}
-	merr := bench.WriteClusterMarkdown(w, report, rel)
+	merr := bench.WriteClusterMarkdown(w, rep, rel)
 	derr := done()
 	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plots\n", out, filepath.Join(dir, base), len(plots))
 	fmt.Println(bench.ComputeClusterRatios(rows).Line())

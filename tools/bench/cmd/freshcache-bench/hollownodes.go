@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // runHollowNodes measures what a kubemark hollow node costs here: local-up
@@ -48,9 +49,9 @@ func runHollowNodes(ctx context.Context, args []string) (err error) {
 		return errors.Join(err, oerr)
 	}
 	defer func() { err = errors.Join(err, done()) }()
-	m := bench.ThisMachine()
+	m := report.ThisMachine()
 	if _, werr := fmt.Fprintf(w, "# freshcache-bench hollow-nodes: %s\n\n- commit: `%s`\n- machine: %s, %d cores, %s\n- command: `%s`\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), bench.GitCommit(), m.CPU, m.Cores, m.OS, strings.Join(os.Args, " ")); werr != nil {
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), report.GitCommit(), m.CPU, m.Cores, m.OS, strings.Join(os.Args, " ")); werr != nil {
 		return errors.Join(err, werr)
 	}
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
 	"github.com/freshcache/freshcache/tools/bench/diag/netpollfloor"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // runNetpollFloor times a loopback TCP round trip and a channel round trip
@@ -50,9 +50,9 @@ func runNetpollFloor(ctx context.Context, args []string) (err error) {
 		fmt.Fprintf(os.Stderr, "busy=%d: tcp p50 %v, chan p50 %v\n", n, r.TCP.P50, r.Chan.P50)
 		results = append(results, r)
 	}
-	m := bench.ThisMachine()
+	m := report.ThisMachine()
 	if _, err := fmt.Fprintf(w, "# freshcache-bench netpoll-floor: %s\n\n- commit: `%s`\n- machine: %s, %d cores (GOMAXPROCS %d), %s, %s\n- command: `%s`\n- how to read this: tools/bench/diag/netpollfloor/doc.go; docs/investigations/consistent-read-cost.md\n\n",
-		time.Now().UTC().Format("2006-01-02 15:04 UTC"), bench.GitCommit(), m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, strings.Join(os.Args, " ")); err != nil {
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), report.GitCommit(), m.CPU, m.Cores, m.GOMAXPROCS, m.GoVersion, m.OS, strings.Join(os.Args, " ")); err != nil {
 		return err
 	}
 	return netpollfloor.WriteMarkdown(w, results)

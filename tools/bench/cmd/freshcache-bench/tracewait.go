@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
 	"github.com/freshcache/freshcache/tools/bench/diag/tracewait"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // runTraceWait reads execution traces (storage --trace-dir, or
@@ -45,7 +45,7 @@ func runTraceWait(args []string) (err error) {
 	if out != "" {
 		// A results file says what it was made from, like the storage runs'.
 		if _, err := fmt.Fprintf(w, "# freshcache-bench trace-wait: %s\n\n- analysed by: `%s` (commit `%s`)\n- traces: the rows of the storage run that wrote them (`--trace-dir`); how to read this: tools/bench/diag/tracewait/doc.go\n\n",
-			time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args, " "), bench.GitCommit()); err != nil {
+			time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args, " "), report.GitCommit()); err != nil {
 			return err
 		}
 	}
