@@ -1,6 +1,6 @@
 package watchlist
 
-import "github.com/freshcache/freshcache/tools/bench/bench"
+import clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
 
 // SLOMs is KEP-2340's bound on a consistent read's wait, the target the
 // issue sets for the reads while WatchLists run.
@@ -93,12 +93,12 @@ func ComputeRatios(runs []ConfigRun) Ratios {
 	pick := -1
 	for i, run := range runs {
 		switch run.Config {
-		case bench.ClusterUpstream:
+		case clusterbench.Upstream:
 			r.UpstreamReadP99Ms = Derive(run).WorstP99Ms
-		case bench.ClusterFreshRV0:
+		case clusterbench.FreshRV0:
 			pick = i
 		default:
-			if pick < 0 || runs[pick].Config != bench.ClusterFreshRV0 {
+			if pick < 0 || runs[pick].Config != clusterbench.FreshRV0 {
 				pick = i
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
 )
 
 // ErrConfig is wrapped by every error Validate returns.
@@ -24,8 +24,8 @@ type Config struct {
 	// removed afterwards, when empty.
 	DataDir string `json:"-"`
 	// Configs are the configurations measured one after the other, each on
-	// a fresh cluster: bench.ClusterUpstream, bench.ClusterFreshcache,
-	// bench.ClusterFreshRV0.
+	// a fresh cluster: clusterbench.Upstream, clusterbench.Freshcache,
+	// clusterbench.FreshRV0.
 	Configs []string `json:"configs"`
 	// LocalUpArgs go to every local-up after the configuration's own flags.
 	LocalUpArgs []string `json:"local_up_args,omitempty"`
@@ -75,7 +75,7 @@ type Config struct {
 // configmaps, 10 WatchLists, 30 s without and 60 s with them.
 func DefaultConfig() Config {
 	return Config{
-		Configs:          slices.Clone(bench.AllClusterConfigs),
+		Configs:          slices.Clone(clusterbench.AllConfigs),
 		Objects:          100_000,
 		HugeNamespaces:   10,
 		SmallObjects:     10,
@@ -159,12 +159,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
 	}
 	if len(c.Configs) == 0 {
-		bad("configs: at least one of %s", strings.Join(bench.AllClusterConfigs, ", "))
+		bad("configs: at least one of %s", strings.Join(clusterbench.AllConfigs, ", "))
 	}
 	seen := map[string]bool{}
 	for _, name := range c.Configs {
 		if localUpArgs(name) == nil {
-			bad("configs: unknown configuration %q (want %s)", name, strings.Join(bench.AllClusterConfigs, ", "))
+			bad("configs: unknown configuration %q (want %s)", name, strings.Join(clusterbench.AllConfigs, ", "))
 		}
 		if seen[name] {
 			bad("configs: %q given twice", name)
@@ -209,11 +209,11 @@ func (c Config) Validate() error {
 // flags it does not know to kube-apiserver); nil for an unknown name.
 func localUpArgs(config string) []string {
 	switch config {
-	case bench.ClusterUpstream:
+	case clusterbench.Upstream:
 		return []string{"--watch-cache-implementation=upstream"}
-	case bench.ClusterFreshcache:
+	case clusterbench.Freshcache:
 		return []string{"--watch-cache-implementation=freshcache"}
-	case bench.ClusterFreshRV0:
+	case clusterbench.FreshRV0:
 		return []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}
 	}
 	return nil

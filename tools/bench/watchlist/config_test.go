@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
 )
 
 func TestZeroConfigMeansDefaults(t *testing.T) {
 	got := Config{BinDir: "bin"}.withDefaults()
 	want := DefaultConfig()
 	if got.Objects != want.Objects || got.WatchLists != want.WatchLists || got.Contended != want.Contended ||
-		len(got.Configs) != len(bench.AllClusterConfigs) || got.WriteRate != want.WriteRate || got.Progress == nil {
+		len(got.Configs) != len(clusterbench.AllConfigs) || got.WriteRate != want.WriteRate || got.Progress == nil {
 		t.Fatalf("withDefaults of the zero config = %+v", got)
 	}
 	if err := got.Validate(); err != nil {
@@ -37,7 +37,7 @@ func TestValidate(t *testing.T) {
 		want []string // substrings of the error; none means valid
 	}{
 		"defaults":            {func(*Config) {}, nil},
-		"one configuration":   {func(c *Config) { c.Configs = []string{bench.ClusterFreshRV0} }, nil},
+		"one configuration":   {func(c *Config) { c.Configs = []string{clusterbench.FreshRV0} }, nil},
 		"no configuration":    {func(c *Config) { c.Configs = nil }, []string{"configs: at least one"}},
 		"unknown":             {func(c *Config) { c.Configs = []string{"etcd"} }, []string{`unknown configuration "etcd"`}},
 		"twice":               {func(c *Config) { c.Configs = []string{"upstream", "upstream"} }, []string{`"upstream" given twice`}},
@@ -75,13 +75,13 @@ func TestValidate(t *testing.T) {
 }
 
 func TestLocalUpArgs(t *testing.T) {
-	for _, name := range bench.AllClusterConfigs {
+	for _, name := range clusterbench.AllConfigs {
 		args := localUpArgs(name)
 		if len(args) == 0 || !strings.HasPrefix(args[0], "--watch-cache-implementation=") {
 			t.Errorf("%s: args %v", name, args)
 		}
 	}
-	if got := strings.Join(localUpArgs(bench.ClusterFreshRV0), " "); !strings.Contains(got, "FreshResourceVersionZero=true") {
+	if got := strings.Join(localUpArgs(clusterbench.FreshRV0), " "); !strings.Contains(got, "FreshResourceVersionZero=true") {
 		t.Errorf("fresh-rv0 does not enable the gate: %s", got)
 	}
 	if localUpArgs("nope") != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
@@ -38,7 +38,7 @@ func fakeRun(config string, readsA, readsB, p99A, p99B float64) ConfigRun {
 }
 
 func TestDerive(t *testing.T) {
-	d := Derive(fakeRun(bench.ClusterFreshcache, 1000, 600, 20, 50))
+	d := Derive(fakeRun(clusterbench.Freshcache, 1000, 600, 20, 50))
 	near := func(name string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 1e-9 {
@@ -55,11 +55,11 @@ func TestDerive(t *testing.T) {
 	if d.WorstKind != AllReads[0] || !d.MeetsSLO || !d.MeetsCPU || !d.HasCPUShare {
 		t.Errorf("derived %+v", d)
 	}
-	slow := Derive(fakeRun(bench.ClusterUpstream, 1000, 100, 20, 3000))
+	slow := Derive(fakeRun(clusterbench.Upstream, 1000, 100, 20, 3000))
 	if slow.MeetsSLO || slow.MeetsCPU {
 		t.Errorf("a 3 s p99 and a 90%% drop met the targets: %+v", slow)
 	}
-	noC := fakeRun(bench.ClusterFreshcache, 1000, 600, 20, 50)
+	noC := fakeRun(clusterbench.Freshcache, 1000, 600, 20, 50)
 	noC.Phases = noC.Phases[:3]
 	if d := Derive(noC); d.HasCPUShare || d.MeetsCPU {
 		t.Errorf("without phase C a share was claimed: %+v", d)
@@ -71,16 +71,16 @@ func TestDerive(t *testing.T) {
 
 func TestComputeRatios(t *testing.T) {
 	runs := []ConfigRun{
-		fakeRun(bench.ClusterUpstream, 1000, 100, 20, 3000),
-		fakeRun(bench.ClusterFreshRV0, 1000, 700, 10, 40),
-		fakeRun(bench.ClusterFreshcache, 1000, 600, 20, 50),
+		fakeRun(clusterbench.Upstream, 1000, 100, 20, 3000),
+		fakeRun(clusterbench.FreshRV0, 1000, 700, 10, 40),
+		fakeRun(clusterbench.Freshcache, 1000, 600, 20, 50),
 	}
 	r := ComputeRatios(runs)
-	if r.Config != bench.ClusterFreshRV0 || r.ReadP99Ms != 40 || r.UpstreamReadP99Ms != 3000 || math.Abs(r.ThroughputDrop-0.3) > 1e-9 {
+	if r.Config != clusterbench.FreshRV0 || r.ReadP99Ms != 40 || r.UpstreamReadP99Ms != 3000 || math.Abs(r.ThroughputDrop-0.3) > 1e-9 {
 		t.Fatalf("ratios %+v", r)
 	}
 	// Without fresh-rv0, freshcache's.
-	if r := ComputeRatios([]ConfigRun{runs[2], runs[0]}); r.Config != bench.ClusterFreshcache || r.ReadP99Ms != 50 {
+	if r := ComputeRatios([]ConfigRun{runs[2], runs[0]}); r.Config != clusterbench.Freshcache || r.ReadP99Ms != 50 {
 		t.Fatalf("ratios without fresh-rv0: %+v", r)
 	}
 	want := "watchlist ratios: read-p99-ms=40.0 upstream-read-p99-ms=3000.0 throughput-drop=0.30 watchlist-cpu-share=0.50"
@@ -96,9 +96,9 @@ func TestWriteMarkdown(t *testing.T) {
 		Machine: report.Machine{CPU: "Test CPU", Cores: 2, GOMAXPROCS: 2, GoVersion: "go1.26", OS: "linux/amd64"},
 		Config:  cfg, Notes: []string{"a note"},
 		Runs: []ConfigRun{
-			fakeRun(bench.ClusterUpstream, 1000, 100, 20, 3000),
-			fakeRun(bench.ClusterFreshRV0, 1000, 700, 10, 40),
-			{Config: bench.ClusterFreshcache, Error: "local-up exited\nwith a long\tmessage"},
+			fakeRun(clusterbench.Upstream, 1000, 100, 20, 3000),
+			fakeRun(clusterbench.FreshRV0, 1000, 700, 10, 40),
+			{Config: clusterbench.Freshcache, Error: "local-up exited\nwith a long\tmessage"},
 		},
 	}
 	res.Runs[0].Phases[2].Reads[1].Errors, res.Runs[0].Phases[2].Reads[1].FirstError = 3, "the server is currently unable"

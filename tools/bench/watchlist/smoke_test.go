@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
 )
 
 // TestSmoke runs the whole scenario, small and short, on one
@@ -24,7 +24,7 @@ func TestSmoke(t *testing.T) {
 	}
 	cfg := ShortConfig()
 	cfg.BinDir, cfg.DataDir = binDir, t.TempDir()
-	cfg.Configs = []string{bench.ClusterFreshRV0}
+	cfg.Configs = []string{clusterbench.FreshRV0}
 	cfg.Objects, cfg.HugeNamespaces, cfg.WatchLists = 1000, 2, 2
 	cfg.Idle, cfg.Warmup, cfg.Baseline, cfg.Contended, cfg.Alone = time.Second, time.Second, 2*time.Second, 3*time.Second, 2*time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

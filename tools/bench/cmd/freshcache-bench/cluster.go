@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/cluster"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
@@ -23,7 +23,7 @@ import (
 // ends with one line on stdout: the ratios.
 func runCluster(ctx context.Context, args []string) (err error) {
 	fs := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
-	cfg := bench.ClusterConfig{Progress: os.Stderr}
+	cfg := cluster.Config{Progress: os.Stderr}
 	var (
 		out     string
 		keep    bool
@@ -33,7 +33,7 @@ func runCluster(ctx context.Context, args []string) (err error) {
 		merge   []string
 	)
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and the binaries it runs (make build)")
-	fs.StringSliceVar(&cfg.Configs, "configs", bench.AllClusterConfigs, "configurations: "+strings.Join(bench.AllClusterConfigs, ", "))
+	fs.StringSliceVar(&cfg.Configs, "configs", cluster.AllConfigs, "configurations: "+strings.Join(cluster.AllConfigs, ", "))
 	fs.IntSliceVar(&cfg.Nodes, "nodes", []int{10, 50, 100}, "hollow-node counts of the single-apiserver sweep, one cluster per count and configuration")
 	fs.IntVar(&cfg.HANodes, "ha-nodes", 0, "hollow nodes of the HA runs (2 kube-apiservers, 3 etcd members); 0 runs none (default: the largest --nodes)")
 	fs.IntVar(&cfg.Repeats, "repeat", 1, "run every cell this many times, interleaved (each node count's configurations in turn, then again, the order rotated); the ratios are then the median over the repeats")
@@ -110,8 +110,8 @@ func runCluster(ctx context.Context, args []string) (err error) {
 		return err
 	}
 
-	rows, runErr := bench.RunCluster(ctx, cfg)
-	rep := bench.NewClusterReport(cfg, rows, runErr)
+	rows, runErr := cluster.Run(ctx, cfg)
+	rep := cluster.NewReport(cfg, rows, runErr)
 	rep.Notes = notes
 	if len(rows) == 0 {
 		return runErr
@@ -121,9 +121,9 @@ func runCluster(ctx context.Context, args []string) (err error) {
 
 // mergeCluster writes one report from the cells of several runs' JSON.
 func mergeCluster(paths []string, out string, notes []string) error {
-	var runs []bench.ClusterReport
+	var runs []cluster.Report
 	for _, p := range paths {
-		r, err := bench.ReadClusterReport(p)
+		r, err := cluster.ReadReport(p)
 		if err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func mergeCluster(paths []string, out string, notes []string) error {
 	}
 	id := report.NewIdentity("cluster")
 	id.Notes = notes
-	rep, err := bench.MergeClusterReports(id, runs)
+	rep, err := cluster.MergeReports(id, runs)
 	if err != nil {
 		return err
 	}
@@ -140,13 +140,13 @@ func mergeCluster(paths []string, out string, notes []string) error {
 
 // writeClusterOutputs writes the markdown at out, its JSON and plots next
 // to it, and prints the closing line.
-func writeClusterOutputs(rep bench.ClusterReport, out string) error {
+func writeClusterOutputs(rep cluster.Report, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
 	rows := rep.Cells
 	dir, base := filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md")
-	plots, perr := bench.PlotCluster(rows, dir, base)
+	plots, perr := cluster.Plot(rows, dir, base)
 	var rel []string
 	for _, p := range plots {
 		rel = append(rel, filepath.Base(p))
@@ -156,18 +156,18 @@ func writeClusterOutputs(rep bench.ClusterReport, out string) error {
 	if oerr != nil {
 		return errors.Join(perr, jerr, oerr)
 	}
-	merr := bench.WriteClusterMarkdown(w, rep, rel)
+	merr := cluster.WriteMarkdown(w, rep, rel)
 	derr := done()
 	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plots\n", out, filepath.Join(dir, base), len(plots))
-	fmt.Println(bench.ComputeClusterRatios(rows).Line())
+	fmt.Println(cluster.ComputeRatios(rows).Line())
 	return errors.Join(perr, jerr, merr, derr)
 }
 
 // runClusterInformers is the informer child of runCluster (not for direct
 // use): pod informers on one apiserver until stdin closes.
 func runClusterInformers(ctx context.Context, args []string) error {
-	fs := pflag.NewFlagSet(bench.InformerChildSubcommand, pflag.ContinueOnError)
-	var cfg bench.InformerChildConfig
+	fs := pflag.NewFlagSet(cluster.InformerChildSubcommand, pflag.ContinueOnError)
+	var cfg cluster.InformerChildConfig
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the apiserver")
 	fs.BoolVar(&cfg.WatchListClient, "watch-list-client", true, "client-go's WatchListClient feature for these informers")
 	fs.IntVar(&cfg.Informers, "informers", 1, "pod informers")
@@ -178,5 +178,5 @@ func runClusterInformers(ctx context.Context, args []string) error {
 	}
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
-	return bench.RunInformerChild(ctx, cfg, os.Stdin, os.Stdout)
+	return cluster.RunInformerChild(ctx, cfg, os.Stdin, os.Stdout)
 }

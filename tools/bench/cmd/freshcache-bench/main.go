@@ -22,7 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/cluster"
 )
 
 func main() {
@@ -56,7 +56,7 @@ func main() {
 		err = runStall(ctx, os.Args[2:])
 	case "watchlist":
 		err = runWatchList(ctx, os.Args[2:])
-	case bench.InformerChildSubcommand:
+	case cluster.InformerChildSubcommand:
 		err = runClusterInformers(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()

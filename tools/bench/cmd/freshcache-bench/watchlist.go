@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/cluster"
 	"github.com/freshcache/freshcache/tools/bench/watchlist"
 )
 
@@ -76,7 +76,7 @@ func parseWatchList(args []string) (watchlist.Config, watchListArgs, error) {
 	var a watchListArgs
 	cfg, short, err := parseScenario("watchlist", args, watchlist.DefaultConfig(), watchlist.ShortConfig(), func(fs *pflag.FlagSet, cfg *watchlist.Config, short *bool) {
 		fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
-		fs.StringSliceVar(&cfg.Configs, "configs", cfg.Configs, "configurations, each on a fresh cluster: "+strings.Join(bench.AllClusterConfigs, ", "))
+		fs.StringSliceVar(&cfg.Configs, "configs", cfg.Configs, "configurations, each on a fresh cluster: "+strings.Join(cluster.AllConfigs, ", "))
 		fs.IntVar(&cfg.Objects, "objects", cfg.Objects, "configmaps of the huge resource")
 		fs.IntVar(&cfg.HugeNamespaces, "huge-namespaces", cfg.HugeNamespaces, "namespaces the huge resource is spread over")
 		fs.IntVar(&cfg.SmallObjects, "small-objects", cfg.SmallObjects, "configmaps and secrets in the small namespace the reads target")

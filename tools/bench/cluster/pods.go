@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The churn's pods as a watch on the first apiserver sees them: when each
 // was first seen bound to a node and first seen Running. Pod status
@@ -11,6 +11,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -77,7 +78,7 @@ func startPodWatch(ctx context.Context, cs kubernetes.Interface) (*podWatch, err
 	go inf.Run(w.stop)
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		close(w.stop)
-		return nil, errors.New("bench: the pod watch did not sync")
+		return nil, errors.New("cluster: the pod watch did not sync")
 	}
 	w.mu.Lock()
 	synced = true
@@ -101,8 +102,8 @@ func (w *podWatch) latency(from, to time.Time) PodLatency {
 			}
 		}
 	}
-	sortDurations(d)
-	sortDurations(st)
+	slices.Sort(d)
+	slices.Sort(st)
 	return PodLatency{Count: len(d), P50Ms: ms(quantile.Percentile(d, 50)), P99Ms: ms(quantile.Percentile(d, 99)),
 		StatusCount: len(st), StatusP50S: quantile.Percentile(st, 50).Seconds(), StatusP99S: quantile.Percentile(st, 99).Seconds()}
 }

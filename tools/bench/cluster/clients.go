@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cluster benchmark's own clients: LISTs at fixed rates (like kubelets
 // listing their node's pods and monitoring listing every pod), and the
@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -25,20 +26,36 @@ import (
 
 // Read kinds of the LIST clients, the probe and the calibration.
 const (
-	ReadListNode   = "list-node"  // LIST pods, spec.nodeName=<node>
-	ReadListAll    = "list-all"   // LIST every pod
-	ReadGet        = "get"        // GET one pod
-	ReadProbeList  = "list-probe" // LIST the probe pod by metadata.name
+	readListNode   = "list-node"  // LIST pods, spec.nodeName=<node>
+	readListAll    = "list-all"   // LIST every pod
+	readGet        = "get"        // GET one pod
+	readProbeList  = "list-probe" // LIST the probe pod by metadata.name
 	maxListClients = 64           // in flight per kind; more are skipped
 	probeName      = "freshness-probe"
 	probeSeqKey    = "cluster-bench/seq"
 	schedulingGate = "cluster-bench/never"
 )
 
+// The resourceVersion of a read: rvConsistent is rv="" (a consistent
+// read), rvZero is rv=0. The values are the storage benchmark's names of
+// the same modes, and what ReadStats.RV and CalibRow.RV hold.
+const (
+	rvConsistent = `""`
+	rvZero       = "0"
+)
+
+// rvLabel is how tables and term names write a resourceVersion mode.
+func rvLabel(rv string) string {
+	if rv == rvConsistent {
+		return `rv=""`
+	}
+	return "rv=" + rv
+}
+
 // ReadStats are one read kind's client-side figures.
 type ReadStats struct {
 	Kind string `json:"kind"`
-	RV   string `json:"rv"` // RVConsistent or RVZero
+	RV   string `json:"rv"` // `""` (a consistent read) or "0"
 	// Rate is what was asked, per second.
 	Rate float64 `json:"rate"`
 	Sent int64   `json:"sent"`
@@ -62,7 +79,7 @@ type readTarget struct {
 }
 
 func rvParam(rv string) string {
-	if rv == RVZero {
+	if rv == rvZero {
 		return "0"
 	}
 	return ""
@@ -71,24 +88,24 @@ func rvParam(rv string) string {
 // read does one read of kind at rv on cs and returns the items it got.
 func (t readTarget) read(ctx context.Context, cs kubernetes.Interface, kind, rv string, rnd *rand.Rand) (int, error) {
 	switch kind {
-	case ReadListNode:
+	case readListNode:
 		node := t.nodes[rnd.IntN(len(t.nodes))]
 		l, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node, ResourceVersion: rvParam(rv)})
 		if err != nil {
 			return 0, err
 		}
 		return len(l.Items), nil
-	case ReadListAll:
+	case readListAll:
 		l, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: rvParam(rv)})
 		if err != nil {
 			return 0, err
 		}
 		return len(l.Items), nil
-	case ReadGet:
+	case readGet:
 		_, err := cs.CoreV1().Pods(clusterNamespace).Get(ctx, probeName, metav1.GetOptions{ResourceVersion: rvParam(rv)})
 		return 1, err
 	}
-	return 0, fmt.Errorf("bench: unknown read kind %q", kind)
+	return 0, fmt.Errorf("cluster: unknown read kind %q", kind)
 }
 
 // runReads issues reads of kind at rv, rate per second, open loop (a slow
@@ -124,7 +141,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 		if ctx.Err() != nil || !time.Now().Before(end) {
 			wg.Wait()
 			st.Errors, st.FirstError = errs.Load(), first.get()
-			sortDurations(lat)
+			slices.Sort(lat)
 			st.OK = int64(len(lat))
 			st.P50Ms, st.P99Ms = ms(quantile.Percentile(lat, 50)), ms(quantile.Percentile(lat, 99))
 			if st.OK > 0 {
@@ -175,8 +192,8 @@ type ProbeStats struct {
 	Through string `json:"through"`
 }
 
-// StaleTotal is every stale answer of every read kind.
-func (p ProbeStats) StaleTotal() int64 {
+// staleTotal is every stale answer of every read kind.
+func (p ProbeStats) staleTotal() int64 {
 	var n int64
 	for _, v := range p.Stale {
 		n += v
@@ -198,15 +215,15 @@ func probePod() *corev1.Pod {
 
 // probeReads are what the probe reads after each write, all at once.
 var probeReads = []struct{ kind, rv string }{
-	{ReadGet, RVConsistent}, {ReadGet, RVZero}, {ReadProbeList, RVConsistent}, {ReadProbeList, RVZero},
+	{readGet, rvConsistent}, {readGet, rvZero}, {readProbeList, rvConsistent}, {readProbeList, rvZero},
 }
 
 func probeReadName(kind, rv string) string {
 	verb := "get"
-	if kind == ReadProbeList {
+	if kind == readProbeList {
 		verb = "list"
 	}
-	if rv == RVZero {
+	if rv == rvZero {
 		return verb + " rv=0"
 	}
 	return verb + ` rv=""`
@@ -279,7 +296,7 @@ func runProbe(ctx context.Context, end time.Time, writer, reader kubernetes.Inte
 func readProbeSeq(ctx context.Context, cs kubernetes.Interface, kind, rv string) (int, error) {
 	pods := cs.CoreV1().Pods(clusterNamespace)
 	var p *corev1.Pod
-	if kind == ReadGet {
+	if kind == readGet {
 		got, err := pods.Get(ctx, probeName, metav1.GetOptions{ResourceVersion: rvParam(rv)})
 		if err != nil {
 			return 0, err
@@ -296,4 +313,20 @@ func readProbeSeq(ctx context.Context, cs kubernetes.Interface, kind, rv string)
 		p = &l.Items[0]
 	}
 	return strconv.Atoi(p.Annotations[probeSeqKey])
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// atomicFirst keeps the first error message it is given.
+type atomicFirst struct {
+	once sync.Once
+	msg  atomic.Value
+}
+
+func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
+func (a *atomicFirst) get() string {
+	if v, ok := a.msg.Load().(string); ok {
+		return v
+	}
+	return ""
 }

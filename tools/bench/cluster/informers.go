@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cluster benchmark's informer clients: client-go SharedInformers on
 // pods in child processes of freshcache-bench ("cluster-informers"), half
@@ -65,8 +65,8 @@ type InformerChildConfig struct {
 	RestartFor      time.Duration
 }
 
-// Args are the child's command line after the subcommand.
-func (c InformerChildConfig) Args() []string {
+// args are the child's command line after the subcommand.
+func (c InformerChildConfig) args() []string {
 	return []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--watch-list-client=" + strconv.FormatBool(c.WatchListClient),
@@ -117,13 +117,13 @@ const informerReady = "informers-synced"
 // then writes its InformerStats to out.
 func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Reader, out io.Writer) error {
 	if cfg.Informers <= 0 {
-		return errors.New("bench: --informers must be at least 1")
+		return errors.New("cluster: --informers must be at least 1")
 	}
 	// Where kube's gate stands in for client-go's this sets it; where it
 	// does not, the environment has. Either way the gate must now say so.
 	serr := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(clientfeatures.WatchListClient): cfg.WatchListClient})
 	if got := clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient); got != cfg.WatchListClient {
-		return fmt.Errorf("bench: client-go's WatchListClient is %v, want %v (setting kube's gate: %v)", got, cfg.WatchListClient, serr)
+		return fmt.Errorf("cluster: client-go's WatchListClient is %v, want %v (setting kube's gate: %v)", got, cfg.WatchListClient, serr)
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 	if err != nil {
@@ -281,7 +281,7 @@ type informerChild struct {
 // informers have synced.
 func startInformerChild(ctx context.Context, self string, cfg InformerChildConfig, logPath string, timeout time.Duration) (*informerChild, error) {
 	gate := cfg.WatchListClient
-	cmd := exec.Command(self, append([]string{InformerChildSubcommand}, cfg.Args()...)...)
+	cmd := exec.Command(self, append([]string{InformerChildSubcommand}, cfg.args()...)...)
 	env := []string{}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "KUBE_FEATURE_WatchListClient=") {
@@ -310,7 +310,7 @@ func startInformerChild(ctx context.Context, self string, cfg InformerChildConfi
 	}
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("bench: starting the informer child: %w", err)
+		return nil, fmt.Errorf("cluster: starting the informer child: %w", err)
 	}
 	c := &informerChild{cmd: cmd, stdin: stdin, lines: make(chan string, 4), gate: gate, log: log}
 	go func() {
@@ -329,13 +329,13 @@ func startInformerChild(ctx context.Context, self string, cfg InformerChildConfi
 			return c, nil
 		}
 		_, _ = c.stop()
-		return nil, fmt.Errorf("bench: informer child (WatchListClient=%v) did not sync: %q; its log: %s", gate, l, logPath)
+		return nil, fmt.Errorf("cluster: informer child (WatchListClient=%v) did not sync: %q; its log: %s", gate, l, logPath)
 	case <-ctx.Done():
 		_, _ = c.stop()
 		return nil, ctx.Err()
 	case <-t.C:
 		_, _ = c.stop()
-		return nil, fmt.Errorf("bench: informer child (WatchListClient=%v) not synced after %s; its log: %s", gate, timeout, logPath)
+		return nil, fmt.Errorf("cluster: informer child (WatchListClient=%v) not synced after %s; its log: %s", gate, timeout, logPath)
 	}
 }
 
@@ -350,10 +350,10 @@ func (c *informerChild) stop() (InformerStats, error) {
 	err := c.cmd.Wait()
 	_ = c.log.Close()
 	if err != nil {
-		return st, fmt.Errorf("bench: informer child (WatchListClient=%v): %w; its log: %s", c.gate, err, c.log.Name())
+		return st, fmt.Errorf("cluster: informer child (WatchListClient=%v): %w; its log: %s", c.gate, err, c.log.Name())
 	}
 	if jerr := json.Unmarshal([]byte(last), &st); jerr != nil {
-		return st, fmt.Errorf("bench: informer child (WatchListClient=%v) reported %q: %w", c.gate, last, jerr)
+		return st, fmt.Errorf("cluster: informer child (WatchListClient=%v) reported %q: %w", c.gate, last, jerr)
 	}
 	return st, nil
 }

@@ -1,9 +1,6 @@
-package bench
+package cluster
 
-// The cluster-level A/B benchmark (make bench-cluster): for each
-// configuration a fresh local-up cluster (kube-apiserver(s), embedded etcd,
-// kube-controller-manager, kube-scheduler, N kubemark hollow nodes) under
-// the same seeded load, measured from /proc and the servers' own metrics.
+// The configurations, the run's settings, and the order of its cells.
 
 import (
 	"context"
@@ -20,49 +17,49 @@ import (
 
 // Cluster configurations: which watch cache the apiservers run.
 const (
-	ClusterUpstream   = "upstream"
-	ClusterFreshcache = "freshcache"
-	// ClusterFreshRV0 is freshcache with FreshResourceVersionZero: rv=0
+	Upstream   = "upstream"
+	Freshcache = "freshcache"
+	// FreshRV0 is freshcache with FreshResourceVersionZero: rv=0
 	// reads are consistent reads too.
-	ClusterFreshRV0 = "freshcache-fresh-rv0"
+	FreshRV0 = "freshcache-fresh-rv0"
 )
 
-// AllClusterConfigs in report order.
-var AllClusterConfigs = []string{ClusterUpstream, ClusterFreshcache, ClusterFreshRV0}
+// AllConfigs in report order.
+var AllConfigs = []string{Upstream, Freshcache, FreshRV0}
 
 // clusterArgs are the kube-apiserver flags (through local-up) of a
 // configuration.
 func clusterArgs(config string) []string {
 	switch config {
-	case ClusterUpstream:
+	case Upstream:
 		return []string{"--watch-cache-implementation=upstream"}
-	case ClusterFreshcache:
+	case Freshcache:
 		return []string{"--watch-cache-implementation=freshcache"}
-	case ClusterFreshRV0:
+	case FreshRV0:
 		return []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}
 	}
 	return nil
 }
 
-// clusterImpl is the implementation behind a configuration (which
-// freshness-wait metric it exports).
+// clusterImpl is the --watch-cache-implementation behind a configuration
+// (which says what freshness metrics it exports).
 func clusterImpl(config string) string {
-	if config == ClusterUpstream {
-		return BackendUpstream
+	if config == Upstream {
+		return Upstream
 	}
-	return BackendFreshcache
+	return Freshcache
 }
 
 // Modes of a run.
 const (
-	ModeSingle = "single" // one kube-apiserver, one etcd member
-	ModeHA     = "ha"     // two kube-apiservers, three etcd members
+	modeSingle = "single" // one kube-apiserver, one etcd member
+	modeHA     = "ha"     // two kube-apiservers, three etcd members
 )
 
-// ClusterConfig is one `freshcache-bench cluster` run. Every duration and
+// Config is one `freshcache-bench cluster` run. Every duration and
 // rate is the same for every configuration, and so is the seed, so every
 // configuration gets the same churn schedule and the same read sequence.
-type ClusterConfig struct {
+type Config struct {
 	// BinDir holds local-up and what it runs (make build).
 	BinDir string
 	// Self is the freshcache-bench binary, run again as the informer
@@ -121,14 +118,14 @@ type ClusterConfig struct {
 }
 
 // Validate checks the configuration; errors name the flag at fault.
-func (c ClusterConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if len(c.Configs) == 0 {
 		errs = append(errs, errors.New("--configs: at least one configuration is needed"))
 	}
 	for _, n := range c.Configs {
-		if !slices.Contains(AllClusterConfigs, n) {
-			errs = append(errs, fmt.Errorf("--configs: unknown configuration %q (known: %s)", n, strings.Join(AllClusterConfigs, ", ")))
+		if !slices.Contains(AllConfigs, n) {
+			errs = append(errs, fmt.Errorf("--configs: unknown configuration %q (known: %s)", n, strings.Join(AllConfigs, ", ")))
 		}
 	}
 	if len(c.Nodes) == 0 && c.HANodes == 0 {
@@ -184,7 +181,7 @@ type cell struct {
 // same N, not one configuration), then the HA runs. With repeats, each
 // node count's round of configurations runs Repeats times, the order
 // rotated by one each round so that no configuration always runs first.
-func (c ClusterConfig) cells() []cell {
+func (c Config) cells() []cell {
 	rounds := max(c.Repeats, 1)
 	round := func(mode string, n int) []cell {
 		var out []cell
@@ -202,10 +199,10 @@ func (c ClusterConfig) cells() []cell {
 	}
 	var out []cell
 	for _, n := range c.Nodes {
-		out = append(out, round(ModeSingle, n)...)
+		out = append(out, round(modeSingle, n)...)
 	}
 	if c.HANodes > 0 {
-		out = append(out, round(ModeHA, c.HANodes)...)
+		out = append(out, round(modeHA, c.HANodes)...)
 	}
 	return out
 }
@@ -219,11 +216,11 @@ func (c cell) name() string {
 	return s
 }
 
-// RunCluster runs every cell and returns the rows it measured. A cell that
+// Run runs every cell and returns the rows it measured. A cell that
 // fails is reported and the run goes on (a long sweep should not lose its
 // other cells to one of them); the error then names every failed cell.
 // When ctx is done it stops at once.
-func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
+func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -231,7 +228,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 		cfg.Progress = io.Discard
 	}
 	var (
-		rows []ClusterRow
+		rows []Row
 		errs []error
 	)
 	cells := cfg.cells()
@@ -243,7 +240,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 			return rows, errors.Join(append(errs, ctx.Err())...)
 		}
 		if err != nil {
-			err = fmt.Errorf("bench: %s: %w (logs in %s)", c.name(), err, filepath.Join(cellDir(cfg.DataDir, c), "logs"))
+			err = fmt.Errorf("cluster: %s: %w (logs in %s)", c.name(), err, filepath.Join(cellDir(cfg.DataDir, c), "logs"))
 			fmt.Fprintf(cfg.Progress, "# failed: %v\n", err)
 			errs = append(errs, err)
 			continue
@@ -261,9 +258,9 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) ([]ClusterRow, error) {
 }
 
 // localUpArgs are local-up's flags for c.
-func (cfg ClusterConfig) localUpArgs(c cell) []string {
+func (cfg Config) localUpArgs(c cell) []string {
 	args := []string{"--controllers=true", "--nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
-	if c.mode == ModeHA {
+	if c.mode == modeHA {
 		args = append(args, "--apiservers=2", "--etcd-members=3")
 	}
 	args = append(args, clusterArgs(c.config)...)
@@ -276,4 +273,15 @@ func cellDir(root string, c cell) string {
 		name += fmt.Sprintf("-r%d", c.repeat)
 	}
 	return filepath.Join(root, name)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cluster report's plots: apiserver CPU, etcd reads and pod LIST p99
 // against the node count, one line per configuration (single apiserver),
@@ -20,17 +20,17 @@ import (
 // clusterPlot is one figure: a value per row, absent when ok is false.
 type clusterPlot struct {
 	file, title, ylabel string
-	value               func(ClusterRow) (float64, bool)
+	value               func(Row) (float64, bool)
 }
 
 var clusterPlots = []clusterPlot{
-	{"apiserver-cpu", "kube-apiserver CPU in the window (all apiservers)", "cores", func(r ClusterRow) (float64, bool) {
+	{"apiserver-cpu", "kube-apiserver CPU in the window (all apiservers)", "cores", func(r Row) (float64, bool) {
 		return r.APICPUSec / r.WindowSeconds, r.WindowSeconds > 0
 	}},
-	{"etcd-reads", "etcd reads (Range + RangeStream)", "reads/s", func(r ClusterRow) (float64, bool) {
+	{"etcd-reads", "etcd reads (Range + RangeStream)", "reads/s", func(r Row) (float64, bool) {
 		return r.EtcdReads / r.WindowSeconds, r.WindowSeconds > 0
 	}},
-	{"list-p99", "pod LIST p99 (apiserver_request_duration_seconds)", "ms", func(r ClusterRow) (float64, bool) {
+	{"list-p99", "pod LIST p99 (apiserver_request_duration_seconds)", "ms", func(r Row) (float64, bool) {
 		if r.ListP99Ms == nil {
 			return 0, false
 		}
@@ -38,9 +38,9 @@ var clusterPlots = []clusterPlot{
 	}},
 }
 
-// PlotCluster writes NAME-<figure>.png into dir for each figure and
+// Plot writes NAME-<figure>.png into dir for each figure and
 // returns their paths.
-func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
+func Plot(rows []Row, dir, name string) ([]string, error) {
 	var paths []string
 	for _, cp := range clusterPlots {
 		p := plot.New()
@@ -52,7 +52,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 			p.X.Max = max(p.X.Max, float64(r.Nodes)*1.08)
 		}
 		any := false
-		for _, config := range AllClusterConfigs {
+		for _, config := range AllConfigs {
 			var line, ha plotter.XYs
 			for _, r := range rows {
 				v, ok := cp.value(r)
@@ -60,7 +60,7 @@ func PlotCluster(rows []ClusterRow, dir, name string) ([]string, error) {
 					continue
 				}
 				pt := plotter.XY{X: float64(r.Nodes), Y: v}
-				if r.Mode == ModeHA {
+				if r.Mode == modeHA {
 					ha = append(ha, pt)
 				} else {
 					line = append(line, pt)

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // One cell of the cluster benchmark: start local-up, roll the Deployments
 // out, start the informer children, run the churn (warm-up, then the
@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/freshcache/freshcache/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
@@ -59,22 +60,26 @@ func newClusterClient(kubeconfig string) (*clusterClient, error) {
 	return &clusterClient{cs: cs, http: h}, nil
 }
 
-func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, err error) {
-	row = ClusterRow{Config: c.config, Mode: c.mode, Nodes: c.nodes, Repeat: c.repeat, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: servermetrics.WaitMetric(clusterImpl(c.config))}
+func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
+	row = Row{Config: c.config, Mode: c.mode, Nodes: c.nodes, Repeat: c.repeat, Seed: cfg.Seed, WarmupSeconds: cfg.Warmup.Seconds(), FreshWaitMetric: servermetrics.WaitMetric(clusterImpl(c.config))}
 	dir := cellDir(cfg.DataDir, c)
 	began := time.Now()
-	lu, err := startLocalUp(ctx, cfg.BinDir, dir, cfg.localUpArgs(c))
+	lu, err := launch.Start(ctx, launch.Options{BinDir: cfg.BinDir, DataDir: dir, Args: cfg.localUpArgs(c)})
 	if err != nil {
 		return row, err
 	}
-	defer lu.stop()
+	defer func() { _ = lu.Stop(0) }()
+	etcdURL := ""
+	if len(lu.Ready.Etcd.Endpoints) > 0 {
+		etcdURL = lu.Ready.Etcd.Endpoints[0]
+	}
 	row.ReadySeconds = time.Since(began).Seconds()
 	fmt.Fprintf(cfg.Progress, "#   local-up ready in %.0fs\n", row.ReadySeconds)
 
 	var apis []*clusterClient
 	var kubeconfigs []string
-	probe := &clusterProbe{impl: clusterImpl(c.config), etcdPID: lu.ready.PID, etcdURL: lu.etcdURL, etcdHTTP: &http.Client{}}
-	for _, a := range lu.ready.APIServers {
+	probe := &clusterProbe{impl: clusterImpl(c.config), etcdPID: lu.Ready.PID, etcdURL: etcdURL, etcdHTTP: &http.Client{}}
+	for _, a := range lu.Ready.APIServers {
 		cl, err := newClusterClient(a.Kubeconfig)
 		if err != nil {
 			return row, err
@@ -85,7 +90,7 @@ func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, er
 		probe.apiPIDs = append(probe.apiPIDs, a.PID)
 	}
 	var nodes []string
-	for _, n := range lu.ready.Nodes {
+	for _, n := range lu.Ready.Nodes {
 		nodes = append(nodes, n.Name)
 	}
 
@@ -127,7 +132,7 @@ func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, er
 
 	// The load: churn from now, over the warm-up and the window; the
 	// readers and the probe over the window only.
-	schedule := ChurnSchedule(ChurnPlan{Seed: cfg.Seed, Replicas: sizes, PodRate: cfg.PodRate, Duration: cfg.Warmup + cfg.Window})
+	schedule := churnSchedule(churnPlan{Seed: cfg.Seed, Replicas: sizes, PodRate: cfg.PodRate, Duration: cfg.Warmup + cfg.Window})
 	row.ChurnPlanned = len(schedule)
 	for _, a := range schedule {
 		row.ChurnPlannedPods += a.Pods
@@ -193,7 +198,7 @@ func runCell(ctx context.Context, cfg ClusterConfig, c cell) (row ClusterRow, er
 	row.fillWindow(diffSamples(before, after))
 	for i, p := range probe.apiPIDs {
 		if !procfs.Alive(p) {
-			return row, fmt.Errorf("bench: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.ready.APIServers[i].Log)
+			return row, fmt.Errorf("cluster: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.Ready.APIServers[i].Log)
 		}
 	}
 
@@ -214,26 +219,26 @@ type clusterRead struct {
 	rate     float64
 }
 
-func clusterReadKinds(cfg ClusterConfig) []clusterRead {
+func clusterReadKinds(cfg Config) []clusterRead {
 	return []clusterRead{
-		{ReadListNode, RVConsistent, cfg.NodeListRate}, {ReadListNode, RVZero, cfg.NodeListRate},
-		{ReadListAll, RVConsistent, cfg.AllListRate}, {ReadListAll, RVZero, cfg.AllListRate},
+		{readListNode, rvConsistent, cfg.NodeListRate}, {readListNode, rvZero, cfg.NodeListRate},
+		{readListAll, rvConsistent, cfg.AllListRate}, {readListAll, rvZero, cfg.AllListRate},
 	}
 }
 
 // calibrationKinds are the read kinds whose cost the cost model uses.
-func calibrationKinds(cfg ClusterConfig) []clusterRead {
+func calibrationKinds(cfg Config) []clusterRead {
 	return []clusterRead{
-		{ReadListNode, RVConsistent, cfg.CalibRate}, {ReadListNode, RVZero, cfg.CalibRate},
-		{ReadListAll, RVConsistent, cfg.CalibListAllRate}, {ReadListAll, RVZero, cfg.CalibListAllRate},
-		{ReadGet, RVConsistent, cfg.CalibRate}, {ReadGet, RVZero, cfg.CalibRate},
+		{readListNode, rvConsistent, cfg.CalibRate}, {readListNode, rvZero, cfg.CalibRate},
+		{readListAll, rvConsistent, cfg.CalibListAllRate}, {readListAll, rvZero, cfg.CalibListAllRate},
+		{readGet, rvConsistent, cfg.CalibRate}, {readGet, rvZero, cfg.CalibRate},
 	}
 }
 
 // calibrate measures the idle cluster for CalibWindow, then each
 // calibration kind alone for CalibWindow, and charges each kind what the
 // servers did beyond the idle rates.
-func calibrate(ctx context.Context, cfg ClusterConfig, probe *clusterProbe, target readTarget) (IdleRates, []CalibRow, error) {
+func calibrate(ctx context.Context, cfg Config, probe *clusterProbe, target readTarget) (IdleRates, []CalibRow, error) {
 	var idle IdleRates
 	s0, err := probe.sample(ctx)
 	if err != nil {
@@ -415,7 +420,7 @@ func countRunningIn(ctx context.Context, cs kubernetes.Interface) (int, error) {
 
 // startInformers starts the informer children: for each WatchListClient
 // value and each apiserver one child, the informers split evenly.
-func startInformers(ctx context.Context, cfg ClusterConfig, kubeconfigs []string, dir string) ([]*informerChild, error) {
+func startInformers(ctx context.Context, cfg Config, kubeconfigs []string, dir string) ([]*informerChild, error) {
 	self := cfg.Self
 	if self == "" {
 		var err error

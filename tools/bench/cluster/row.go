@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"fmt"
@@ -7,10 +7,10 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 )
 
-// ClusterRow is one cluster's result: a configuration at a node count in a
+// Row is one cluster's result: a configuration at a node count in a
 // mode. CPU is from /proc/<pid>/stat (utime+stime) over the window;
 // counts are deltas of the servers' own counters over the window.
-type ClusterRow struct {
+type Row struct {
 	Config string `json:"config"`
 	Mode   string `json:"mode"`
 	Nodes  int    `json:"nodes"`
@@ -166,7 +166,7 @@ type CalibRow struct {
 }
 
 // fillWindow sets the window's figures from its delta.
-func (r *ClusterRow) fillWindow(d windowDelta) {
+func (r *Row) fillWindow(d windowDelta) {
 	r.WindowSeconds = d.Seconds
 	r.APICPUSec, r.APICPUSecEach, r.EtcdCPUSec = d.APICPUSec, d.APICPUSecEach, d.EtcdCPUSec
 	r.EtcdReads, r.EtcdHandled, r.EtcdWatchMsgs, r.EtcdMVCC = d.etcdReads(), d.EtcdHandled, d.EtcdWatch, d.EtcdMVCC
@@ -187,7 +187,7 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 	r.WaitParts = nil
 	for _, k := range waitParts {
 		h := d.parts[k]
-		if k == WaitPartWait {
+		if k == waitPartWait {
 			h = d.wait
 		}
 		if q, ok := quantilesOf(k, h); ok {
@@ -205,14 +205,14 @@ func (r *ClusterRow) fillWindow(d windowDelta) {
 
 // modeLabel is the mode column of the report's tables: the mode, and the
 // repeat when the run repeated cells.
-func (r ClusterRow) modeLabel() string {
+func (r Row) modeLabel() string {
 	if r.Repeat > 0 {
 		return fmt.Sprintf("%s #%d", r.Mode, r.Repeat)
 	}
 	return r.Mode
 }
 
-func (r ClusterRow) summary() string {
+func (r Row) summary() string {
 	p99 := "n/a"
 	if r.ListP99Ms != nil {
 		p99 = fmt.Sprintf("%.1fms", *r.ListP99Ms)

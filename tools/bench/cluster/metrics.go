@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // What the cluster benchmark reads around a window: each kube-apiserver's
 // /metrics and /proc CPU, and etcd's /metrics and the CPU of local-up's
@@ -58,14 +58,14 @@ type apiMetrics struct {
 
 // The pieces of the freshness wait the report splits out.
 const (
-	// WaitPartWait is the whole wait (waitMetric, pods).
-	WaitPartWait    = "wait"
-	WaitPartRelease = "released"
-	WaitPartFetch   = "revision fetch"
+	// waitPartWait is the whole wait (waitMetric, pods).
+	waitPartWait    = "wait"
+	waitPartRelease = "released"
+	waitPartFetch   = "revision fetch"
 )
 
 // waitParts is the report's column order.
-var waitParts = []string{WaitPartWait, WaitPartRelease, WaitPartFetch}
+var waitParts = []string{waitPartWait, waitPartRelease, waitPartFetch}
 
 // requestKey names a series of request_duration_seconds: "LIST cluster",
 // "GET namespace", "PATCH namespace status".
@@ -98,11 +98,11 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	}
 	a.wait = servermetrics.HistogramFrom(mfs, servermetrics.WaitMetric(impl), "pods")
 	a.parts = map[string]quantile.Histogram{}
-	if impl == BackendFreshcache {
-		a.parts[WaitPartRelease] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheRelease, "pods")
-		a.parts[WaitPartFetch] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheFetch, "")
+	if impl == Freshcache {
+		a.parts[waitPartRelease] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheRelease, "pods")
+		a.parts[waitPartFetch] = servermetrics.HistogramFrom(mfs, servermetrics.FreshcacheFetch, "")
 	} else {
-		a.parts[WaitPartFetch] = servermetrics.HistogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
+		a.parts[waitPartFetch] = servermetrics.HistogramWhere(mfs, "etcd_request_duration_seconds", func(m *dto.Metric) bool {
 			return promtext.Label(m, "operation") == "getCurrentResourceVersion" && promtext.Label(m, "resource") == "pods" && promtext.Label(m, "group") == ""
 		})
 	}

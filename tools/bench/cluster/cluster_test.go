@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"fmt"
@@ -9,23 +9,23 @@ import (
 )
 
 func TestClusterConfigValidate(t *testing.T) {
-	good := ClusterConfig{Configs: []string{ClusterUpstream}, Nodes: []int{2}, Repeats: 1, PodsPerNode: 1, ReplicasPerDeployment: 1,
+	good := Config{Configs: []string{Upstream}, Nodes: []int{2}, Repeats: 1, PodsPerNode: 1, ReplicasPerDeployment: 1,
 		Window: time.Second, CalibWindow: time.Second, CalibRate: 1, CalibListAllRate: 1}
 	if err := good.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		change func(*ClusterConfig)
+		change func(*Config)
 		flag   string
 	}{
-		{func(c *ClusterConfig) { c.Nodes = []int{10, -1} }, "--nodes"},
-		{func(c *ClusterConfig) { c.Nodes = []int{0} }, "--nodes"},
-		{func(c *ClusterConfig) { c.HANodes = -3 }, "--ha-nodes"},
-		{func(c *ClusterConfig) { c.Configs = []string{"upstream", "fresh"} }, "--configs"},
-		{func(c *ClusterConfig) { c.PodRate = -1 }, "--pod-rate"},
-		{func(c *ClusterConfig) { c.Window = 0 }, "--window"},
-		{func(c *ClusterConfig) { c.SetupInflightPods = -1 }, "--setup-inflight-pods"},
-		{func(c *ClusterConfig) { c.Repeats = 0 }, "--repeat"},
+		{func(c *Config) { c.Nodes = []int{10, -1} }, "--nodes"},
+		{func(c *Config) { c.Nodes = []int{0} }, "--nodes"},
+		{func(c *Config) { c.HANodes = -3 }, "--ha-nodes"},
+		{func(c *Config) { c.Configs = []string{"upstream", "fresh"} }, "--configs"},
+		{func(c *Config) { c.PodRate = -1 }, "--pod-rate"},
+		{func(c *Config) { c.Window = 0 }, "--window"},
+		{func(c *Config) { c.SetupInflightPods = -1 }, "--setup-inflight-pods"},
+		{func(c *Config) { c.Repeats = 0 }, "--repeat"},
 	} {
 		cfg := good
 		c.change(&cfg)
@@ -37,7 +37,7 @@ func TestClusterConfigValidate(t *testing.T) {
 }
 
 func TestClusterCellsOrder(t *testing.T) {
-	c := ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{10, 50}, HANodes: 50}
+	c := Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{10, 50}, HANodes: 50}
 	var got []string
 	for _, x := range c.cells() {
 		got = append(got, fmt.Sprintf("%s %s %d", x.config, x.mode, x.nodes))
@@ -53,7 +53,7 @@ func TestClusterCellsOrder(t *testing.T) {
 // rotated each round, and every cell knows its repeat (and so its own
 // data directory).
 func TestClusterCellsRepeatInterleaved(t *testing.T) {
-	c := ClusterConfig{Configs: AllClusterConfigs, Nodes: []int{75}, HANodes: 30, Repeats: 3}
+	c := Config{Configs: AllConfigs, Nodes: []int{75}, HANodes: 30, Repeats: 3}
 	var got []string
 	dirs := map[string]bool{}
 	for _, x := range c.cells() {
@@ -74,7 +74,7 @@ func TestClusterCellsRepeatInterleaved(t *testing.T) {
 	if len(dirs) != len(want) {
 		t.Errorf("%d data directories for %d cells", len(dirs), len(want))
 	}
-	if x := (ClusterConfig{Configs: []string{ClusterUpstream}, Nodes: []int{3}, Repeats: 1}).cells(); len(x) != 1 || x[0].repeat != 0 || cellDir("/d", x[0]) != "/d/single-3-upstream" {
+	if x := (Config{Configs: []string{Upstream}, Nodes: []int{3}, Repeats: 1}).cells(); len(x) != 1 || x[0].repeat != 0 || cellDir("/d", x[0]) != "/d/single-3-upstream" {
 		t.Errorf("an unrepeated run's cells %+v", x)
 	}
 }
@@ -82,8 +82,8 @@ func TestClusterCellsRepeatInterleaved(t *testing.T) {
 // TestLocalUpArgsComeLast: flags given with --local-up-arg follow the
 // configuration's own, so they reach every cluster and can override them.
 func TestLocalUpArgsComeLast(t *testing.T) {
-	cfg := ClusterConfig{ReadyTimeout: time.Minute, LocalUpArgs: []string{"--consistent-read-timeout-action=reject"}}
-	got := cfg.localUpArgs(cell{ClusterFreshRV0, ModeHA, 3, 0})
+	cfg := Config{ReadyTimeout: time.Minute, LocalUpArgs: []string{"--consistent-read-timeout-action=reject"}}
+	got := cfg.localUpArgs(cell{FreshRV0, modeHA, 3, 0})
 	want := []string{"--controllers=true", "--nodes=3", "--ready-timeout=1m0s", "--apiservers=2", "--etcd-members=3",
 		"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true", "--consistent-read-timeout-action=reject"}
 	if !reflect.DeepEqual(got, want) {

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cost model: what the measured per-request costs say about a cluster
 // of 5,000 nodes and 150,000 pods (KEP-2340's scale). Pure arithmetic on
@@ -17,8 +17,8 @@ type CostTarget struct {
 	Pods  int `json:"pods"`
 }
 
-// KEPScale is KEP-2340's 5,000-node figure.
-var KEPScale = CostTarget{Nodes: 5000, Pods: 150000}
+// kepScale is KEP-2340's 5,000-node figure.
+var kepScale = CostTarget{Nodes: 5000, Pods: 150000}
 
 // KEP-2340's published gains of consistent reads from cache at 5,000
 // nodes, against consistent reads from etcd.
@@ -65,18 +65,18 @@ func fitLine(xs, ys []float64) Line {
 // How a term's rate and per-request cost grow from the measured cluster
 // to the target.
 const (
-	// ScaleNodes: one client per node (kubelet-like LISTs of a node's
+	// scaleNodes: one client per node (kubelet-like LISTs of a node's
 	// pods, GETs); rate grows with nodes, cost with pods per node.
-	ScaleNodes = "per-node"
-	// ScaleNodesOne: per-node clients reading one object (GETs): rate
+	scaleNodes = "per-node"
+	// scaleNodesOne: per-node clients reading one object (GETs): rate
 	// grows with nodes, cost stays.
-	ScaleNodesOne = "per-node, one object"
-	// ScaleCluster: a fixed set of cluster-wide clients (monitoring,
+	scaleNodesOne = "per-node, one object"
+	// scaleCluster: a fixed set of cluster-wide clients (monitoring,
 	// informers); rate stays, cost grows with pods.
-	ScaleCluster = "cluster-wide"
-	// ScaleChurn: the pod churn; grows with pods (the same share of pods
+	scaleCluster = "cluster-wide"
+	// scaleChurn: the pod churn; grows with pods (the same share of pods
 	// replaced per second), cost per pod change constant.
-	ScaleChurn = "churn"
+	scaleChurn = "churn"
 )
 
 // CostTerm is one part of the load: its rate and costs where measured.
@@ -161,8 +161,8 @@ type CostShare struct {
 	EtcdReadsPerSec float64 `json:"etcd_reads_per_sec"`
 }
 
-// Extrapolate applies the model at t.
-func (m CostModel) Extrapolate(t CostTarget) CostEstimate {
+// extrapolate applies the model at t.
+func (m CostModel) extrapolate(t CostTarget) CostEstimate {
 	e := CostEstimate{Config: m.Config, Target: t}
 	add := func(s CostShare) {
 		e.Parts = append(e.Parts, s)
@@ -175,14 +175,14 @@ func (m CostModel) Extrapolate(t CostTarget) CostEstimate {
 	for _, term := range m.Terms {
 		rate, cost := term.Rate, 1.0
 		switch term.Scale {
-		case ScaleNodes:
+		case scaleNodes:
 			rate *= ratio(float64(t.Nodes), float64(m.Nodes))
 			cost = ratio(float64(t.Pods)/float64(max(t.Nodes, 1)), float64(m.Pods)/float64(max(m.Nodes, 1)))
-		case ScaleNodesOne:
+		case scaleNodesOne:
 			rate *= ratio(float64(t.Nodes), float64(m.Nodes))
-		case ScaleCluster:
+		case scaleCluster:
 			cost = ratio(float64(t.Pods), float64(m.Pods))
-		case ScaleChurn:
+		case scaleChurn:
 			rate *= ratio(float64(t.Pods), float64(m.Pods))
 		}
 		// etcd reads per request do not grow with the answer's size: an
@@ -213,10 +213,10 @@ func ratio(a, b float64) float64 {
 // at: the largest single-apiserver count at which every configuration
 // with single-apiserver rows has one, so that the models compare clusters
 // of one size. 0 when there is none.
-func modelNodes(rows []ClusterRow) int {
+func modelNodes(rows []Row) int {
 	have := map[string]map[int]bool{}
 	for _, r := range rows {
-		if r.Mode != ModeSingle {
+		if r.Mode != modeSingle {
 			continue
 		}
 		if have[r.Config] == nil {
@@ -226,7 +226,7 @@ func modelNodes(rows []ClusterRow) int {
 	}
 	best := 0
 	for _, r := range rows {
-		if r.Mode != ModeSingle || r.Nodes <= best {
+		if r.Mode != modeSingle || r.Nodes <= best {
 			continue
 		}
 		all := true
@@ -244,20 +244,20 @@ func modelNodes(rows []ClusterRow) int {
 // CPU (the lower of the middle two for an even count): the model's terms
 // come from one cluster's calibration, and this one is neither repeat's
 // outlier.
-func medianRepeat(rows []ClusterRow) ClusterRow {
+func medianRepeat(rows []Row) Row {
 	s := slices.Clone(rows)
-	slices.SortStableFunc(s, func(a, b ClusterRow) int { return cmpFloat(a.APICPUSec, b.APICPUSec) })
+	slices.SortStableFunc(s, func(a, b Row) int { return cmpFloat(a.APICPUSec, b.APICPUSec) })
 	return s[(len(s)-1)/2]
 }
 
 // buildCostModel makes config's model from its single-apiserver rows:
 // the idle lines over every node count, the terms at nodes. ok is false
 // when config has no row there.
-func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, bool) {
-	var mine []ClusterRow
+func buildCostModel(rows []Row, config string, nodes int) (CostModel, bool) {
+	var mine []Row
 	found := false
 	for _, r := range rows {
-		if r.Config == config && r.Mode == ModeSingle {
+		if r.Config == config && r.Mode == modeSingle {
 			mine = append(mine, r)
 			found = found || r.Nodes == nodes
 		}
@@ -270,7 +270,7 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 		xs = append(xs, float64(r.Nodes))
 		api, etcd, reads = append(api, r.Idle.APICPUPerSec), append(etcd, r.Idle.EtcdCPUPerSec), append(reads, r.Idle.EtcdReadsPerSec)
 	}
-	var at []ClusterRow
+	var at []Row
 	for _, r := range mine {
 		if r.Nodes == nodes {
 			at = append(at, r)
@@ -301,9 +301,9 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 		m.Terms = append(m.Terms, t)
 	}
 	for _, rd := range top.Reads {
-		scale := ScaleCluster
-		if rd.Kind == ReadListNode {
-			scale = ScaleNodes
+		scale := scaleCluster
+		if rd.Kind == readListNode {
+			scale = scaleNodes
 		}
 		term(fmt.Sprintf("LIST %s %s", rd.Kind, rvLabel(rd.RV)), scale, rd.Kind, rd.RV, rd.Rate)
 	}
@@ -311,10 +311,10 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 	// about what a LIST of one node's pods does.
 	if w := top.WindowSeconds; w > 0 && top.Probe.Writes > 0 {
 		rate := float64(top.Probe.Writes) / w
-		term(`probe GET rv=""`, ScaleNodesOne, ReadGet, RVConsistent, rate)
-		term("probe GET rv=0", ScaleNodesOne, ReadGet, RVZero, rate)
-		term(`probe LIST by name rv=""`, ScaleNodesOne, ReadListNode, RVConsistent, rate)
-		term("probe LIST by name rv=0", ScaleNodesOne, ReadListNode, RVZero, rate)
+		term(`probe GET rv=""`, scaleNodesOne, readGet, rvConsistent, rate)
+		term("probe GET rv=0", scaleNodesOne, readGet, rvZero, rate)
+		term(`probe LIST by name rv=""`, scaleNodesOne, readListNode, rvConsistent, rate)
+		term("probe LIST by name rv=0", scaleNodesOne, readListNode, rvZero, rate)
 	}
 	// Informer relists: a watch-list costs about a consistent LIST of
 	// every pod, a relist without it is a LIST of every pod at rv=0. The
@@ -327,9 +327,9 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 		}
 		rate := float64(relists) / (top.WindowSeconds + top.WarmupSeconds)
 		if inf.WatchListClient {
-			term("informer relist (watch-list)", ScaleCluster, ReadListAll, RVConsistent, rate)
+			term("informer relist (watch-list)", scaleCluster, readListAll, rvConsistent, rate)
 		} else {
-			term("informer relist (LIST rv=0)", ScaleCluster, ReadListAll, RVZero, rate)
+			term("informer relist (LIST rv=0)", scaleCluster, readListAll, rvZero, rate)
 		}
 	}
 	// The rest of the window over the idle cluster and the reads above is
@@ -337,7 +337,7 @@ func buildCostModel(rows []ClusterRow, config string, nodes int) (CostModel, boo
 	// carry their writes, charged per pod created or deleted.
 	if w := top.WindowSeconds; w > 0 && top.PodsCreated+top.PodsDeleted > 0 {
 		rate := float64(top.PodsCreated+top.PodsDeleted) / w
-		t := CostTerm{Name: "pod churn and its watches, per pod created or deleted", Scale: ScaleChurn, Rate: rate,
+		t := CostTerm{Name: "pod churn and its watches, per pod created or deleted", Scale: scaleChurn, Rate: rate,
 			APICPU:    (top.APICPUSec/w - top.Idle.APICPUPerSec - readAPI) / rate,
 			EtcdCPU:   (top.EtcdCPUSec/w - top.Idle.EtcdCPUPerSec - readEtcd) / rate,
 			EtcdReads: (top.EtcdReads/w - top.Idle.EtcdReadsPerSec - readReads) / rate}

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // Merging cluster reports: the cells of several runs of the same load in
 // one report, e.g. a sweep and a later run of one more node count.
@@ -13,9 +13,9 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
-// ReadClusterReport reads a report's JSON (as WriteJSON wrote it).
-func ReadClusterReport(path string) (ClusterReport, error) {
-	var r ClusterReport
+// ReadReport reads a report's JSON (as WriteJSON wrote it).
+func ReadReport(path string) (Report, error) {
+	var r Report
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return r, err
@@ -31,8 +31,8 @@ func ReadClusterReport(path string) (ClusterReport, error) {
 
 // sameLoad is the part of the settings every merged run must share: a
 // cell is only comparable with cells that ran the same load.
-func sameLoad(c ClusterConfig) ClusterConfig {
-	return ClusterConfig{
+func sameLoad(c Config) Config {
+	return Config{
 		PodsPerNode: c.PodsPerNode, ReplicasPerDeployment: c.ReplicasPerDeployment, PodRate: c.PodRate,
 		NodeListRate: c.NodeListRate, AllListRate: c.AllListRate, Informers: c.Informers, InformerRestart: c.InformerRestart,
 		ProbeRate: c.ProbeRate, Seed: c.Seed, Warmup: c.Warmup, Window: c.Window,
@@ -41,14 +41,14 @@ func sameLoad(c ClusterConfig) ClusterConfig {
 	}
 }
 
-// MergeClusterReports puts the cells of runs of the same load into one
+// MergeReports puts the cells of runs of the same load into one
 // report under id (the merge's own identity). A cell (configuration,
 // mode, node count) measured by two runs is an error: choosing one would
 // be choosing a result. Each run's identity and failures are kept in the
 // notes and the error.
-func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterReport, error) {
+func MergeReports(id report.Identity, runs []Report) (Report, error) {
 	if len(runs) == 0 {
-		return ClusterReport{}, fmt.Errorf("no reports to merge")
+		return Report{}, fmt.Errorf("no reports to merge")
 	}
 	settings := runs[0].Settings
 	load := sameLoad(settings)
@@ -58,7 +58,7 @@ func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterRepor
 	}
 	seen := map[key]int{}
 	var (
-		cells   []ClusterRow
+		cells   []Row
 		notes   []string
 		errs    []string
 		configs = map[string]bool{}
@@ -66,7 +66,7 @@ func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterRepor
 	)
 	for i, r := range runs {
 		if !jsonEqual(sameLoad(r.Settings), load) {
-			return ClusterReport{}, fmt.Errorf("run %d (%s) ran another load than run 1: its cells are not comparable", i+1, r.Command)
+			return Report{}, fmt.Errorf("run %d (%s) ran another load than run 1: its cells are not comparable", i+1, r.Command)
 		}
 		notes = append(notes, fmt.Sprintf("run %d: commit `%s`, %s, `%s`", i+1, r.GitCommit, r.Date.Format("2006-01-02 15:04 UTC"), r.Command))
 		notes = append(notes, r.Notes...)
@@ -76,12 +76,12 @@ func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterRepor
 		for _, c := range r.Cells {
 			k := key{c.Config, c.Mode, c.Nodes, c.Repeat}
 			if j, ok := seen[k]; ok {
-				return ClusterReport{}, fmt.Errorf("%s %s at %d nodes (repeat %d) is in run %d and run %d; merge runs of different cells", c.Config, c.Mode, c.Nodes, c.Repeat, j, i+1)
+				return Report{}, fmt.Errorf("%s %s at %d nodes (repeat %d) is in run %d and run %d; merge runs of different cells", c.Config, c.Mode, c.Nodes, c.Repeat, j, i+1)
 			}
 			seen[k] = i + 1
 			cells = append(cells, c)
 			configs[c.Config] = true
-			if c.Mode == ModeSingle {
+			if c.Mode == modeSingle {
 				nodes[c.Nodes] = true
 			} else if settings.HANodes == 0 {
 				settings.HANodes = c.Nodes
@@ -90,16 +90,16 @@ func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterRepor
 	}
 	// The order a single run would have: each node count's
 	// configurations, then HA.
-	order := func(c ClusterRow) []int {
+	order := func(c Row) []int {
 		mode := 0
-		if c.Mode != ModeSingle {
+		if c.Mode != modeSingle {
 			mode = 1
 		}
-		return []int{mode, c.Nodes, c.Repeat, slices.Index(AllClusterConfigs, c.Config)}
+		return []int{mode, c.Nodes, c.Repeat, slices.Index(AllConfigs, c.Config)}
 	}
-	slices.SortStableFunc(cells, func(a, b ClusterRow) int { return slices.Compare(order(a), order(b)) })
+	slices.SortStableFunc(cells, func(a, b Row) int { return slices.Compare(order(a), order(b)) })
 	settings.Configs, settings.Nodes = nil, nil
-	for _, c := range AllClusterConfigs {
+	for _, c := range AllConfigs {
 		if configs[c] {
 			settings.Configs = append(settings.Configs, c)
 		}
@@ -108,7 +108,7 @@ func MergeClusterReports(id report.Identity, runs []ClusterReport) (ClusterRepor
 		settings.Nodes = append(settings.Nodes, n)
 	}
 	slices.Sort(settings.Nodes)
-	out := NewClusterReport(settings, cells, nil)
+	out := NewReport(settings, cells, nil)
 	out.Identity = id
 	out.Notes = append(notes, id.Notes...)
 	out.Error = strings.Join(errs, "\n")

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cluster benchmark's pod churn: a schedule of Deployment changes made
 // from a seed alone (pure, so every configuration gets the same one), and
@@ -18,17 +18,17 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Kinds of ChurnAction.
+// Kinds of churnAction.
 const (
-	ChurnScaleUp   = "scale-up"
-	ChurnScaleDown = "scale-down"
-	// ChurnRollout changes an annotation of the pod template: the
+	churnScaleUp   = "scale-up"
+	churnScaleDown = "scale-down"
+	// churnRollout changes an annotation of the pod template: the
 	// Deployment replaces every pod (maxSurge and maxUnavailable 25%).
-	ChurnRollout = "rollout"
+	churnRollout = "rollout"
 )
 
-// ChurnAction is one change of one Deployment.
-type ChurnAction struct {
+// churnAction is one change of one Deployment.
+type churnAction struct {
 	// At is the offset from the start of the churn.
 	At         time.Duration `json:"at"`
 	Deployment int           `json:"deployment"`
@@ -42,9 +42,9 @@ type ChurnAction struct {
 	Pods int `json:"pods"`
 }
 
-// ChurnPlan is what ChurnSchedule needs: the Deployments' sizes, the pod
+// churnPlan is what churnSchedule needs: the Deployments' sizes, the pod
 // rate and the length of the churn.
-type ChurnPlan struct {
+type churnPlan struct {
 	Seed uint64
 	// Replicas are the Deployments' replica counts at the start.
 	Replicas []int32
@@ -54,52 +54,52 @@ type ChurnPlan struct {
 	Duration time.Duration
 }
 
-// ChurnSchedule returns the actions of plan, in time order. It depends on
+// churnSchedule returns the actions of plan, in time order. It depends on
 // nothing but plan: the same plan gives the same schedule. A Deployment
 // stays between half and one and a half times its starting size, so the
 // pod count is bounded; a scale changes it by a fifth of its starting
 // size (at least one pod).
-func ChurnSchedule(plan ChurnPlan) []ChurnAction {
+func churnSchedule(plan churnPlan) []churnAction {
 	if len(plan.Replicas) == 0 || plan.PodRate <= 0 || plan.Duration <= 0 {
 		return nil
 	}
 	rnd := rand.New(rand.NewPCG(plan.Seed, 0x636875726e)) // "churn"
 	cur := append([]int32(nil), plan.Replicas...)
 	rollouts := make([]int, len(cur))
-	var out []ChurnAction
+	var out []churnAction
 	var at time.Duration
 	for at < plan.Duration {
 		d := rnd.IntN(len(cur))
 		base := plan.Replicas[d]
 		step := max(1, base/5)
 		lo, hi := max(1, base/2), base+base/2
-		a := ChurnAction{Deployment: d}
+		a := churnAction{Deployment: d}
 		switch r := rnd.Float64(); {
 		case r < 0.4:
-			a.Kind = ChurnRollout
+			a.Kind = churnRollout
 		case r < 0.7:
-			a.Kind = ChurnScaleUp
+			a.Kind = churnScaleUp
 		default:
-			a.Kind = ChurnScaleDown
+			a.Kind = churnScaleDown
 		}
-		if a.Kind == ChurnScaleUp && cur[d]+step > hi {
-			a.Kind = ChurnScaleDown
+		if a.Kind == churnScaleUp && cur[d]+step > hi {
+			a.Kind = churnScaleDown
 		}
-		if a.Kind == ChurnScaleDown && cur[d]-step < lo {
-			a.Kind = ChurnScaleUp
+		if a.Kind == churnScaleDown && cur[d]-step < lo {
+			a.Kind = churnScaleUp
 			if cur[d]+step > hi { // a Deployment of one: only rollouts
-				a.Kind = ChurnRollout
+				a.Kind = churnRollout
 			}
 		}
 		switch a.Kind {
-		case ChurnRollout:
+		case churnRollout:
 			rollouts[d]++
 			a.Rollout = rollouts[d]
 			a.Pods = 2 * int(cur[d])
-		case ChurnScaleUp:
+		case churnScaleUp:
 			cur[d] += step
 			a.Pods = int(step)
-		case ChurnScaleDown:
+		case churnScaleDown:
 			cur[d] -= step
 			a.Pods = int(step)
 		}
@@ -161,7 +161,7 @@ type churnResult struct {
 // runChurn carries out actions, each at its offset from now, until ctx is
 // done or the schedule ends. Each is a merge patch, so no read comes
 // before it.
-func runChurn(ctx context.Context, cs kubernetes.Interface, actions []ChurnAction) churnResult {
+func runChurn(ctx context.Context, cs kubernetes.Interface, actions []churnAction) churnResult {
 	var res churnResult
 	start := time.Now()
 	for _, a := range actions {
@@ -169,7 +169,7 @@ func runChurn(ctx context.Context, cs kubernetes.Interface, actions []ChurnActio
 			break
 		}
 		var patch string
-		if a.Kind == ChurnRollout {
+		if a.Kind == churnRollout {
 			patch = fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:"%d"}}}}}`, rolloutAnnotation, a.Rollout)
 		} else {
 			patch = fmt.Sprintf(`{"spec":{"replicas":%d}}`, a.Replicas)

@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 // The cluster benchmark's outputs: the closing ratio line, the JSON and
 // the markdown report.
@@ -14,11 +14,11 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
-// ClusterReport is the JSON a cluster run writes.
-type ClusterReport struct {
+// Report is the JSON a cluster run writes.
+type Report struct {
 	report.Identity
-	Settings  ClusterConfig  `json:"settings"`
-	Cells     []ClusterRow   `json:"cells"`
+	Settings  Config         `json:"settings"`
+	Cells     []Row          `json:"cells"`
 	Models    []CostModel    `json:"cost_models,omitempty"`
 	Estimates []CostEstimate `json:"cost_estimates,omitempty"`
 	// Error names the cells that failed, or why the run stopped; the
@@ -26,33 +26,33 @@ type ClusterReport struct {
 	Error string `json:"error,omitempty"`
 }
 
-// NewClusterReport fills the run's identity and the cost models.
-func NewClusterReport(cfg ClusterConfig, rows []ClusterRow, runErr error) ClusterReport {
-	r := ClusterReport{Identity: report.NewIdentity("cluster"), Settings: cfg, Cells: rows}
+// NewReport fills the run's identity and the cost models.
+func NewReport(cfg Config, rows []Row, runErr error) Report {
+	r := Report{Identity: report.NewIdentity("cluster"), Settings: cfg, Cells: rows}
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
 	at := modelNodes(rows)
-	for _, c := range AllClusterConfigs {
+	for _, c := range AllConfigs {
 		if m, ok := buildCostModel(rows, c, at); ok {
 			r.Models = append(r.Models, m)
-			r.Estimates = append(r.Estimates, m.Extrapolate(KEPScale))
+			r.Estimates = append(r.Estimates, m.extrapolate(kepScale))
 		}
 	}
 	return r
 }
 
 // WriteJSON writes r, indented, to path.
-func (r ClusterReport) WriteJSON(path string) error { return report.WriteJSON(path, r) }
+func (r Report) WriteJSON(path string) error { return report.WriteJSON(path, r) }
 
-// ClusterRatios are the closing line's figures: freshcache with
+// Ratios are the closing line's figures: freshcache with
 // FreshResourceVersionZero over upstream at the largest single-apiserver
 // node count both ran, and freshcache's stale answers. When the run
 // repeated cells, the i-th repeat of one is paired with the i-th of the
 // other (they ran next to each other), and each ratio is the median over
 // the pairs; Pairs and the *Each slices keep every pair's ratio, so the
 // report can show the spread.
-type ClusterRatios struct {
+type Ratios struct {
 	Nodes                      int
 	APICPU, EtcdReads, ListP99 *float64
 	// Pairs is how many upstream/freshcache-fresh-rv0 pairs the ratios
@@ -73,26 +73,26 @@ type ClusterRatios struct {
 	Stale *int64
 }
 
-// ComputeClusterRatios finds the ratios in rows.
-func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
-	var r ClusterRatios
-	runs := func(config string, n int) []ClusterRow {
-		var out []ClusterRow
+// ComputeRatios finds the ratios in rows.
+func ComputeRatios(rows []Row) Ratios {
+	var r Ratios
+	runs := func(config string, n int) []Row {
+		var out []Row
 		for _, x := range rows {
-			if x.Config == config && x.Mode == ModeSingle && x.Nodes == n {
+			if x.Config == config && x.Mode == modeSingle && x.Nodes == n {
 				out = append(out, x)
 			}
 		}
-		slices.SortStableFunc(out, func(a, b ClusterRow) int { return a.Repeat - b.Repeat })
+		slices.SortStableFunc(out, func(a, b Row) int { return a.Repeat - b.Repeat })
 		return out
 	}
 	for _, x := range rows {
-		if x.Config == ClusterFreshRV0 && x.Mode == ModeSingle && len(runs(ClusterUpstream, x.Nodes)) > 0 && x.Nodes > r.Nodes {
+		if x.Config == FreshRV0 && x.Mode == modeSingle && len(runs(Upstream, x.Nodes)) > 0 && x.Nodes > r.Nodes {
 			r.Nodes = x.Nodes
 		}
 	}
 	if r.Nodes > 0 {
-		fs, us := runs(ClusterFreshRV0, r.Nodes), runs(ClusterUpstream, r.Nodes)
+		fs, us := runs(FreshRV0, r.Nodes), runs(Upstream, r.Nodes)
 		r.Pairs = min(len(fs), len(us))
 		var work []float64
 		for i := range r.Pairs {
@@ -109,7 +109,7 @@ func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
 		r.APICPU, r.EtcdReads, r.ListP99, r.Work = medianPtr(r.APICPUEach), medianPtr(r.EtcdReadsEach), medianPtr(r.ListP99Each), medianPtr(work)
 	}
 	for _, x := range rows {
-		if x.Config != ClusterFreshcache && x.Config != ClusterFreshRV0 {
+		if x.Config != Freshcache && x.Config != FreshRV0 {
 			continue
 		}
 		if x.Probe.Writes == 0 {
@@ -125,8 +125,8 @@ func ComputeClusterRatios(rows []ClusterRow) ClusterRatios {
 }
 
 // workRatio is the share of u's open-loop work that f served: the
-// smaller of the LIST-client and churn ratios (see ClusterRatios.Work).
-func workRatio(f, u ClusterRow) *float64 {
+// smaller of the LIST-client and churn ratios (see Ratios.Work).
+func workRatio(f, u Row) *float64 {
 	fl, fc := servedWork(f)
 	ul, uc := servedWork(u)
 	lists, churn := ratioPtr(fl, ul), ratioPtr(fc, uc)
@@ -160,7 +160,7 @@ const comparableWork = 0.9
 // servedWork is the open-loop work x got done: LIST-client reads answered
 // and pods churned. (The probe is closed-loop: its write count follows its
 // own read latency, so it is not a measure of capacity.)
-func servedWork(x ClusterRow) (lists, churn float64) {
+func servedWork(x Row) (lists, churn float64) {
 	for _, rs := range x.Reads {
 		lists += float64(rs.OK)
 	}
@@ -169,10 +169,10 @@ func servedWork(x ClusterRow) (lists, churn float64) {
 
 // promisedStale is the stale answers to reads row's configuration
 // promises fresh.
-func promisedStale(x ClusterRow) int64 {
+func promisedStale(x Row) int64 {
 	var n int64
 	for k, v := range x.Probe.Stale {
-		if x.Config == ClusterFreshRV0 || !strings.HasSuffix(k, "rv=0") {
+		if x.Config == FreshRV0 || !strings.HasSuffix(k, "rv=0") {
 			n += v
 		}
 	}
@@ -189,7 +189,7 @@ func ratioPtr(a, b float64) *float64 {
 
 // Line is the closing line: "cluster-bench ratios: apiserver-cpu=A
 // etcd-reads=B list-p99=C stale=D", n/a for what the run could not say.
-func (r ClusterRatios) Line() string {
+func (r Ratios) Line() string {
 	f := func(p *float64) string {
 		if p == nil {
 			return "n/a"
@@ -205,7 +205,7 @@ func (r ClusterRatios) Line() string {
 
 // clusterTargets are the cluster benchmark's targets for the closing line, reported
 // and not asserted.
-func clusterTargets(r ClusterRatios) [][4]string {
+func clusterTargets(r Ratios) [][4]string {
 	met := func(p *float64, limit float64) string {
 		switch {
 		case p == nil:
@@ -245,9 +245,9 @@ func clusterTargets(r ClusterRatios) [][4]string {
 	}
 }
 
-// WriteClusterMarkdown writes the report; plots are the PNGs' file names,
+// WriteMarkdown writes the report; plots are the PNGs' file names,
 // next to the markdown.
-func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
+func WriteMarkdown(w io.Writer, r Report, plots []string) error {
 	var b strings.Builder
 	r.WriteHeading(&b)
 	s := r.Settings
@@ -265,7 +265,7 @@ func WriteClusterMarkdown(w io.Writer, r ClusterReport, plots []string) error {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n**Not every cell ran:** %s\n", strings.ReplaceAll(r.Error, "\n", "; "))
 	}
-	ratios := ComputeClusterRatios(r.Cells)
+	ratios := ComputeRatios(r.Cells)
 	where := "No node count has both upstream and freshcache-fresh-rv0 on a single apiserver, so there are no ratios."
 	if ratios.Nodes > 0 {
 		where = fmt.Sprintf("Ratios at %d nodes, single apiserver; stale over every freshcache run.", ratios.Nodes)
@@ -313,7 +313,7 @@ func optMs(p *float64) string {
 
 func joinFloats(v []float64, format string) string { return fmtList(v, format) }
 
-func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
+func writeClusterMain(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## Per configuration\n\nCPU over the measured window from /proc/<pid>/stat (utime+stime; cores = CPU seconds / window). etcd is local-up's process: every embedded member runs in it. Peak RSS is the highest VmRSS sampled each second in the window (per apiserver). etcd reads are KV.Range + KV.RangeStream handled by etcd. LIST p99 is kube-apiserver's `apiserver_request_duration_seconds` for pod LISTs (every client, every scope), interpolated in its buckets. Stale is the probe's answers older than its write, every read kind. Bound→Running is seen by a watch on kube-apiserver-1 (ms); scheduled→started is the pods' own PodScheduled transition and container startedAt, which have whole seconds only.\n\n")
 	b.WriteString("| configuration | mode | nodes | pods | window s | apiserver CPU s (cores) | apiserver peak RSS MB | etcd CPU s (cores) | etcd peak RSS MB | etcd reads (/s) | pod LIST p99 ms | freshness wait p99 ms | probe stale / reads | pod bound→Running p50 / p99 ms (pods) | pod scheduled→started from status, p50 / p99 s | pods created, deleted | ready, setup, cell s |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
@@ -326,7 +326,7 @@ func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
 		fmt.Fprintf(b, "| %s | %s | %d | %d | %.0f | %.1f (%.2f) | %s | %.1f (%.2f) | %.0f | %.0f (%.1f) | %s | %s | %d / %d | %.0f / %.0f (%d) | %.0f / %.0f | %d, %d | %.0f, %.0f, %.0f |\n",
 			r.Config, r.modeLabel(), r.Nodes, r.Pods, r.WindowSeconds, r.APICPUSec, r.APICPUSec/w, joinFloats(r.APIPeakRSSMB, "%.0f"),
 			r.EtcdCPUSec, r.EtcdCPUSec/w, r.EtcdPeakRSSMB, r.EtcdReads, r.EtcdReads/w, optMs(r.ListP99Ms), optMs(r.FreshWaitP99Ms),
-			r.Probe.StaleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodLatency.StatusP50S, r.PodLatency.StatusP99S, r.PodsCreated, r.PodsDeleted,
+			r.Probe.staleTotal(), reads, r.PodLatency.P50Ms, r.PodLatency.P99Ms, r.PodLatency.Count, r.PodLatency.StatusP50S, r.PodLatency.StatusP99S, r.PodsCreated, r.PodsDeleted,
 			r.ReadySeconds, r.SetupSeconds, r.WallSeconds)
 	}
 	b.WriteString("\nThe probe, per read (stale / answered); a write completes before its reads are sent, all four at once:\n\n| configuration | mode | nodes | writes | ")
@@ -351,7 +351,7 @@ func writeClusterMain(b *strings.Builder, rows []ClusterRow) {
 // etcdMethods are the etcd RPCs the table shows, in order.
 var etcdMethods = []string{"KV.Range", "KV.RangeStream", "KV.Txn", "KV.Put", "KV.DeleteRange", "KV.Compact", "Lease.LeaseGrant", "Lease.LeaseKeepAlive", "Watch.Watch"}
 
-func writeClusterEtcd(b *strings.Builder, rows []ClusterRow) {
+func writeClusterEtcd(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## etcd requests in the window\n\nFrom etcd's `grpc_server_handled_total` by method (unary calls when they finish, streams when they close: `Watch.Watch` counts closed streams), `grpc_server_msg_received_total` on Watch streams (watch creations, cancellations and progress requests: etcd does not tell them apart), and `etcd_mvcc_*_total` (each member counts its own: with 3 members a write is applied, and counted, three times). etcd cannot split Range into linearizable and serializable: kube-apiserver's etcd3 store and freshcache's revision fetches only send linearizable ones. From the apiservers: `etcd_requests_total` by operation (upstream's revision fetch is `getCurrentResourceVersion`), freshcache's `apiserver_freshcache_revision_fetches_total` and `progress_requests_total` (upstream's cacher exports no progress-request count).\n\n| configuration | mode | nodes |")
 	for _, m := range etcdMethods {
 		fmt.Fprintf(b, " %s |", m)
@@ -373,8 +373,8 @@ func writeClusterEtcd(b *strings.Builder, rows []ClusterRow) {
 // resources asked for progress. Rows of runs that predate these figures
 // (or of upstream, which exports none) are left out; so is the whole
 // table when no row has them.
-func writeClusterFreshness(b *strings.Builder, rows []ClusterRow) {
-	var mine []ClusterRow
+func writeClusterFreshness(b *strings.Builder, rows []Row) {
+	var mine []Row
 	for _, r := range rows {
 		if r.RevisionFetches > 0 && r.FetchReads > 0 {
 			mine = append(mine, r)
@@ -407,8 +407,8 @@ func writeClusterFreshness(b *strings.Builder, rows []ClusterRow) {
 // included), upstream's after its getCurrentResourceVersion, for
 // consistent LISTs only. Rows without the pieces (older runs) are left
 // out.
-func writeClusterWaitParts(b *strings.Builder, rows []ClusterRow) {
-	var mine []ClusterRow
+func writeClusterWaitParts(b *strings.Builder, rows []Row) {
+	var mine []Row
 	for _, r := range rows {
 		if len(r.WaitParts) > 0 {
 			mine = append(mine, r)
@@ -418,13 +418,13 @@ func writeClusterWaitParts(b *strings.Builder, rows []ClusterRow) {
 		return
 	}
 	b.WriteString("\n## The freshness wait, split\n\nFor pods, p50 / p99 ms (count), the apiservers summed. \"wait\" is the implementation's own histogram: freshcache's `read_wait_seconds` runs from a read's arrival until it is served (its revision fetch, the catch-up and the CPU wait after release), for every fresh read; upstream's `watch_cache_read_wait_seconds` starts after its `getCurrentResourceVersion` and covers consistent LISTs only. \"released\" is freshcache's `read_release_seconds`: arrival until the protocol let the read go. \"revision fetch\" is freshcache's `revision_fetch_duration_seconds` (every resource: one fetch answers them all) and upstream's `getCurrentResourceVersion` for pods from `etcd_request_duration_seconds`, whose buckets start at 5 ms.\n\n")
-	writeQuantileColumns(b, mine, waitParts, "%.1f", func(r ClusterRow) []Quantiles { return r.WaitParts })
+	writeQuantileColumns(b, mine, waitParts, "%.1f", func(r Row) []Quantiles { return r.WaitParts })
 }
 
 // writeQuantileColumns writes a table with one line per row and one column
 // per key, each cell "p50 / p99 (count)" in ms of the row's Quantiles
 // (of) with that key, or "–" where it has none. p99Verb formats the p99.
-func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, p99Verb string, of func(r ClusterRow) []Quantiles) {
+func writeQuantileColumns(b *strings.Builder, rows []Row, keys []string, p99Verb string, of func(r Row) []Quantiles) {
 	b.WriteString("| configuration | mode | nodes |")
 	for _, k := range keys {
 		fmt.Fprintf(b, " %s |", k)
@@ -444,7 +444,7 @@ func writeQuantileColumns(b *strings.Builder, rows []ClusterRow, keys []string, 
 	}
 }
 
-func writeClusterLatency(b *strings.Builder, rows []ClusterRow) {
+func writeClusterLatency(b *strings.Builder, rows []Row) {
 	// The keys most requests went to, over every row.
 	counts := map[string]float64{}
 	for _, r := range rows {
@@ -457,10 +457,10 @@ func writeClusterLatency(b *strings.Builder, rows []ClusterRow) {
 	keys = keys[:min(len(keys), 8)]
 	slices.Sort(keys)
 	b.WriteString("\n## Pod request latency by verb and scope\n\n`apiserver_request_duration_seconds` deltas over the window for pods (every client: kubelets, controllers, scheduler, informers, the benchmark), the apiservers summed; p50 / p99 ms interpolated inside the histogram's buckets (5, 25, 50, 100, 200, 400, 600, 800 ms, 1 s ...), so a p50 under 5 ms only says \"under 5 ms\". Count in parentheses.\n\n")
-	writeQuantileColumns(b, rows, keys, "%.0f", func(r ClusterRow) []Quantiles { return r.Latency })
+	writeQuantileColumns(b, rows, keys, "%.0f", func(r Row) []Quantiles { return r.Latency })
 }
 
-func writeClusterClients(b *strings.Builder, rows []ClusterRow) {
+func writeClusterClients(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## The benchmark's LIST clients and the informers\n\nLIST clients (client-side, open loop; sent / answered, p50 / p99 ms, mean items):\n\n| configuration | mode | nodes |")
 	var kinds []string
 	if len(rows) > 0 {
@@ -509,7 +509,7 @@ func quantileSorted(v []float64, q float64) float64 {
 	return v[max(0, min(k, len(v)-1))]
 }
 
-func writeClusterCalibration(b *strings.Builder, rows []ClusterRow) {
+func writeClusterCalibration(b *strings.Builder, rows []Row) {
 	b.WriteString("\n## Calibration: each read kind alone on the idle cluster\n\nAfter the window the Deployments settle, then the cluster idles (nodes, controllers and informers' watches only) and each read kind runs alone against kube-apiserver-1. A kind's cost per request is what the servers did beyond the idle rate, over the requests answered: the cost model's inputs. On a shared machine a cheap kind's figure can fall inside the idle rate's noise.\n\n| configuration | mode | nodes | idle apiserver / etcd cores | idle etcd reads/s | kind | requests | items | apiserver CPU ms/req | etcd CPU ms/req | etcd reads/req | p99 ms |\n|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		for i, c := range r.Calibration {
@@ -524,17 +524,17 @@ func writeClusterCalibration(b *strings.Builder, rows []ClusterRow) {
 	}
 }
 
-func writeCostModel(b *strings.Builder, r ClusterReport) {
+func writeCostModel(b *strings.Builder, r Report) {
 	if len(r.Estimates) == 0 {
 		return
 	}
 	m0 := r.Models[0]
 	fmt.Fprintf(b, "\n## Cost model: %d nodes, %d pods\n\nEach configuration's terms, measured at the largest single-apiserver node count every configuration ran (%d nodes, %d pods), extrapolated to %d nodes and %d pods (KEP-2340's scale): %.0fx the nodes, %.0fx the pods. Cores are CPU seconds per second. The further the factor, the more the figures are the model's arithmetic rather than a forecast; compare the configurations with each other, not with a real cluster.\n\n",
-		KEPScale.Nodes, KEPScale.Pods, m0.Nodes, m0.Pods, KEPScale.Nodes, KEPScale.Pods, ratio(float64(KEPScale.Nodes), float64(m0.Nodes)), ratio(float64(KEPScale.Pods), float64(m0.Pods)))
+		kepScale.Nodes, kepScale.Pods, m0.Nodes, m0.Pods, kepScale.Nodes, kepScale.Pods, ratio(float64(kepScale.Nodes), float64(m0.Nodes)), ratio(float64(kepScale.Pods), float64(m0.Pods)))
 	b.WriteString("| configuration | apiserver cores | etcd cores | etcd reads/s | apiserver vs upstream | etcd CPU vs upstream | etcd reads vs upstream |\n|---|---:|---:|---:|---:|---:|---:|\n")
 	var up *CostEstimate
 	for i := range r.Estimates {
-		if r.Estimates[i].Config == ClusterUpstream {
+		if r.Estimates[i].Config == Upstream {
 			up = &r.Estimates[i]
 		}
 	}
@@ -588,3 +588,21 @@ const clusterLimits = `
 - **Pod start latency to the millisecond from the pods themselves.** Pod conditions and status times have whole seconds (metav1.Time), so the status figure (scheduled→started) moves in steps of a second; the millisecond one (bound→Running) is when a watch saw each state, which adds the watch's delivery variation.
 - **A quiet machine.** Every process, the benchmark's clients and informer children included, shares the same cores; the CPU figures are per process and hold up better than the latencies.
 `
+
+func fmtList(v []float64, format string) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf(format, x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

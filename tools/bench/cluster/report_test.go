@@ -1,28 +1,30 @@
-package bench
+package cluster
 
 import (
+	"image/png"
+	"os"
 	"strings"
 	"testing"
 )
 
 func TestClusterRatiosAndClosingLine(t *testing.T) {
 	p := func(v float64) *float64 { return &v }
-	rows := []ClusterRow{
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, APICPUSec: 10, EtcdReads: 100, ListP99Ms: p(20)},
-		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, APICPUSec: 9, EtcdReads: 10, ListP99Ms: p(10)},
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 50, APICPUSec: 40, EtcdReads: 400, ListP99Ms: p(40)},
-		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 50, APICPUSec: 42, EtcdReads: 100, ListP99Ms: p(30),
+	rows := []Row{
+		{Config: Upstream, Mode: modeSingle, Nodes: 10, APICPUSec: 10, EtcdReads: 100, ListP99Ms: p(20)},
+		{Config: FreshRV0, Mode: modeSingle, Nodes: 10, APICPUSec: 9, EtcdReads: 10, ListP99Ms: p(10)},
+		{Config: Upstream, Mode: modeSingle, Nodes: 50, APICPUSec: 40, EtcdReads: 400, ListP99Ms: p(40)},
+		{Config: FreshRV0, Mode: modeSingle, Nodes: 50, APICPUSec: 42, EtcdReads: 100, ListP99Ms: p(30),
 			Probe: ProbeStats{Writes: 5, Stale: map[string]int64{"list rv=0": 1}}},
 		// Only freshcache-fresh-rv0 at 100 nodes: no pair, not the headline.
-		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 100, APICPUSec: 1},
+		{Config: FreshRV0, Mode: modeSingle, Nodes: 100, APICPUSec: 1},
 		// HA rows never make the ratios.
-		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 50, APICPUSec: 1000},
+		{Config: Upstream, Mode: modeHA, Nodes: 50, APICPUSec: 1000},
 		// Plain freshcache: its rv=0 answers may be stale by design; its
 		// rv="" ones may not.
-		{Config: ClusterFreshcache, Mode: ModeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{"get rv=0": 4, `get rv=""`: 2}}},
-		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{`list rv=""`: 9}}},
+		{Config: Freshcache, Mode: modeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{"get rv=0": 4, `get rv=""`: 2}}},
+		{Config: Upstream, Mode: modeHA, Nodes: 50, Probe: ProbeStats{Writes: 5, Stale: map[string]int64{`list rv=""`: 9}}},
 	}
-	r := ComputeClusterRatios(rows)
+	r := ComputeRatios(rows)
 	if r.Nodes != 50 {
 		t.Fatalf("headline at %d nodes, want 50", r.Nodes)
 	}
@@ -30,7 +32,7 @@ func TestClusterRatiosAndClosingLine(t *testing.T) {
 	if got := r.Line(); got != want {
 		t.Errorf("line\n got %s\nwant %s", got, want)
 	}
-	if got := ComputeClusterRatios(rows[:1]).Line(); got != "cluster-bench ratios: apiserver-cpu=n/a etcd-reads=n/a list-p99=n/a stale=n/a" {
+	if got := ComputeRatios(rows[:1]).Line(); got != "cluster-bench ratios: apiserver-cpu=n/a etcd-reads=n/a list-p99=n/a stale=n/a" {
 		t.Errorf("upstream alone: %s", got)
 	}
 	if strings.Count(r.Line(), "\n") != 0 {
@@ -47,16 +49,16 @@ func TestClusterRatiosAndClosingLine(t *testing.T) {
 // for the report; the markdown names each row's repeat.
 func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 	p := func(v float64) *float64 { return &v }
-	row := func(config string, repeat int, cpu, reads, p99 float64) ClusterRow {
-		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99)}
+	row := func(config string, repeat int, cpu, reads, p99 float64) Row {
+		return Row{Config: config, Mode: modeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99)}
 	}
-	rows := []ClusterRow{
+	rows := []Row{
 		// Out of order on purpose: pairs are by repeat, not by position.
-		row(ClusterFreshRV0, 3, 52, 80, 300), row(ClusterUpstream, 1, 50, 100, 100),
-		row(ClusterFreshRV0, 1, 60, 40, 90), row(ClusterUpstream, 2, 40, 100, 200),
-		row(ClusterUpstream, 3, 40, 100, 200), row(ClusterFreshRV0, 2, 42, 60, 190),
+		row(FreshRV0, 3, 52, 80, 300), row(Upstream, 1, 50, 100, 100),
+		row(FreshRV0, 1, 60, 40, 90), row(Upstream, 2, 40, 100, 200),
+		row(Upstream, 3, 40, 100, 200), row(FreshRV0, 2, 42, 60, 190),
 	}
-	r := ComputeClusterRatios(rows)
+	r := ComputeRatios(rows)
 	if r.Pairs != 3 {
 		t.Fatalf("%d pairs, want 3", r.Pairs)
 	}
@@ -82,7 +84,7 @@ func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 		t.Errorf("targets %v", targets)
 	}
 	var b strings.Builder
-	if err := WriteClusterMarkdown(&b, NewClusterReport(ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil); err != nil {
+	if err := WriteMarkdown(&b, NewReport(Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs"} {
@@ -98,9 +100,9 @@ func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 // judged.
 func TestOverloadedCellNotComparable(t *testing.T) {
 	p := func(v float64) *float64 { return &v }
-	cell := func(config string, cpu, reads float64, listOK int64, churn int, p99 float64) ClusterRow {
-		return ClusterRow{Config: config, Mode: ModeSingle, Nodes: 100, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99),
-			Reads: []ReadStats{{Kind: ReadListNode, RV: RVConsistent, OK: listOK / 2}, {Kind: ReadListNode, RV: RVZero, OK: listOK / 2}}, PodsCreated: churn / 2, PodsDeleted: churn / 2}
+	cell := func(config string, cpu, reads float64, listOK int64, churn int, p99 float64) Row {
+		return Row{Config: config, Mode: modeSingle, Nodes: 100, APICPUSec: cpu, EtcdReads: reads, ListP99Ms: p(p99),
+			Reads: []ReadStats{{Kind: readListNode, RV: rvConsistent, OK: listOK / 2}, {Kind: readListNode, RV: rvZero, OK: listOK / 2}}, PodsCreated: churn / 2, PodsDeleted: churn / 2}
 	}
 	for _, tc := range []struct {
 		name             string
@@ -115,9 +117,9 @@ func TestOverloadedCellNotComparable(t *testing.T) {
 		{"within the margin", 2300, 560, 2300.0 / 2470, "yes", "yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := ComputeClusterRatios([]ClusterRow{
-				cell(ClusterUpstream, 100, 1000, 2470, 586, 100),
-				cell(ClusterFreshRV0, 90, 300, tc.listOK, tc.churn, 200),
+			r := ComputeRatios([]Row{
+				cell(Upstream, 100, 1000, 2470, 586, 100),
+				cell(FreshRV0, 90, 300, tc.listOK, tc.churn, 200),
 			})
 			if r.Work == nil || *r.Work < tc.wantWork-1e-9 || *r.Work > tc.wantWork+1e-9 {
 				t.Fatalf("work %v, want %.3f", r.Work, tc.wantWork)
@@ -132,10 +134,10 @@ func TestOverloadedCellNotComparable(t *testing.T) {
 
 func TestPromisedStale(t *testing.T) {
 	stale := map[string]int64{"get rv=0": 1, "list rv=0": 2, `get rv=""`: 4, `list rv=""`: 8}
-	if got := promisedStale(ClusterRow{Config: ClusterFreshcache, Probe: ProbeStats{Stale: stale}}); got != 12 {
+	if got := promisedStale(Row{Config: Freshcache, Probe: ProbeStats{Stale: stale}}); got != 12 {
 		t.Errorf("freshcache: %d, want the rv=\"\" ones (12)", got)
 	}
-	if got := promisedStale(ClusterRow{Config: ClusterFreshRV0, Probe: ProbeStats{Stale: stale}}); got != 15 {
+	if got := promisedStale(Row{Config: FreshRV0, Probe: ProbeStats{Stale: stale}}); got != 15 {
 		t.Errorf("freshcache-fresh-rv0: %d, want all (15)", got)
 	}
 }
@@ -145,34 +147,34 @@ func TestPromisedStale(t *testing.T) {
 // plots' links, and each plot is a PNG.
 func TestClusterReportAndPlots(t *testing.T) {
 	p := func(v float64) *float64 { return &v }
-	row := func(config, mode string, nodes int, cpu float64) ClusterRow {
-		return ClusterRow{Config: config, Mode: mode, Nodes: nodes, Pods: 10 * nodes, WindowSeconds: 10, APICPUSec: cpu, EtcdReads: 100, ListP99Ms: p(cpu),
+	row := func(config, mode string, nodes int, cpu float64) Row {
+		return Row{Config: config, Mode: mode, Nodes: nodes, Pods: 10 * nodes, WindowSeconds: 10, APICPUSec: cpu, EtcdReads: 100, ListP99Ms: p(cpu),
 			Probe:       ProbeStats{Writes: 3, Reads: map[string]int64{`get rv=""`: 3}, Stale: map[string]int64{}},
-			Reads:       []ReadStats{{Kind: ReadListNode, RV: RVConsistent, Rate: 1, Sent: 10, OK: 10}},
+			Reads:       []ReadStats{{Kind: readListNode, RV: rvConsistent, Rate: 1, Sent: 10, OK: 10}},
 			Informers:   []InformerStats{{WatchListClient: true, Informers: 1, Syncs: 2, SyncMs: []float64{5, 7}, Requests: map[string]int64{"watch-list": 2}}},
 			Idle:        IdleRates{Seconds: 3, APICPUPerSec: 0.1},
-			Calibration: []CalibRow{{Kind: ReadListNode, RV: RVConsistent, Requests: 10, APICPUMsPerReq: 2}},
+			Calibration: []CalibRow{{Kind: readListNode, RV: rvConsistent, Requests: 10, APICPUMsPerReq: 2}},
 			Latency:     []Quantiles{{Key: "LIST cluster", Count: 10, P50Ms: 3, P99Ms: cpu}},
 			PodsCreated: 5, PodsDeleted: 5}
 	}
-	rows := []ClusterRow{
-		row(ClusterUpstream, ModeSingle, 2, 4), row(ClusterFreshRV0, ModeSingle, 2, 4),
-		row(ClusterUpstream, ModeSingle, 4, 8), row(ClusterFreshRV0, ModeSingle, 4, 6),
-		row(ClusterFreshRV0, ModeHA, 4, 9),
+	rows := []Row{
+		row(Upstream, modeSingle, 2, 4), row(FreshRV0, modeSingle, 2, 4),
+		row(Upstream, modeSingle, 4, 8), row(FreshRV0, modeSingle, 4, 6),
+		row(FreshRV0, modeHA, 4, 9),
 	}
-	cfg := ClusterConfig{Configs: []string{ClusterUpstream, ClusterFreshRV0}, Nodes: []int{2, 4}, HANodes: 4}
-	rep := NewClusterReport(cfg, rows, nil)
+	cfg := Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{2, 4}, HANodes: 4}
+	rep := NewReport(cfg, rows, nil)
 	if len(rep.Models) != 2 || len(rep.Estimates) != 2 {
 		t.Fatalf("%d models, %d estimates", len(rep.Models), len(rep.Estimates))
 	}
 	dir := t.TempDir()
-	plots, err := PlotCluster(rows, dir, "cluster")
+	plots, err := Plot(rows, dir, "cluster")
 	if err != nil || len(plots) != len(clusterPlots) {
 		t.Fatalf("plots %v, %v", plots, err)
 	}
 	checkPNGs(t, plots)
 	var b strings.Builder
-	if err := WriteClusterMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
+	if err := WriteMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -190,13 +192,13 @@ func TestClusterReportAndPlots(t *testing.T) {
 
 func TestWaitPartsTable(t *testing.T) {
 	var b strings.Builder
-	writeClusterWaitParts(&b, []ClusterRow{{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10}})
+	writeClusterWaitParts(&b, []Row{{Config: Upstream, Mode: modeSingle, Nodes: 10}})
 	if b.Len() != 0 {
 		t.Fatalf("rows without pieces must give no table: %q", b.String())
 	}
-	rows := []ClusterRow{
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: WaitPartWait, Count: 5, P50Ms: 1, P99Ms: 2}, {Key: WaitPartFetch, Count: 5, P50Ms: 3, P99Ms: 4.5}}},
-		{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: WaitPartRelease, Count: 7, P50Ms: 0.5, P99Ms: 9}}},
+	rows := []Row{
+		{Config: Upstream, Mode: modeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: waitPartWait, Count: 5, P50Ms: 1, P99Ms: 2}, {Key: waitPartFetch, Count: 5, P50Ms: 3, P99Ms: 4.5}}},
+		{Config: FreshRV0, Mode: modeSingle, Nodes: 10, WaitParts: []Quantiles{{Key: waitPartRelease, Count: 7, P50Ms: 0.5, P99Ms: 9}}},
 	}
 	writeClusterWaitParts(&b, rows)
 	for _, want := range []string{
@@ -206,5 +208,20 @@ func TestWaitPartsTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no row %q in\n%s", want, b.String())
 		}
+	}
+}
+
+// checkPNGs fails t for each path that is not a PNG.
+func checkPNGs(t *testing.T, paths []string) {
+	t.Helper()
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.DecodeConfig(f); err != nil {
+			t.Errorf("%s is not a PNG: %v", p, err)
+		}
+		_ = f.Close()
 	}
 }

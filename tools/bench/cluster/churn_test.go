@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"reflect"
@@ -7,8 +7,8 @@ import (
 )
 
 func TestChurnScheduleIsDeterministicAndBounded(t *testing.T) {
-	plan := ChurnPlan{Seed: 7, Replicas: []int32{30, 30, 30, 10, 1}, PodRate: 5, Duration: 10 * time.Minute}
-	a, b := ChurnSchedule(plan), ChurnSchedule(plan)
+	plan := churnPlan{Seed: 7, Replicas: []int32{30, 30, 30, 10, 1}, PodRate: 5, Duration: 10 * time.Minute}
+	a, b := churnSchedule(plan), churnSchedule(plan)
 	if len(a) == 0 {
 		t.Fatal("no actions")
 	}
@@ -17,7 +17,7 @@ func TestChurnScheduleIsDeterministicAndBounded(t *testing.T) {
 	}
 	other := plan
 	other.Seed = 8
-	if reflect.DeepEqual(a, ChurnSchedule(other)) {
+	if reflect.DeepEqual(a, churnSchedule(other)) {
 		t.Error("another seed gave the same schedule")
 	}
 	cur := append([]int32(nil), plan.Replicas...)
@@ -31,11 +31,11 @@ func TestChurnScheduleIsDeterministicAndBounded(t *testing.T) {
 		prev = x.At
 		base := plan.Replicas[x.Deployment]
 		switch x.Kind {
-		case ChurnRollout:
+		case churnRollout:
 			if x.Replicas != cur[x.Deployment] || x.Pods != 2*int(cur[x.Deployment]) {
 				t.Fatalf("action %d: rollout of %d replicas says %d replicas, %d pods", i, cur[x.Deployment], x.Replicas, x.Pods)
 			}
-		case ChurnScaleUp, ChurnScaleDown:
+		case churnScaleUp, churnScaleDown:
 			if d := x.Replicas - cur[x.Deployment]; int(max(d, -d)) != x.Pods {
 				t.Fatalf("action %d: scale %d -> %d says %d pods", i, cur[x.Deployment], x.Replicas, x.Pods)
 			}
@@ -49,7 +49,7 @@ func TestChurnScheduleIsDeterministicAndBounded(t *testing.T) {
 		kinds[x.Kind]++
 		pods += x.Pods
 	}
-	for _, k := range []string{ChurnRollout, ChurnScaleUp, ChurnScaleDown} {
+	for _, k := range []string{churnRollout, churnScaleUp, churnScaleDown} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s in %d actions", k, len(a))
 		}
@@ -58,7 +58,7 @@ func TestChurnScheduleIsDeterministicAndBounded(t *testing.T) {
 	if got := float64(pods-a[len(a)-1].Pods) / plan.Duration.Seconds(); got > plan.PodRate*1.01 || got < plan.PodRate*0.8 {
 		t.Errorf("%.2f pods/s planned, want about %g", got, plan.PodRate)
 	}
-	if ChurnSchedule(ChurnPlan{Seed: 1, Replicas: []int32{5}, PodRate: 0, Duration: time.Minute}) != nil {
+	if churnSchedule(churnPlan{Seed: 1, Replicas: []int32{5}, PodRate: 0, Duration: time.Minute}) != nil {
 		t.Error("a zero pod rate must plan nothing")
 	}
 }

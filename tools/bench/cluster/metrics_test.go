@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"math"
@@ -43,12 +43,12 @@ func TestRequestLatencyFromHistogramDeltas(t *testing.T) {
 	before := apiMetricsFrom(requestMetrics(map[[2]string][4]uint64{
 		{"LIST", "cluster"}: {1000, 1000, 1000, 1000}, // old, fast: must not count
 		{"GET", "resource"}: {10, 10, 10, 10},
-	}), BackendUpstream)
+	}), Upstream)
 	after := apiMetricsFrom(requestMetrics(map[[2]string][4]uint64{
 		// 100 new LISTs: 50 in (5, 25] ms, 50 in (25, 100] ms.
 		{"LIST", "cluster"}: {1000, 1050, 1100, 1100},
 		{"GET", "resource"}: {20, 20, 20, 20},
-	}), BackendUpstream)
+	}), Upstream)
 	d := diffSamples(
 		clusterSample{at: time.Unix(0, 0), apiTicks: []float64{100, 50}, api: []apiMetrics{before, before}},
 		clusterSample{at: time.Unix(10, 0), apiTicks: []float64{300, 150}, api: []apiMetrics{after, after}},
@@ -70,7 +70,7 @@ func TestRequestLatencyFromHistogramDeltas(t *testing.T) {
 	if _, _, _, ok := latencyOf(d.requests, "DELETE", ""); ok {
 		t.Error("a verb nobody sent must have no quantiles")
 	}
-	var row ClusterRow
+	var row Row
 	row.fillWindow(d)
 	if row.ListP99Ms == nil || *row.ListP99Ms != p99 || len(row.Latency) != 2 {
 		t.Errorf("row: LIST p99 %v, latency %+v", row.ListP99Ms, row.Latency)
@@ -155,8 +155,8 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 			}},
 		}
 	}
-	before := apiMetricsFrom(scrape(3, 0.5, 20), BackendFreshcache)
-	after := apiMetricsFrom(scrape(8, 0.75, 32), BackendFreshcache)
+	before := apiMetricsFrom(scrape(3, 0.5, 20), Freshcache)
+	after := apiMetricsFrom(scrape(8, 0.75, 32), Freshcache)
 	if after.progress != 12 || after.progressBy["pods"] != 8 || after.progressBy["leases.coordination.k8s.io"] != 4 {
 		t.Errorf("progress %v by resource %v", after.progress, after.progressBy)
 	}
@@ -229,7 +229,7 @@ func TestWaitPartsPerImplementation(t *testing.T) {
 	parts := func(impl string) map[string]Quantiles {
 		d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(10), impl)}},
 			clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(30), impl)}})
-		var row ClusterRow
+		var row Row
 		row.fillWindow(d)
 		out := map[string]Quantiles{}
 		for _, p := range row.WaitParts {
@@ -237,13 +237,13 @@ func TestWaitPartsPerImplementation(t *testing.T) {
 		}
 		return out
 	}
-	fc := parts(BackendFreshcache)
-	if len(fc) != 3 || fc[WaitPartWait].Count != 20 || fc[WaitPartWait].P99Ms <= 5 || fc[WaitPartWait].P99Ms > 25 ||
-		fc[WaitPartRelease].Count != 20 || fc[WaitPartRelease].P99Ms > 5 || fc[WaitPartFetch].Count != 20 {
+	fc := parts(Freshcache)
+	if len(fc) != 3 || fc[waitPartWait].Count != 20 || fc[waitPartWait].P99Ms <= 5 || fc[waitPartWait].P99Ms > 25 ||
+		fc[waitPartRelease].Count != 20 || fc[waitPartRelease].P99Ms > 5 || fc[waitPartFetch].Count != 20 {
 		t.Errorf("freshcache: %+v", fc)
 	}
-	up := parts(BackendUpstream)
-	if len(up) != 2 || up[WaitPartWait].Count != 20 || up[WaitPartFetch].Count != 20 || up[WaitPartFetch].P99Ms <= 25 {
+	up := parts(Upstream)
+	if len(up) != 2 || up[waitPartWait].Count != 20 || up[waitPartFetch].Count != 20 || up[waitPartFetch].P99Ms <= 25 {
 		t.Errorf("upstream (no release; only pods' getCurrentResourceVersion): %+v", up)
 	}
 }
@@ -269,9 +269,9 @@ func TestProgressStallsInTheWindow(t *testing.T) {
 			counterFamilyOf("apiserver_freshcache_progress_stalls_total", map[string]float64{"pods": 2 * n, "nodes": n}),
 		}
 	}
-	d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(1), BackendFreshcache)}},
-		clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(4), BackendFreshcache)}})
-	row := ClusterRow{Config: ClusterFreshRV0, Mode: ModeSingle, Nodes: 3}
+	d := diffSamples(clusterSample{at: time.Unix(0, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(1), Freshcache)}},
+		clusterSample{at: time.Unix(10, 0), apiTicks: []float64{0}, api: []apiMetrics{apiMetricsFrom(scrape(4), Freshcache)}})
+	row := Row{Config: FreshRV0, Mode: modeSingle, Nodes: 3}
 	row.fillWindow(d)
 	if row.ProgressRequests != 33 || row.ProgressStalls != 9 {
 		t.Fatalf("progress requests %v, stalls %v; want 33 and 9", row.ProgressRequests, row.ProgressStalls)
@@ -279,7 +279,7 @@ func TestProgressStallsInTheWindow(t *testing.T) {
 	// The table lists rows that fetched.
 	row.RevisionFetches, row.FetchReads, row.FetchSeconds = 1, 1, 0.01
 	var b strings.Builder
-	writeClusterFreshness(&b, []ClusterRow{row})
+	writeClusterFreshness(&b, []Row{row})
 	if !strings.Contains(b.String(), "| progress requests | stalls |") || !strings.Contains(b.String(), "| 33 | 9 | pods 30, nodes 3") {
 		t.Fatalf("freshness table lacks the stalls column:\n%s", b.String())
 	}

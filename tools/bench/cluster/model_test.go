@@ -1,4 +1,4 @@
-package bench
+package cluster
 
 import (
 	"math"
@@ -20,19 +20,19 @@ func TestFitLine(t *testing.T) {
 
 func TestCostModelArithmetic(t *testing.T) {
 	m := CostModel{
-		Config: ClusterUpstream, Nodes: 100, Pods: 3000,
+		Config: Upstream, Nodes: 100, Pods: 3000,
 		IdleAPI: Line{A: 0.1, B: 0.001}, IdleEtcd: Line{A: 0.05, B: 0.0005}, IdleReads: Line{B: 0.1},
 		Terms: []CostTerm{
 			// 10 LISTs/s of one node's pods at 2 ms: per node, so 50x the
 			// rate at the same pods per node.
-			{Name: "node", Scale: ScaleNodes, Rate: 10, APICPU: 0.002, EtcdCPU: 0.001, EtcdReads: 1},
+			{Name: "node", Scale: scaleNodes, Rate: 10, APICPU: 0.002, EtcdCPU: 0.001, EtcdReads: 1},
 			// 1 LIST/s of every pod at 30 ms: same rate, 50x the pods.
-			{Name: "all", Scale: ScaleCluster, Rate: 1, APICPU: 0.03, EtcdCPU: 0, EtcdReads: 0.5},
+			{Name: "all", Scale: scaleCluster, Rate: 1, APICPU: 0.03, EtcdCPU: 0, EtcdReads: 0.5},
 			// 5 pod changes/s at 10 ms: 50x the rate.
-			{Name: "churn", Scale: ScaleChurn, Rate: 5, APICPU: 0.01, EtcdCPU: 0.002, EtcdReads: 2},
+			{Name: "churn", Scale: scaleChurn, Rate: 5, APICPU: 0.01, EtcdCPU: 0.002, EtcdReads: 2},
 		},
 	}
-	e := m.Extrapolate(KEPScale)
+	e := m.extrapolate(kepScale)
 	want := []CostShare{
 		{Name: "idle cluster", APICores: 0.1 + 5, EtcdCores: 0.05 + 2.5, EtcdReadsPerSec: 500},
 		{Name: "node", APICores: 500 * 0.002, EtcdCores: 500 * 0.001, EtcdReadsPerSec: 500},
@@ -54,7 +54,7 @@ func TestCostModelArithmetic(t *testing.T) {
 		t.Errorf("totals %+v, want %v %v %v", e, api, etcd, reads)
 	}
 	// At the measured cluster the model gives back what was measured.
-	if back := m.Extrapolate(CostTarget{Nodes: 100, Pods: 3000}); !near(back.APICores, 0.2+0.02+0.03+0.05) {
+	if back := m.extrapolate(CostTarget{Nodes: 100, Pods: 3000}); !near(back.APICores, 0.2+0.02+0.03+0.05) {
 		t.Errorf("at the measured shape: %v cores", back.APICores)
 	}
 }
@@ -63,17 +63,17 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) 
 
 func TestBuildCostModelFromRows(t *testing.T) {
 	calib := []CalibRow{
-		{Kind: ReadListNode, RV: RVConsistent, APICPUMsPerReq: 2, EtcdCPUMsPerReq: 0.5, EtcdReadsPerReq: 1},
-		{Kind: ReadListNode, RV: RVZero, APICPUMsPerReq: 1, EtcdCPUMsPerReq: -0.1, EtcdReadsPerReq: 0},
+		{Kind: readListNode, RV: rvConsistent, APICPUMsPerReq: 2, EtcdCPUMsPerReq: 0.5, EtcdReadsPerReq: 1},
+		{Kind: readListNode, RV: rvZero, APICPUMsPerReq: 1, EtcdCPUMsPerReq: -0.1, EtcdReadsPerReq: 0},
 	}
-	rows := []ClusterRow{
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 10, Pods: 300, Idle: IdleRates{APICPUPerSec: 0.2, EtcdCPUPerSec: 0.1}},
-		{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 20, Pods: 600, Idle: IdleRates{APICPUPerSec: 0.3, EtcdCPUPerSec: 0.1, EtcdReadsPerSec: 1},
+	rows := []Row{
+		{Config: Upstream, Mode: modeSingle, Nodes: 10, Pods: 300, Idle: IdleRates{APICPUPerSec: 0.2, EtcdCPUPerSec: 0.1}},
+		{Config: Upstream, Mode: modeSingle, Nodes: 20, Pods: 600, Idle: IdleRates{APICPUPerSec: 0.3, EtcdCPUPerSec: 0.1, EtcdReadsPerSec: 1},
 			WindowSeconds: 100, APICPUSec: 60, EtcdCPUSec: 20, EtcdReads: 1100, PodsCreated: 250, PodsDeleted: 250, Calibration: calib,
-			Reads: []ReadStats{{Kind: ReadListNode, RV: RVConsistent, Rate: 10}, {Kind: ReadListNode, RV: RVZero, Rate: 10}}},
-		{Config: ClusterUpstream, Mode: ModeHA, Nodes: 20, Idle: IdleRates{APICPUPerSec: 9}},
+			Reads: []ReadStats{{Kind: readListNode, RV: rvConsistent, Rate: 10}, {Kind: readListNode, RV: rvZero, Rate: 10}}},
+		{Config: Upstream, Mode: modeHA, Nodes: 20, Idle: IdleRates{APICPUPerSec: 9}},
 	}
-	m, ok := buildCostModel(rows, ClusterUpstream, 20)
+	m, ok := buildCostModel(rows, Upstream, 20)
 	if !ok || m.Nodes != 20 || m.Pods != 600 {
 		t.Fatalf("model %+v, %v", m, ok)
 	}
@@ -89,20 +89,20 @@ func TestBuildCostModelFromRows(t *testing.T) {
 	// Churn: 0.6 cores - 0.3 idle - 10*2ms - 10*1ms = 0.27 cores over 5
 	// pod changes/s.
 	c := m.Terms[2]
-	if c.Scale != ScaleChurn || !near(c.Rate, 5) || !near(c.APICPU, 0.27/5) {
+	if c.Scale != scaleChurn || !near(c.Rate, 5) || !near(c.APICPU, 0.27/5) {
 		t.Errorf("churn %+v", c)
 	}
 	if m.FetchShare != 0 || m.FetchRoundTrip != 0 {
 		t.Errorf("upstream has no revision fetches: %+v", m)
 	}
-	if _, ok := buildCostModel(rows, ClusterFreshRV0, 20); ok {
+	if _, ok := buildCostModel(rows, FreshRV0, 20); ok {
 		t.Error("a configuration without rows has no model")
 	}
 	// freshcache's top row: 800 of 1,000 window reads were fetches of
 	// 4 ms on average.
-	rows[1].Config, rows[1].RevisionFetches, rows[1].FetchSeconds = ClusterFreshRV0, 800, 3.2
-	rows[0].Config = ClusterFreshRV0
-	if m, ok := buildCostModel(rows, ClusterFreshRV0, 20); !ok || !near(m.FetchShare, 800.0/1100) || !near(m.FetchRoundTrip, 0.004) {
+	rows[1].Config, rows[1].RevisionFetches, rows[1].FetchSeconds = FreshRV0, 800, 3.2
+	rows[0].Config = FreshRV0
+	if m, ok := buildCostModel(rows, FreshRV0, 20); !ok || !near(m.FetchShare, 800.0/1100) || !near(m.FetchRoundTrip, 0.004) {
 		t.Errorf("fetch share and round trip from the top row: %+v", m)
 	}
 }
@@ -143,12 +143,12 @@ func TestSharedFetchRate(t *testing.T) {
 
 func TestCostModelSharesFetches(t *testing.T) {
 	m := CostModel{
-		Config: ClusterFreshRV0, Nodes: 100, Pods: 3000,
+		Config: FreshRV0, Nodes: 100, Pods: 3000,
 		// 10 reads/s per 100 nodes, a fetch each where measured.
-		Terms:      []CostTerm{{Name: "node", Scale: ScaleNodesOne, Rate: 10, EtcdReads: 1}},
+		Terms:      []CostTerm{{Name: "node", Scale: scaleNodesOne, Rate: 10, EtcdReads: 1}},
 		FetchShare: 0.8, FetchRoundTrip: 0.005,
 	}
-	e := m.Extrapolate(KEPScale)
+	e := m.extrapolate(kepScale)
 	// 500 reads/s at the target, 400 of them fetches: 400/s at 5 ms is
 	// x = 2, 400/(2+e^-2) fetches.
 	shared := 400 / (2 + math.Exp(-2))
@@ -157,24 +157,24 @@ func TestCostModelSharesFetches(t *testing.T) {
 	}
 	// Upstream's model has no fetches to share.
 	m.FetchShare, m.FetchRoundTrip = 0, 0
-	if e := m.Extrapolate(KEPScale); len(e.Parts) != 2 || !near(e.EtcdReadsPerSec, 500) {
+	if e := m.extrapolate(kepScale); len(e.Parts) != 2 || !near(e.EtcdReadsPerSec, 500) {
 		t.Fatalf("without fetches: %+v", e)
 	}
 }
 
 func TestModelNodesIsCommonToEveryConfiguration(t *testing.T) {
-	r := func(config, mode string, nodes int) ClusterRow {
-		return ClusterRow{Config: config, Mode: mode, Nodes: nodes}
+	r := func(config, mode string, nodes int) Row {
+		return Row{Config: config, Mode: mode, Nodes: nodes}
 	}
 	cases := []struct {
 		name string
-		rows []ClusterRow
+		rows []Row
 		want int
 	}{
-		{"every configuration at every count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 10), r(ClusterUpstream, ModeSingle, 50), r(ClusterFreshRV0, ModeSingle, 50)}, 50},
-		{"upstream missing at the top", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 10), r(ClusterFreshcache, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 100), r(ClusterFreshcache, ModeSingle, 100)}, 10},
-		{"HA rows do not count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterUpstream, ModeHA, 30), r(ClusterFreshRV0, ModeHA, 30), r(ClusterFreshRV0, ModeSingle, 10)}, 10},
-		{"no common count", []ClusterRow{r(ClusterUpstream, ModeSingle, 10), r(ClusterFreshRV0, ModeSingle, 50)}, 0},
+		{"every configuration at every count", []Row{r(Upstream, modeSingle, 10), r(FreshRV0, modeSingle, 10), r(Upstream, modeSingle, 50), r(FreshRV0, modeSingle, 50)}, 50},
+		{"upstream missing at the top", []Row{r(Upstream, modeSingle, 10), r(FreshRV0, modeSingle, 10), r(Freshcache, modeSingle, 10), r(FreshRV0, modeSingle, 100), r(Freshcache, modeSingle, 100)}, 10},
+		{"HA rows do not count", []Row{r(Upstream, modeSingle, 10), r(Upstream, modeHA, 30), r(FreshRV0, modeHA, 30), r(FreshRV0, modeSingle, 10)}, 10},
+		{"no common count", []Row{r(Upstream, modeSingle, 10), r(FreshRV0, modeSingle, 50)}, 0},
 	}
 	for _, c := range cases {
 		if got := modelNodes(c.rows); got != c.want {
@@ -187,23 +187,23 @@ func TestModelNodesIsCommonToEveryConfiguration(t *testing.T) {
 // from the repeat with the median apiserver CPU, not from whichever came
 // first.
 func TestCostModelTakesTheMedianRepeat(t *testing.T) {
-	row := func(repeat int, cpu float64, pods int) ClusterRow {
-		return ClusterRow{Config: ClusterUpstream, Mode: ModeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, Pods: pods}
+	row := func(repeat int, cpu float64, pods int) Row {
+		return Row{Config: Upstream, Mode: modeSingle, Nodes: 75, Repeat: repeat, APICPUSec: cpu, Pods: pods}
 	}
 	for _, tc := range []struct {
 		name     string
-		rows     []ClusterRow
+		rows     []Row
 		wantPods int
 	}{
-		{"odd", []ClusterRow{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3)}, 3},
-		{"even takes the lower middle", []ClusterRow{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3), row(4, 60, 4)}, 3},
-		{"one", []ClusterRow{row(0, 10, 7)}, 7},
+		{"odd", []Row{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3)}, 3},
+		{"even takes the lower middle", []Row{row(1, 90, 1), row(2, 40, 2), row(3, 50, 3), row(4, 60, 4)}, 3},
+		{"one", []Row{row(0, 10, 7)}, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := medianRepeat(tc.rows); got.Pods != tc.wantPods {
 				t.Errorf("median repeat %+v, want the one with pods=%d", got, tc.wantPods)
 			}
-			if m, ok := buildCostModel(tc.rows, ClusterUpstream, 75); !ok || m.Pods != tc.wantPods {
+			if m, ok := buildCostModel(tc.rows, Upstream, 75); !ok || m.Pods != tc.wantPods {
 				t.Errorf("model from %d pods (%v), want %d", m.Pods, ok, tc.wantPods)
 			}
 		})
