@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/hollownodes"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
@@ -19,7 +19,7 @@ import (
 // (docs/hollow-nodes.md).
 func runHollowNodes(ctx context.Context, args []string) (err error) {
 	fs := pflag.NewFlagSet("hollow-nodes", pflag.ContinueOnError)
-	cfg := bench.HollowNodesConfig{Progress: os.Stderr}
+	cfg := hollownodes.Config{Progress: os.Stderr}
 	var out string
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and the binaries it runs (make build)")
 	fs.IntSliceVar(&cfg.Nodes, "nodes", []int{10, 30, 60}, "node counts, one local-up each")
@@ -40,7 +40,7 @@ func runHollowNodes(ctx context.Context, args []string) (err error) {
 		defer os.RemoveAll(dir)
 		cfg.DataDir = dir
 	}
-	rows, err := bench.MeasureHollowNodes(ctx, cfg)
+	rows, err := hollownodes.Measure(ctx, cfg)
 	if len(rows) == 0 {
 		return err
 	}
@@ -57,5 +57,5 @@ func runHollowNodes(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		fmt.Fprintf(w, "Stopped early: %v\n\n", err)
 	}
-	return errors.Join(err, bench.WriteHollowNodesMarkdown(w, cfg, rows))
+	return errors.Join(err, hollownodes.WriteMarkdown(w, cfg, rows))
 }

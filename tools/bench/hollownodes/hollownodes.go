@@ -1,7 +1,4 @@
-package bench
-
-// What a kubemark hollow node costs on this machine: local-up with the
-// controllers and N hollow nodes, idle and under pod churn, from /proc.
+package hollownodes
 
 import (
 	"context"
@@ -22,13 +19,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/freshcache/freshcache/pkg/localup"
+	"github.com/freshcache/freshcache/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
-// HollowNodesConfig is one hollow-node cost run: one local-up per node
+// Config is one hollow-node cost run: one local-up per node
 // count, measured idle and then while pods are deleted (and recreated by
 // their ReplicaSet) at a steady rate.
-type HollowNodesConfig struct {
+type Config struct {
 	BinDir string
 	Nodes  []int
 	// Settle is the pause after local-up is ready, before the idle window:
@@ -42,8 +40,8 @@ type HollowNodesConfig struct {
 	Progress      io.Writer
 }
 
-// HollowNodesRow is one node count's result.
-type HollowNodesRow struct {
+// Row is one node count's result.
+type Row struct {
 	Nodes int
 	// Ready is local-up's start until its ready file (all nodes Ready).
 	Ready time.Duration
@@ -61,31 +59,31 @@ type HollowNodesRow struct {
 	Deleted                                 int
 }
 
-// MeasureHollowNodes runs every node count in turn.
-func MeasureHollowNodes(ctx context.Context, cfg HollowNodesConfig) ([]HollowNodesRow, error) {
-	var rows []HollowNodesRow
+// Measure runs every node count in turn.
+func Measure(ctx context.Context, cfg Config) ([]Row, error) {
+	var rows []Row
 	for _, n := range cfg.Nodes {
-		row, err := measureHollowNodes(ctx, cfg, n)
+		row, err := measure(ctx, cfg, n)
 		if err != nil {
-			return rows, fmt.Errorf("bench: %d hollow nodes: %w", n, err)
+			return rows, fmt.Errorf("hollownodes: %d hollow nodes: %w", n, err)
 		}
 		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
-func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (row HollowNodesRow, err error) {
+func measure(ctx context.Context, cfg Config, nodes int) (row Row, err error) {
 	row.Nodes = nodes
 	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("nodes-%d", nodes))
 	began := time.Now()
-	lu, err := startLocalUp(ctx, cfg.BinDir, dir, []string{"--controllers=true", "--nodes=" + strconv.Itoa(nodes), "--ready-timeout=10m"})
+	lu, err := launch.Start(ctx, launch.Options{BinDir: cfg.BinDir, DataDir: dir, Args: []string{"--controllers=true", "--nodes=" + strconv.Itoa(nodes), "--ready-timeout=10m"}})
 	if err != nil {
 		return row, err
 	}
-	defer lu.stop()
+	defer func() { _ = lu.Stop(0) }()
 	row.Ready = time.Since(began)
 	fmt.Fprintf(cfg.Progress, "# %d nodes ready in %s\n", nodes, row.Ready.Round(time.Second))
-	rc, err := clientcmd.BuildConfigFromFlags("", lu.kubeconfig)
+	rc, err := clientcmd.BuildConfigFromFlags("", lu.Ready.Kubeconfig)
 	if err != nil {
 		return row, err
 	}
@@ -95,14 +93,14 @@ func measureHollowNodes(ctx context.Context, cfg HollowNodesConfig, nodes int) (
 		return row, err
 	}
 	var nodePIDs, controlPIDs []int
-	for _, n := range lu.ready.Nodes {
+	for _, n := range lu.Ready.Nodes {
 		nodePIDs = append(nodePIDs, n.PID)
 	}
-	controlPIDs = append(controlPIDs, lu.ready.PID)
-	for _, a := range lu.ready.APIServers {
+	controlPIDs = append(controlPIDs, lu.Ready.PID)
+	for _, a := range lu.Ready.APIServers {
 		controlPIDs = append(controlPIDs, a.PID)
 	}
-	for _, p := range []*localup.ReadyProcess{lu.ready.ControllerManager, lu.ready.Scheduler} {
+	for _, p := range []*localup.ReadyProcess{lu.Ready.ControllerManager, lu.Ready.Scheduler} {
 		controlPIDs = append(controlPIDs, p.PID)
 	}
 
@@ -259,8 +257,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// WriteHollowNodesMarkdown writes the rows as a table.
-func WriteHollowNodesMarkdown(w io.Writer, cfg HollowNodesConfig, rows []HollowNodesRow) error {
+// WriteMarkdown writes the rows as a table.
+func WriteMarkdown(w io.Writer, cfg Config, rows []Row) error {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Nodes < rows[j].Nodes })
 	var b strings.Builder
 	fmt.Fprintf(&b, "Each row: local-up with the controller-manager, the scheduler and N hollow nodes; %s to settle, %s idle, then %s while %.1f pods/s of a %d-pods-per-node Deployment are deleted (the ReplicaSet replaces each). CPU in millicores (1000 = one core), from /proc utime+stime; RSS from VmRSS at the end of the idle window, and its anonymous part (RssAnon), which is what one more node adds: the rest is the kubemark binary's file pages, shared by every node. \"control plane\" is kube-apiserver, kube-controller-manager, kube-scheduler and local-up (which runs etcd in-process).\n\n",
