@@ -12,8 +12,9 @@
 //
 // # Who calls it
 //
-// The storage harness (package bench: its Env and background writers)
-// and the stall and watchlist scenarios.
+// The storage benchmark (package storage: its Env and background writers,
+// which the apiserver benchmark shares) and the stall and watchlist
+// scenarios.
 //
 // # What it guarantees
 //

@@ -11,8 +11,9 @@
 //
 // # Who calls it
 //
-// The storage and cluster harness (package bench) and the stall and
-// watchlist scenarios.
+// Package servermetrics (for the storage, apiserver and cluster
+// benchmarks), the cluster benchmark, and the stall and watchlist
+// scenarios.
 //
 // # What it guarantees
 //

@@ -6,8 +6,8 @@
 //
 // # Who calls it
 //
-// The storage and cluster harness (package bench) and the stall and
-// watchlist scenarios.
+// The storage, apiserver and cluster benchmarks (and package
+// servermetrics for them), and the stall and watchlist scenarios.
 //
 // # What it guarantees
 //

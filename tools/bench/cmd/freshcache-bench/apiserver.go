@@ -3,23 +3,25 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/apiserver"
+	"github.com/freshcache/freshcache/tools/bench/storage"
 )
 
 func runAPIServer(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("apiserver", pflag.ContinueOnError)
 	var (
 		cm  common
-		cfg bench.APIServerConfig
+		cfg apiserver.Config
 	)
 	cm.add(fs, "apiserver")
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and kube-apiserver (make build)")
-	fs.StringSliceVar(&cfg.Impls, "impls", []string{bench.BackendUpstream, bench.BackendFreshcache}, "--watch-cache-implementation of each kube-apiserver")
+	fs.StringSliceVar(&cfg.Impls, "impls", []string{storage.BackendUpstream, storage.BackendFreshcache}, "--watch-cache-implementation of each kube-apiserver")
 	fs.StringVar(&cfg.Fallback, "fallback", "", "when kube-apiserver refuses an implementation, run this one in its place (rows labelled FALLBACK-as-IMPL); empty skips it")
 	fs.IntVar(&cfg.Shape.Pods, "pods", 5000, "pods written to etcd")
 	fs.IntVar(&cfg.Shape.Nodes, "nodes", 50, "nodes the pods are spread over")
@@ -42,8 +44,8 @@ func runAPIServer(ctx context.Context, args []string) error {
 	cfg.DataDir = dir
 	cfg.Progress = os.Stderr
 
-	report := bench.NewReport("apiserver")
-	rows, notes, err := bench.RunAPIServer(ctx, cfg)
+	report := apiserver.NewReport()
+	rows, notes, err := apiserver.Run(ctx, cfg)
 	report.Servers = rows
 	report.Notes = append(cm.notes, notes...)
 	report.Notes = append(report.Notes, fmt.Sprintf("shape: %d pods on %d nodes; %v per row; background %g pod and %g lease writes/s straight to etcd; watch: %g pod writes/s on %d nodes",
@@ -52,11 +54,11 @@ func runAPIServer(ctx context.Context, args []string) error {
 		fmt.Fprintln(os.Stderr, "# note:", n)
 	}
 	if len(rows) > 0 {
-		if werr := bench.WriteServerTable(os.Stdout, rows); werr != nil && err == nil {
+		if werr := apiserver.WriteTable(os.Stdout, rows); werr != nil && err == nil {
 			err = werr
 		}
 		if cm.outDir != "" {
-			if werr := writeReport(cm, report); werr != nil && err == nil {
+			if werr := writeReport(cm, report.WriteJSON, func(w io.Writer) { apiserver.WriteMarkdown(w, report) }); werr != nil && err == nil {
 				err = werr
 			}
 		}
@@ -64,26 +66,28 @@ func runAPIServer(ctx context.Context, args []string) error {
 	return err
 }
 
-func writeReport(cm common, report bench.Report) error {
+// writeReport writes a report's JSON (js) and markdown (md) into
+// --out-dir.
+func writeReport(cm common, js func(path string) error, md func(io.Writer)) error {
 	if err := os.MkdirAll(cm.outDir, 0o755); err != nil {
 		return err
 	}
-	if err := report.WriteJSON(cm.path(".json")); err != nil {
+	if err := js(cm.path(".json")); err != nil {
 		return err
 	}
-	if err := writeMarkdown(cm.path(".md"), report); err != nil {
+	if err := writeMarkdown(cm.path(".md"), md); err != nil {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "# wrote", cm.path(".json"), cm.path(".md"))
 	return nil
 }
 
-// writeMarkdown writes report as markdown to path.
-func writeMarkdown(path string, report bench.Report) error {
+// writeMarkdown writes a report's markdown (md) to path.
+func writeMarkdown(path string, md func(io.Writer)) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	bench.WriteReportMarkdown(f, report)
+	md(f)
 	return f.Close()
 }

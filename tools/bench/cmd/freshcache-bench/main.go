@@ -12,6 +12,21 @@
 //	freshcache-bench cluster [flags]  cluster-level A/B: local-up clusters under the same seeded load
 //	freshcache-bench stall [flags]    etcd stopped under consistent LISTs: apiserver and etcd memory, answers (kubernetes#138494)
 //	freshcache-bench watchlist [flags]  fresh reads while WatchLists stream a huge resource (kubernetes#138728)
+//
+// This command only parses flags and writes files; each benchmark is a
+// package of this module, whose doc.go says what it measures and how:
+//
+//	storage, memory, plot      tools/bench/storage (plot renders apiserver reports with tools/bench/apiserver)
+//	apiserver                  tools/bench/apiserver
+//	cluster, cluster-informers tools/bench/cluster (cluster-informers is its informer child, not for direct use)
+//	hollow-nodes               tools/bench/hollownodes
+//	stall, watchlist           tools/bench/stall, tools/bench/watchlist
+//	trace-wait, netpoll-floor  tools/bench/diag/tracewait, tools/bench/diag/netpollfloor
+//	etcd                       pkg/etcdlocal of the root module
+//
+// What they share: tools/bench/report (a run's identity, JSON files, plot
+// layout), servermetrics (the servers' /metrics), procfs (/proc),
+// etcdload (bulk writes to etcd), promtext and quantile.
 package main
 
 import (

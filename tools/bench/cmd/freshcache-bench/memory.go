@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/apiserver"
+	"github.com/freshcache/freshcache/tools/bench/storage"
 )
 
 func runMemory(ctx context.Context, args []string) error {
@@ -23,11 +25,11 @@ func runMemory(ctx context.Context, args []string) error {
 	cm.add(fs, "memory")
 	fs.IntSliceVar(&pods, "pods", []int{20000, 100000}, "data set sizes; each gets its own etcd")
 	fs.IntVar(&nodes, "nodes", 200, "nodes the pods are spread over")
-	fs.StringSliceVar(&backends, "backends", []string{bench.BackendUpstream, bench.BackendFreshcache}, "caches to measure, in order")
+	fs.StringSliceVar(&backends, "backends", []string{storage.BackendUpstream, storage.BackendFreshcache}, "caches to measure, in order")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	report := bench.NewReport("memory")
+	report := storage.NewReport("memory")
 	report.Notes = cm.notes
 	for _, n := range pods {
 		dir, cleanup, err := cm.setup()
@@ -35,13 +37,13 @@ func runMemory(ctx context.Context, args []string) error {
 			return err
 		}
 		t0 := time.Now()
-		env, err := bench.StartEnv(ctx, filepath.Join(dir, fmt.Sprint(n)), bench.Shape{Pods: n, Nodes: nodes})
+		env, err := storage.StartEnv(ctx, filepath.Join(dir, fmt.Sprint(n)), storage.Shape{Pods: n, Nodes: nodes})
 		if err != nil {
 			cleanup()
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "# loaded %d pods in %v\n", n, time.Since(t0).Round(time.Millisecond))
-		rows, err := bench.MeasureMemory(ctx, env, backends, os.Stderr)
+		rows, err := storage.MeasureMemory(ctx, env, backends, os.Stderr)
 		report.Memory = append(report.Memory, rows...)
 		env.Close()
 		cleanup()
@@ -62,12 +64,7 @@ func runMemory(ctx context.Context, args []string) error {
 	if err := report.WriteJSON(cm.path(".json")); err != nil {
 		return err
 	}
-	f, err := os.Create(cm.path(".md"))
-	if err != nil {
-		return err
-	}
-	bench.WriteReportMarkdown(f, report)
-	return f.Close()
+	return writeMarkdown(cm.path(".md"), func(w io.Writer) { storage.WriteMarkdown(w, report) })
 }
 
 func runPlot(args []string) error {
@@ -79,19 +76,29 @@ func runPlot(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	r, err := bench.ReadReport(*in)
+	r, err := storage.ReadReport(*in)
 	if err != nil {
 		return err
+	}
+	md := func(w io.Writer) { storage.WriteMarkdown(w, r) }
+	if r.Kind == "apiserver" {
+		// Package apiserver's report: its rows are not storage rows, and
+		// it has no plots.
+		a, err := apiserver.ReadReport(*in)
+		if err != nil {
+			return err
+		}
+		r, md = storage.Report{}, func(w io.Writer) { apiserver.WriteMarkdown(w, a) }
 	}
 	if *markdown {
 		if err := os.MkdirAll(*outDir, 0o755); err != nil {
 			return err
 		}
-		if err := writeMarkdown(filepath.Join(*outDir, *name+".md"), r); err != nil {
+		if err := writeMarkdown(filepath.Join(*outDir, *name+".md"), md); err != nil {
 			return err
 		}
 	}
-	paths, err := bench.PlotStorage(r, *outDir, *name)
+	paths, err := storage.Plot(r, *outDir, *name)
 	for _, p := range paths {
 		fmt.Fprintln(os.Stderr, "# wrote", p)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
-	"github.com/freshcache/freshcache/tools/bench/bench"
+	"github.com/freshcache/freshcache/tools/bench/storage"
 )
 
 // common flags of every subcommand that starts an embedded etcd.
@@ -64,7 +64,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("storage", pflag.ContinueOnError)
 	var (
 		cm       common
-		cfg      bench.Config
+		cfg      storage.Config
 		conc     []int
 		sweep    []float64
 		progress bool
@@ -76,8 +76,8 @@ func runStorage(ctx context.Context, args []string) error {
 	cm.add(fs, "storage")
 	fs.IntVar(&cfg.Shape.Pods, "pods", 20000, "pods in etcd")
 	fs.IntVar(&cfg.Shape.Nodes, "nodes", 200, "nodes the pods are spread over")
-	fs.StringSliceVar(&cfg.Backends, "backends", bench.AllBackends, "backends to measure, in order")
-	fs.StringSliceVar(&cfg.Scenarios, "scenarios", bench.AllScenarios, "scenarios to run")
+	fs.StringSliceVar(&cfg.Backends, "backends", storage.AllBackends, "backends to measure, in order")
+	fs.StringSliceVar(&cfg.Scenarios, "scenarios", storage.AllScenarios, "scenarios to run")
 	fs.StringSliceVar(&cfg.EtcdScenarios, "etcd-scenarios", nil, "scenarios for the etcd backend when it should run fewer (large shapes); default: --scenarios")
 	fs.StringSliceVar(&cfg.RVs, "rvs", []string{"consistent", "0", "N"}, `resourceVersion modes: consistent (rv=""), 0, N (newest written revision)`)
 	fs.IntSliceVar(&conc, "concurrency", []int{1, 4, 32}, "concurrency levels (watch-fanout: watchers per watched node)")
@@ -93,7 +93,7 @@ func runStorage(ctx context.Context, args []string) error {
 	fs.BoolVar(&noSweep, "no-sweep", false, "skip the freshness sweep")
 	fs.IntVar(&cfg.SweepConcurrency, "sweep-concurrency", 4, "freshness sweep: concurrency")
 	fs.DurationSliceVar(&cfg.GateControl, "gate-control", nil, "control rows for each cache backend: list-node rv=0 at the highest concurrency, each op first waiting for a shared gate that opens once per period (e.g. 700us,1500us,3ms); what a wait of that length costs a closed loop, with no etcd involved")
-	fs.StringVar(&cfg.OracleClient, "oracle-client", bench.OracleGRPC, "how freshcache's revision oracle reaches etcd: grpc (as in kube-apiserver) or in-process (etcd's in-process client on the embedded member: no gRPC on either side; a diagnostic, not with --etcd-endpoint)")
+	fs.StringVar(&cfg.OracleClient, "oracle-client", storage.OracleGRPC, "how freshcache's revision oracle reaches etcd: grpc (as in kube-apiserver) or in-process (etcd's in-process client on the embedded member: no gRPC on either side; a diagnostic, not with --etcd-endpoint)")
 	fs.BoolVar(&progress, "progress", true, "print each row as it finishes (stderr)")
 	fs.StringVar(&cpuProf, "cpuprofile", "", "write one CPU profile of the whole run after the data load (each backend's start with its initial list, priming, warm-ups and rows) to this file; for the measured part of each row alone use --cpuprofile-dir")
 	fs.StringVar(&cfg.CPUProfileDir, "cpuprofile-dir", "", "write a CPU profile of the measured part of every closed-loop row (not watch-fanout) into this directory, and add the row's CPU per op split by part to the report")
@@ -123,15 +123,15 @@ func runStorage(ctx context.Context, args []string) error {
 	}
 	defer cleanup()
 
-	report := bench.NewReport("storage")
+	report := storage.NewReport("storage")
 	report.Notes = cm.notes
 	t0 := time.Now()
-	var env *bench.Env
+	var env *storage.Env
 	if endpoint != "" {
-		env, err = bench.AttachEnv(ctx, endpoint, cfg.Shape)
+		env, err = storage.AttachEnv(ctx, endpoint, cfg.Shape)
 		report.Notes = append(report.Notes, "etcd runs in its own process at "+endpoint+": cpu ms/op is this process's alone, and etcd req/op counts nothing (the counters are an embedded server's)")
 	} else {
-		env, err = bench.StartEnv(ctx, dir, cfg.Shape)
+		env, err = storage.StartEnv(ctx, dir, cfg.Shape)
 	}
 	if err != nil {
 		return err
@@ -150,7 +150,7 @@ func runStorage(ctx context.Context, args []string) error {
 		}
 		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 	}
-	rows, err := bench.Run(ctx, env, cfg)
+	rows, err := storage.Run(ctx, env, cfg)
 	report.Rows = rows
 	if memProf != "" {
 		if werr := writeHeapProfile(memProf); werr != nil && err == nil {
@@ -158,7 +158,7 @@ func runStorage(ctx context.Context, args []string) error {
 		}
 	}
 	if len(rows) > 0 {
-		if werr := bench.WriteTable(os.Stdout, rows); werr != nil && err == nil {
+		if werr := storage.WriteTable(os.Stdout, rows); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -172,11 +172,11 @@ func runStorage(ctx context.Context, args []string) error {
 
 // writeStorageResults writes the JSON and markdown of a storage run, then
 // its plots.
-func writeStorageResults(cm common, report bench.Report) error {
-	if err := writeReport(cm, report); err != nil {
+func writeStorageResults(cm common, report storage.Report) error {
+	if err := writeReport(cm, report.WriteJSON, func(w io.Writer) { storage.WriteMarkdown(w, report) }); err != nil {
 		return err
 	}
-	paths, err := bench.PlotStorage(report, cm.outDir, cm.name)
+	paths, err := storage.Plot(report, cm.outDir, cm.name)
 	for _, p := range paths {
 		fmt.Fprintln(os.Stderr, "# wrote", p)
 	}
@@ -200,11 +200,11 @@ func parseRVs(in []string) ([]string, error) {
 	for _, s := range in {
 		switch strings.Trim(s, `"' `) {
 		case "", "consistent":
-			out = append(out, bench.RVConsistent)
+			out = append(out, storage.RVConsistent)
 		case "0":
-			out = append(out, bench.RVZero)
+			out = append(out, storage.RVZero)
 		case "N", "n":
-			out = append(out, bench.RVNewest)
+			out = append(out, storage.RVNewest)
 		default:
 			return nil, fmt.Errorf("--rvs: unknown mode %q (want consistent, 0 or N)", s)
 		}

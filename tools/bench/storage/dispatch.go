@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"bytes"
@@ -80,14 +80,14 @@ func (e *Env) measureDispatch(ctx context.Context, b *podBackend, sc dispatchSce
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	all := genericapirequest.WithNamespace(ctx, metav1.NamespaceAll)
-	rv, err := e.CurrentRev(ctx)
+	rv, err := e.currentRev(ctx)
 	if err != nil {
 		return dispatchResult{}, err
 	}
 	// A consistent LIST returns once the cache has seen rv, so that
 	// watches from rv start now rather than waiting for it.
 	if _, err := b.store.List(all, &metainternalversion.ListOptions{FieldSelector: nodeSelector(0)}); err != nil {
-		return dispatchResult{}, fmt.Errorf("bench: %s: %w", b.name, err)
+		return dispatchResult{}, fmt.Errorf("storage: %s: %w", b.name, err)
 	}
 	var (
 		got        atomic.Int64
@@ -115,7 +115,7 @@ func (e *Env) measureDispatch(ctx context.Context, b *podBackend, sc dispatchSce
 		}
 		wi, err := b.store.Watch(all, o)
 		if err != nil {
-			return dispatchResult{}, fmt.Errorf("bench: %s watch: %w", b.name, err)
+			return dispatchResult{}, fmt.Errorf("storage: %s watch: %w", b.name, err)
 		}
 		watches = append(watches, wi)
 	}
@@ -175,7 +175,7 @@ rounds:
 		target.Store(want)
 		ws := time.Now()
 		for i := first; i < last; i++ {
-			go func() { written <- e.putPod(ctx, i%e.Shape.Pods, 0) }()
+			go func() { written <- e.PutPod(ctx, i%e.Shape.Pods, 0) }()
 		}
 		var werr error
 		for i := first; i < last; i++ {

@@ -1,4 +1,4 @@
-package bench
+package apiserver
 
 import (
 	"fmt"
@@ -9,9 +9,9 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
-// ServerRow is one row of the through-kube-apiserver benchmark: one
+// Row is one row of the through-kube-apiserver benchmark: one
 // operation against one kube-apiserver (one watch cache implementation).
-type ServerRow struct {
+type Row struct {
 	Implementation string `json:"implementation"` // --watch-cache-implementation of the server
 	Operation      string `json:"operation"`      // list-node, get, watch
 	RV             string `json:"rv"`
@@ -47,7 +47,7 @@ type ServerRow struct {
 
 var serverHeader = []string{"implementation", "operation", "rv", "clients", "ops/s", "p50 ms", "p99 ms", "server cpu ms/op", "etcd req/op", "wait p99 ms", "notes"}
 
-func serverCells(r ServerRow) []string {
+func serverCells(r Row) []string {
 	wait := ""
 	if r.FreshWaitP99Ms != nil {
 		wait = fmt.Sprintf("%.2f", *r.FreshWaitP99Ms)
@@ -74,8 +74,8 @@ func serverCells(r ServerRow) []string {
 		fmt.Sprintf("%.2f", r.EtcdPerOp), wait, strings.Join(notes, "; ")}
 }
 
-// WriteServerTable prints apiserver rows as an aligned table.
-func WriteServerTable(w io.Writer, rows []ServerRow) error {
+// WriteTable prints apiserver rows as an aligned table.
+func WriteTable(w io.Writer, rows []Row) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, strings.Join(serverHeader, "\t")+"\t")
 	for _, r := range rows {
@@ -84,8 +84,8 @@ func WriteServerTable(w io.Writer, rows []ServerRow) error {
 	return tw.Flush()
 }
 
-// WriteServerMarkdown prints apiserver rows as a markdown table.
-func WriteServerMarkdown(w io.Writer, rows []ServerRow) {
+// writeRowsMarkdown prints apiserver rows as a markdown table.
+func writeRowsMarkdown(w io.Writer, rows []Row) {
 	fmt.Fprintln(w, "| "+strings.Join(serverHeader, " | ")+" |")
 	fmt.Fprintln(w, "|---|---|---|"+strings.Repeat("---:|", len(serverHeader)-4)+"---|")
 	for _, r := range rows {
@@ -94,5 +94,17 @@ func WriteServerMarkdown(w io.Writer, rows []ServerRow) {
 			c[2] = "`\"\"`"
 		}
 		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
+	}
+}
+
+// num prints a figure with three significant digits or as an integer.
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
 	}
 }

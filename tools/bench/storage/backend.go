@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -27,10 +27,10 @@ const (
 // AllBackends is the order in which a run measures them.
 var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
 
-// Decorator returns the generic.StorageDecorator of a backend: the one
+// decorator returns the generic.StorageDecorator of a backend: the one
 // seam through which all three are built. fresh configures freshcache
 // (the zero value: production defaults); the other backends ignore it.
-func Decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageDecorator, error) {
+func decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageDecorator, error) {
 	switch name {
 	case BackendEtcd:
 		return generic.UndecoratedStorage, nil
@@ -41,7 +41,7 @@ func Decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageD
 		// default gate, as in kube-apiserver.
 		return watchcache.NewStorageDecorator(fresh), nil
 	default:
-		return nil, fmt.Errorf("bench: unknown backend %q (want %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache)
+		return nil, fmt.Errorf("storage: unknown backend %q (want %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache)
 	}
 }
 
@@ -56,7 +56,7 @@ const (
 // attached to an etcd it did not start.
 func (e *Env) inProcessDial() (func(storagebackend.TransportConfig) (*clientv3.Client, error), error) {
 	if e.cluster == nil {
-		return nil, fmt.Errorf("bench: oracle client %q needs the embedded etcd, not an attached one", OracleInProcess)
+		return nil, fmt.Errorf("storage: oracle client %q needs the embedded etcd, not an attached one", OracleInProcess)
 	}
 	srv := e.cluster.Members()[0].Server
 	return func(storagebackend.TransportConfig) (*clientv3.Client, error) { return v3client.New(srv), nil }, nil
@@ -87,26 +87,26 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 		}
 		fresh.DialOracle = dial
 	default:
-		return nil, fmt.Errorf("bench: unknown oracle client %q (want %s or %s)", oracleClient, OracleGRPC, OracleInProcess)
+		return nil, fmt.Errorf("storage: unknown oracle client %q (want %s or %s)", oracleClient, OracleGRPC, OracleInProcess)
 	}
-	dec, err := Decorator(name, fresh)
+	dec, err := decorator(name, fresh)
 	if err != nil {
 		return nil, err
 	}
 	opts := generic.RESTOptions{
-		StorageConfig:           e.PodConfig(),
+		StorageConfig:           e.podStorageConfig(),
 		Decorator:               dec,
 		DeleteCollectionWorkers: 1,
 		ResourcePrefix:          "pods",
 	}
 	ps, err := podstorage.NewStorage(opts, nil, nil, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s pod storage: %w", name, err)
+		return nil, fmt.Errorf("storage: %s pod storage: %w", name, err)
 	}
 	b := &podBackend{name: name, store: ps.Pod.Store}
 	if err := waitReady(ctx, b.store, readyTimeout); err != nil {
 		b.destroy()
-		return nil, fmt.Errorf("bench: %s: %w", name, err)
+		return nil, fmt.Errorf("storage: %s: %w", name, err)
 	}
 	return b, nil
 }

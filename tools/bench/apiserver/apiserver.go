@@ -1,4 +1,4 @@
-package bench
+package apiserver
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,13 +23,14 @@ import (
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
+	"github.com/freshcache/freshcache/tools/bench/storage"
 )
 
-// APIServerConfig is one through-kube-apiserver run: two local-up
+// Config is one through-kube-apiserver run: two local-up
 // processes share one etcd (the first one's embedded etcd; the second gets
 // --etcd-servers), each running one kube-apiserver with its own
 // --watch-cache-implementation.
-type APIServerConfig struct {
+type Config struct {
 	// BinDir holds local-up and kube-apiserver (make build).
 	BinDir string
 	// Impls are the --watch-cache-implementation values, one apiserver each.
@@ -39,13 +41,13 @@ type APIServerConfig struct {
 	// the harness itself is exercised, and labels the rows "X-as-Y".
 	Fallback string
 
-	Shape    Shape
+	Shape    storage.Shape
 	Clients  []int
 	Duration time.Duration
 	Warmup   time.Duration
 	// Load is written straight to etcd (Puts), so it costs neither
 	// apiserver anything and the etcd counters leave it out.
-	Load              Load
+	Load              storage.Load
 	WatchNodes        int
 	WatchWritesPerSec float64
 	// DataDir holds both local-ups' data; a temporary one when empty.
@@ -57,14 +59,14 @@ type APIServerConfig struct {
 	Progress   io.Writer
 }
 
-func (c APIServerConfig) withDefaults() APIServerConfig {
+func (c Config) withDefaults() Config {
 	if len(c.Impls) == 0 {
-		c.Impls = []string{BackendUpstream, BackendFreshcache}
+		c.Impls = []string{storage.BackendUpstream, storage.BackendFreshcache}
 	}
 	if c.Shape.Pods == 0 {
-		c.Shape = Shape{Pods: 5000, Nodes: 50}
+		c.Shape = storage.Shape{Pods: 5000, Nodes: 50}
 	}
-	c.Shape = c.Shape.withDefaults()
+	c.Shape = c.Shape.WithDefaults()
 	if len(c.Clients) == 0 {
 		c.Clients = []int{1, 32}
 	}
@@ -84,14 +86,14 @@ func (c APIServerConfig) withDefaults() APIServerConfig {
 	return c
 }
 
-// ErrImplementationRefused is returned when kube-apiserver refuses a
+// errImplementationRefused is returned when kube-apiserver refuses a
 // --watch-cache-implementation value.
-var ErrImplementationRefused = errors.New("bench: kube-apiserver refused the watch cache implementation")
+var errImplementationRefused = errors.New("apiserver: kube-apiserver refused the watch cache implementation")
 
-// RunAPIServer starts the servers, loads the shape into their etcd, and
+// Run starts the servers, loads the shape into their etcd, and
 // measures each server in turn while the other idles. notes says what was
 // skipped or substituted.
-func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, notes []string, err error) {
+func Run(ctx context.Context, cfg Config) (rows []Row, notes []string, err error) {
 	cfg = cfg.withDefaults()
 	dir := cfg.DataDir
 	if dir == "" {
@@ -120,7 +122,7 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 		}
 		label := impl
 		lu, err := startLocalUp(ctx, cfg.BinDir, filepath.Join(dir, fmt.Sprintf("%d-%s", i, impl)), args)
-		if errors.Is(err, ErrImplementationRefused) {
+		if errors.Is(err, errImplementationRefused) {
 			if cfg.Fallback == "" {
 				notes = append(notes, fmt.Sprintf("%s: skipped: %v", impl, err))
 				fmt.Fprintf(cfg.Progress, "# %s skipped: %v\n", impl, err)
@@ -154,10 +156,10 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 		fmt.Fprintf(cfg.Progress, "# %s ready (etcd %s)\n", label, etcdURL)
 	}
 	if len(servers) == 0 {
-		return rows, notes, errors.New("bench: no kube-apiserver started")
+		return rows, notes, errors.New("apiserver: no kube-apiserver started")
 	}
 	t0 := time.Now()
-	env, err := AttachEnv(ctx, etcdURL, cfg.Shape)
+	env, err := storage.AttachEnv(ctx, etcdURL, cfg.Shape)
 	if err != nil {
 		return rows, notes, err
 	}
@@ -172,10 +174,10 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 		if err := sv.waitCache(ctx); err != nil {
 			return rows, notes, err
 		}
-		for _, op := range []string{ScenarioListNode, ScenarioGet, "watch"} {
-			rvs := []string{RVConsistent, RVZero}
+		for _, op := range []string{storage.ScenarioListNode, storage.ScenarioGet, "watch"} {
+			rvs := []string{storage.RVConsistent, storage.RVZero}
 			if op == "watch" {
-				rvs = []string{RVNewest}
+				rvs = []string{storage.RVNewest}
 			}
 			for _, rv := range rvs {
 				for _, c := range cfg.Clients {
@@ -200,7 +202,7 @@ func RunAPIServer(ctx context.Context, cfg APIServerConfig) (rows []ServerRow, n
 type apiTarget struct {
 	label   string
 	cs      *kubernetes.Clientset
-	env     *Env
+	env     *storage.Env
 	etcdURL string
 	// http reads the server's /metrics and pprof endpoints.
 	http *servermetrics.Client
@@ -215,7 +217,7 @@ func (a *apiTarget) waitCache(ctx context.Context) error {
 	defer tick.Stop()
 	got := -1
 	for {
-		l, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(0), ResourceVersion: "0"})
+		l, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(0), ResourceVersion: "0"})
 		if err == nil && len(l.Items) == want {
 			return nil
 		}
@@ -224,20 +226,20 @@ func (a *apiTarget) waitCache(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("bench: %s: cache holds %d of %d pods of node 0 after 3m (last error %v)", a.label, got, want, err)
+			return fmt.Errorf("apiserver: %s: cache holds %d of %d pods of node 0 after 3m (last error %v)", a.label, got, want, err)
 		case <-tick.C:
 		}
 	}
 }
 
 // row measures one operation at one client count.
-func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string, clients int) (ServerRow, error) {
-	r := ServerRow{Implementation: a.label, Operation: op, RV: rv, Clients: clients}
+func (a *apiTarget) row(ctx context.Context, cfg Config, op, rv string, clients int) (Row, error) {
+	r := Row{Implementation: a.label, Operation: op, RV: rv, Clients: clients}
 	if op == "watch" {
 		return a.watchRow(ctx, cfg, r)
 	}
-	w := a.env.startLoad(ctx, cfg.Load)
-	defer func() { _, _ = w.stop() }()
+	w := a.env.StartLoad(ctx, cfg.Load)
+	defer func() { _, _ = w.Stop() }()
 	if cfg.Warmup > 0 {
 		a.loop(ctx, op, rv, clients, time.Now().Add(cfg.Warmup))
 	}
@@ -259,7 +261,7 @@ func (a *apiTarget) row(ctx context.Context, cfg APIServerConfig, op, rv string,
 	return r, nil
 }
 
-func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Duration) {
+func (a *apiTarget) fill(r *Row, before, after serverSample, lat []time.Duration) {
 	r.Seconds = after.at.Sub(before.at).Seconds()
 	r.Etcd = after.etcd.Sub(before.etcd)
 	if r.Ops > 0 {
@@ -269,7 +271,7 @@ func (a *apiTarget) fill(r *ServerRow, before, after serverSample, lat []time.Du
 		r.ServerGCsPerKOp = (after.gcs - before.gcs) * 1000 / float64(r.Ops)
 	}
 	r.ServerHeapMiB = after.heap / (1 << 20)
-	sortDurations(lat)
+	slices.Sort(lat)
 	r.P50Ms, r.P99Ms = ms(quantile.Percentile(lat, 50)), ms(quantile.Percentile(lat, 99))
 	if q, ok := after.wait.Sub(before.wait).Quantile(0.99); ok {
 		v := q * 1000
@@ -284,7 +286,7 @@ func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadli
 		wg  sync.WaitGroup
 	)
 	rvParam := ""
-	if rv == RVZero {
+	if rv == storage.RVZero {
 		rvParam = "0"
 	}
 	for ci := range clients {
@@ -298,23 +300,23 @@ func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadli
 				var err error
 				wrong := false
 				switch op {
-				case ScenarioListNode:
+				case storage.ScenarioListNode:
 					node := rnd.IntN(a.env.Shape.Nodes)
-					pl, e := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(node), ResourceVersion: rvParam})
+					pl, e := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(node), ResourceVersion: rvParam})
 					err = e
 					if e == nil {
 						wrong = len(pl.Items) != a.env.Shape.PodsOnNode(node)
 					}
-				case ScenarioGet:
+				case storage.ScenarioGet:
 					i := rnd.IntN(a.env.Shape.Pods)
-					ns, name := a.env.Shape.podKey(i)
+					ns, name := a.env.Shape.PodKey(i)
 					p, e := a.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rvParam})
 					err = e
 					if e == nil {
 						wrong = p.Name != name
 					}
 				}
-				local.record(time.Since(t0), 0, err, wrong)
+				local.record(time.Since(t0), err, wrong)
 			}
 			mu.Lock()
 			out.add(local)
@@ -328,7 +330,7 @@ func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadli
 // watchRow opens clients watches spread over the watched nodes, from the
 // current RV (no initial events), writes to those nodes' pods straight to
 // etcd, and measures delivery latency through the apiserver.
-func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerRow) (ServerRow, error) {
+func (a *apiTarget) watchRow(ctx context.Context, cfg Config, r Row) (Row, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	k := min(cfg.WatchNodes, r.Clients)
@@ -358,7 +360,7 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerR
 	for i := range r.Clients {
 		node := i % k
 		perNode[node]++
-		w, err := a.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + nodeName(node), ResourceVersion: l.ResourceVersion})
+		w, err := a.cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(node), ResourceVersion: l.ResourceVersion})
 		if err != nil {
 			for _, w := range watchers {
 				w.Stop()
@@ -384,7 +386,7 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerR
 				if err != nil {
 					continue
 				}
-				ts, err := strconv.ParseInt(m.GetAnnotations()[AnnotationWritten], 10, 64)
+				ts, err := strconv.ParseInt(m.GetAnnotations()[storage.AnnotationWritten], 10, 64)
 				if err != nil || ts < start.Load() {
 					continue
 				}
@@ -424,19 +426,19 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerR
 			}
 			node := rnd.IntN(k)
 			i := byNode[node][rnd.IntN(len(byNode[node]))]
-			if err := a.env.putPod(wctx, i, time.Now().UnixNano()); err == nil {
+			if err := a.env.PutPod(wctx, i, time.Now().UnixNano()); err == nil {
 				expected.Add(perNode[node])
 			}
 		}
 	}()
-	lw := a.env.startLoad(ctx, Load{LeaseWritesPerSec: cfg.Load.LeaseWritesPerSec})
+	lw := a.env.StartLoad(ctx, storage.Load{LeaseWritesPerSec: cfg.Load.LeaseWritesPerSec})
 	select {
 	case <-ctx.Done():
 	case <-time.After(cfg.Duration):
 	}
 	wcancel()
 	wwg.Wait()
-	_, _ = lw.stop()
+	_, _ = lw.Stop()
 	deadline := time.Now().Add(5 * time.Second)
 	for delivered.Load() < expected.Load() && time.Now().Before(deadline) {
 		select {
@@ -463,3 +465,52 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg APIServerConfig, r ServerR
 	}
 	return r, nil
 }
+
+// loopResult is what the clients of one row counted.
+type loopResult struct {
+	lat              []time.Duration
+	ops, errs, wrong int64
+	firstErr         string
+}
+
+// record counts one op that took d; wrong (an answer other than the
+// shape's) counts only for an op without error.
+func (r *loopResult) record(d time.Duration, err error, wrong bool) {
+	r.lat = append(r.lat, d)
+	r.ops++
+	if err != nil {
+		r.errs++
+		if r.firstErr == "" {
+			r.firstErr = err.Error()
+		}
+	} else if wrong {
+		r.wrong++
+	}
+}
+
+// add merges one client's result into r.
+func (r *loopResult) add(w loopResult) {
+	r.lat = append(r.lat, w.lat...)
+	r.ops += w.ops
+	r.errs += w.errs
+	r.wrong += w.wrong
+	if r.firstErr == "" {
+		r.firstErr = w.firstErr
+	}
+}
+
+// atomicFirst keeps the first error message it is given.
+type atomicFirst struct {
+	once sync.Once
+	msg  atomic.Value
+}
+
+func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
+func (a *atomicFirst) get() string {
+	if v, ok := a.msg.Load().(string); ok {
+		return v
+	}
+	return ""
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -37,11 +37,11 @@ import (
 // opt-in, because it takes minutes and its numbers only mean something on
 // a quiet machine:
 //
-//	cd tools/bench && FRESHCACHE_BENCH=1 go test ./bench -run TestCompare -v -timeout 60m
+//	cd tools/bench && FRESHCACHE_BENCH=1 go test ./storage -run TestCompare -v -timeout 60m
 //
 // FRESHCACHE_BENCH_PODS, _NODES, _REPEATS and _LIST_SECONDS change the
 // shape (defaults 20000, 200, 3, 3). It prints a Markdown table of medians.
-// The benchmarks (go test -bench 'ListByNode|HeapPerObject' ./bench) run
+// The benchmarks (go test -bench 'ListByNode|HeapPerObject' ./storage) run
 // the same measurements through testing.B, for profiling.
 
 // cacheBackends are the backends compared here.
@@ -111,22 +111,22 @@ func TestBackendsAgree(t *testing.T) {
 				t.Fatalf("%s: %v", name, err)
 			}
 			if len(list.Items) != shape.PodsOnNode(n) {
-				t.Errorf("%s: node %s has %d pods, want %d", name, nodeName(n), len(list.Items), shape.PodsOnNode(n))
+				t.Errorf("%s: node %s has %d pods, want %d", name, NodeName(n), len(list.Items), shape.PodsOnNode(n))
 			}
 			for _, p := range list.Items {
-				if p.Spec.NodeName != nodeName(n) {
-					t.Errorf("%s: pod %s on %s listed for %s", name, p.Name, p.Spec.NodeName, nodeName(n))
+				if p.Spec.NodeName != NodeName(n) {
+					t.Errorf("%s: pod %s on %s listed for %s", name, p.Name, p.Spec.NodeName, NodeName(n))
 				}
 			}
 			lists[name] = list
 		}
 		up, fc := lists[BackendUpstream], lists[BackendFreshcache]
 		if len(up.Items) != len(fc.Items) {
-			t.Fatalf("node %s: upstream %d pods, freshcache %d", nodeName(n), len(up.Items), len(fc.Items))
+			t.Fatalf("node %s: upstream %d pods, freshcache %d", NodeName(n), len(up.Items), len(fc.Items))
 		}
 		for i := range up.Items {
 			if !apiequality.Semantic.DeepEqual(up.Items[i], fc.Items[i]) {
-				t.Errorf("node %s item %d differs: upstream %s/%s rv %s, freshcache %s/%s rv %s", nodeName(n), i,
+				t.Errorf("node %s item %d differs: upstream %s/%s rv %s, freshcache %s/%s rv %s", NodeName(n), i,
 					up.Items[i].Namespace, up.Items[i].Name, up.Items[i].ResourceVersion,
 					fc.Items[i].Namespace, fc.Items[i].Name, fc.Items[i].ResourceVersion)
 			}

@@ -1,4 +1,4 @@
-package bench
+package apiserver
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
+	"github.com/freshcache/freshcache/tools/bench/storage"
 )
 
 // What the harness reads from a kube-apiserver under test besides the API
@@ -66,7 +67,7 @@ func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
 // startProfile, with cfg.ProfileDir set, asks the apiserver for a CPU
 // profile as long as the measured row; the returned func waits for it and
 // writes it. Without ProfileDir both are no-ops.
-func (a *apiTarget) startProfile(ctx context.Context, cfg APIServerConfig, r ServerRow) func() error {
+func (a *apiTarget) startProfile(ctx context.Context, cfg Config, r Row) func() error {
 	if cfg.ProfileDir == "" {
 		return func() error { return nil }
 	}
@@ -83,9 +84,9 @@ func (a *apiTarget) startProfile(ctx context.Context, cfg APIServerConfig, r Ser
 	return func() error {
 		res := <-done
 		if res.err != nil {
-			return fmt.Errorf("bench: CPU profile of %s: %w", a.label, res.err)
+			return fmt.Errorf("apiserver: CPU profile of %s: %w", a.label, res.err)
 		}
-		rv := map[string]string{RVConsistent: "consistent", RVZero: "0", RVNewest: "N"}[r.RV]
+		rv := map[string]string{storage.RVConsistent: "consistent", storage.RVZero: "0", storage.RVNewest: "N"}[r.RV]
 		name := fmt.Sprintf("%s-%s-%s-c%d.pprof", a.label, r.Operation, rv, r.Clients)
 		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
 			return err

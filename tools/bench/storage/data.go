@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"fmt"
@@ -21,7 +21,9 @@ type Shape struct {
 	Apps       int `json:"apps"`
 }
 
-func (s Shape) withDefaults() Shape {
+// WithDefaults fills zero fields with the defaults of `freshcache-bench
+// storage`: 20,000 pods on 200 nodes in 20 namespaces, of 97 apps.
+func (s Shape) WithDefaults() Shape {
 	if s.Pods <= 0 {
 		s.Pods = 20000
 	}
@@ -41,7 +43,9 @@ func (s Shape) withDefaults() Shape {
 // the harness wrote a pod, so that a watcher can compute delivery latency.
 const AnnotationWritten = "bench.freshcache.io/written"
 
-func nodeName(n int) string      { return fmt.Sprintf("node-%05d", n) }
+// NodeName is the name of node n, as the pods' spec.nodeName holds it.
+func NodeName(n int) string { return fmt.Sprintf("node-%05d", n) }
+
 func namespaceName(n int) string { return fmt.Sprintf("bench-%03d", n) }
 func appName(n int) string       { return fmt.Sprintf("app-%03d", n) }
 func podName(i int) string       { return fmt.Sprintf("pod-%07d", i) }
@@ -55,8 +59,8 @@ func (s Shape) PodsOnNode(n int) int {
 	return c
 }
 
-// PodsOfApp is how many pods carry app=app-(a).
-func (s Shape) PodsOfApp(a int) int {
+// podsOfApp is how many pods carry app=app-(a).
+func (s Shape) podsOfApp(a int) int {
 	c := s.Pods / s.Apps
 	if a < s.Pods%s.Apps {
 		c++
@@ -64,17 +68,17 @@ func (s Shape) PodsOfApp(a int) int {
 	return c
 }
 
-// podKey is the pod's name and namespace.
-func (s Shape) podKey(i int) (ns, name string) {
+// PodKey is pod i's namespace and name.
+func (s Shape) PodKey(i int) (ns, name string) {
 	return namespaceName(i % s.Namespaces), podName(i)
 }
 
-// Pod builds pod i: a running two-container pod of about 2 KB in its
+// pod builds pod i: a running two-container pod of about 2 KB in its
 // protobuf storage encoding, shaped like a Deployment's pod. written, when
 // non-zero, goes into AnnotationWritten; generation bumps a counter
 // annotation so that updates change the object.
-func (s Shape) Pod(i int, written int64, generation int) *v1.Pod {
-	ns, name := s.podKey(i)
+func (s Shape) pod(i int, written int64, generation int) *v1.Pod {
+	ns, name := s.PodKey(i)
 	node := i % s.Nodes
 	app := appName(i % s.Apps)
 	hash := fmt.Sprintf("%08x", uint32(i%s.Apps)*2654435761)
@@ -149,7 +153,7 @@ func (s Shape) Pod(i int, written int64, generation int) *v1.Pod {
 			}},
 		},
 		Spec: v1.PodSpec{
-			NodeName:           nodeName(node),
+			NodeName:           NodeName(node),
 			ServiceAccountName: "default",
 			RestartPolicy:      v1.RestartPolicyAlways,
 			DNSPolicy:          v1.DNSClusterFirst,
@@ -191,10 +195,10 @@ func (s Shape) Pod(i int, written int64, generation int) *v1.Pod {
 	}
 }
 
-// Lease builds node n's heartbeat lease in kube-node-lease, renewed at
+// lease builds node n's heartbeat lease in kube-node-lease, renewed at
 // renew (Unix nanoseconds).
-func (s Shape) Lease(n int, renew int64) *coordinationv1.Lease {
-	holder := nodeName(n)
+func (s Shape) lease(n int, renew int64) *coordinationv1.Lease {
+	holder := NodeName(n)
 	dur := int32(40)
 	t := metav1.NewMicroTime(timeFromNanos(renew))
 	return &coordinationv1.Lease{

@@ -1,7 +1,7 @@
-package bench
+package apiserver
 
-// The cmd/local-up child processes of the through-kube-apiserver and
-// hollow-node runs, started through pkg/localup/launch.
+// The cmd/local-up child processes of the benchmark, started through
+// pkg/localup/launch.
 
 import (
 	"context"
@@ -27,10 +27,10 @@ type localUpProc struct {
 func startLocalUp(ctx context.Context, binDir, dataDir string, extra []string) (*localUpProc, error) {
 	p, err := launch.Start(ctx, launch.Options{BinDir: binDir, DataDir: dataDir, Args: extra})
 	if errors.Is(err, launch.ErrExited) && strings.Contains(err.Error(), "not available in this build") {
-		return nil, fmt.Errorf("%w: %s", ErrImplementationRefused, lastLine(err.Error(), "watch-cache-implementation"))
+		return nil, fmt.Errorf("%w: %s", errImplementationRefused, lastLine(err.Error(), "watch-cache-implementation"))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	l := &localUpProc{proc: p, kubeconfig: p.Ready.Kubeconfig, ready: p.Ready}
 	if len(p.Ready.Etcd.Endpoints) > 0 {

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -49,7 +49,7 @@ type Env struct {
 // StartEnv starts an embedded etcd in dataDir and loads the shape into it:
 // every pod and one lease per node.
 func StartEnv(ctx context.Context, dataDir string, shape Shape) (*Env, error) {
-	shape = shape.withDefaults()
+	shape = shape.WithDefaults()
 	cluster, err := etcdlocal.Start(ctx, etcdlocal.Options{DataDir: dataDir, UnsafeNoFsync: true})
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func StartEnv(ctx context.Context, dataDir string, shape Shape) (*Env, error) {
 // endpoint (the through-kube-apiserver benchmark uses local-up's). Close
 // leaves that etcd running.
 func AttachEnv(ctx context.Context, endpoint string, shape Shape) (*Env, error) {
-	e := &Env{Shape: shape.withDefaults(), Endpoint: endpoint}
+	e := &Env{Shape: shape.WithDefaults(), Endpoint: endpoint}
 	if err := e.init(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -77,7 +77,7 @@ func AttachEnv(ctx context.Context, endpoint string, shape Shape) (*Env, error) 
 func (e *Env) init(ctx context.Context) error {
 	var err error
 	if e.writer, err = etcdload.New(etcdload.Options{Endpoint: e.Endpoint, Resources: []schema.GroupResource{podsGR, leasesGR}}); err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	e.podConfig = e.writer.Config(podsGR)
 	e.podCodec = e.podConfig.Codec
@@ -88,7 +88,7 @@ func (e *Env) init(ctx context.Context) error {
 func (e *Env) load(ctx context.Context) error {
 	return etcdload.Load(ctx, e.Shape.Pods+e.Shape.Nodes, 16, func(ctx context.Context, i int) error {
 		if i < e.Shape.Pods {
-			return e.putPod(ctx, i, 0)
+			return e.PutPod(ctx, i, 0)
 		}
 		return e.putLease(ctx, i-e.Shape.Pods)
 	})
@@ -104,18 +104,18 @@ func (e *Env) Close() {
 	}
 }
 
-// PodConfig returns a copy of the pod storage configuration, as
+// podStorageConfig returns a copy of the pod storage configuration, as
 // kube-apiserver's storage factory builds it.
-func (e *Env) PodConfig() *storagebackend.ConfigForResource {
+func (e *Env) podStorageConfig() *storagebackend.ConfigForResource {
 	c := *e.podConfig
 	return &c
 }
 
-// LastRev is the newest revision the harness wrote.
-func (e *Env) LastRev() int64 { return e.lastRev.Load() }
+// lastRevision is the newest revision the harness wrote.
+func (e *Env) lastRevision() int64 { return e.lastRev.Load() }
 
-// CurrentRev asks etcd for its revision (a linearizable read) and records it.
-func (e *Env) CurrentRev(ctx context.Context) (int64, error) {
+// currentRev asks etcd for its revision (a linearizable read) and records it.
+func (e *Env) currentRev(ctx context.Context) (int64, error) {
 	rev, err := e.writer.Revision(ctx)
 	if err != nil {
 		return 0, err
@@ -133,23 +133,25 @@ func (e *Env) noteRev(rev int64) {
 	}
 }
 
-// putPod writes pod i straight to etcd in kube-apiserver's storage
-// encoding. Writing around the registry keeps the writers' etcd traffic to
-// Put requests, which the request counters leave out (see EtcdCounters).
-func (e *Env) putPod(ctx context.Context, i int, written int64) error {
-	ns, name := e.Shape.podKey(i)
-	return e.put(ctx, podsGR, ns, name, e.Shape.Pod(i, written, int(e.podGen.Add(1))))
+// PutPod writes pod i straight to etcd in kube-apiserver's storage
+// encoding, with written (Unix nanoseconds, when not zero) in
+// AnnotationWritten. Writing around the registry keeps the writers' etcd
+// traffic to Put requests, which the request counters leave out (see
+// servermetrics.EtcdCounters).
+func (e *Env) PutPod(ctx context.Context, i int, written int64) error {
+	ns, name := e.Shape.PodKey(i)
+	return e.put(ctx, podsGR, ns, name, e.Shape.pod(i, written, int(e.podGen.Add(1))))
 }
 
 func (e *Env) putLease(ctx context.Context, n int) error {
-	l := e.Shape.Lease(n, time.Now().UnixNano())
+	l := e.Shape.lease(n, time.Now().UnixNano())
 	return e.put(ctx, leasesGR, leaseNamespace, l.Name, l)
 }
 
 func (e *Env) put(ctx context.Context, gr schema.GroupResource, ns, name string, obj runtime.Object) error {
 	rev, err := e.writer.Put(ctx, gr, ns, name, obj)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("storage: %w", err)
 	}
 	e.noteRev(rev)
 	return nil
@@ -167,9 +169,8 @@ type Load struct {
 	PodTargets []int `json:"-"`
 }
 
-// writers runs the load until stop is called; stop returns the number of
-// pod writes done and the first write error.
-type writers struct {
+// Writers is a running Load, until Stop.
+type Writers struct {
 	cancel       context.CancelFunc
 	wg           sync.WaitGroup
 	pods, leases etcdload.Counts
@@ -179,9 +180,11 @@ type writers struct {
 	}
 }
 
-func (e *Env) startLoad(ctx context.Context, l Load) *writers {
+// StartLoad starts writing l in the background, until the returned
+// Writers' Stop (or the end of ctx).
+func (e *Env) StartLoad(ctx context.Context, l Load) *Writers {
 	ctx, cancel := context.WithCancel(ctx)
-	w := &writers{cancel: cancel}
+	w := &Writers{cancel: cancel}
 	run := func(perSec float64, n int, put etcdload.PutFunc, c *etcdload.Counts) {
 		if perSec <= 0 {
 			return
@@ -208,13 +211,15 @@ func (e *Env) startLoad(ctx context.Context, l Load) *writers {
 		pods, pod = len(l.PodTargets), func(i int) int { return l.PodTargets[i] }
 	}
 	run(l.PodWritesPerSec, pods, func(ctx context.Context, i int) error {
-		return e.putPod(ctx, pod(i), time.Now().UnixNano())
+		return e.PutPod(ctx, pod(i), time.Now().UnixNano())
 	}, &w.pods)
 	run(l.LeaseWritesPerSec, e.Shape.Nodes, e.putLease, &w.leases)
 	return w
 }
 
-func (w *writers) stop() (int64, error) {
+// Stop ends the load and returns the number of pod writes done and the
+// first write error.
+func (w *Writers) Stop() (int64, error) {
 	w.cancel()
 	w.wg.Wait()
 	w.mu.Lock()

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"encoding/json"
@@ -14,15 +14,14 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
-// Report is the JSON document a storage, memory or apiserver run writes
-// to docs/results/.
+// Report is the JSON document a storage or memory run writes to
+// docs/results/ (Kind "storage" or "memory").
 type Report struct {
 	report.Identity
 
-	Config  *Config     `json:"config,omitempty"`
-	Rows    []Row       `json:"rows,omitempty"`
-	Memory  []MemoryRow `json:"memory,omitempty"`
-	Servers []ServerRow `json:"apiserver,omitempty"`
+	Config *Config     `json:"config,omitempty"`
+	Rows   []Row       `json:"rows,omitempty"`
+	Memory []MemoryRow `json:"memory,omitempty"`
 }
 
 // NewReport fills the run's identity: date, machine, commit and command.
@@ -116,8 +115,8 @@ func num(v float64) string {
 	}
 }
 
-// FormatRow is one row as a single progress line.
-func FormatRow(r Row) string {
+// formatRow is one row as a single progress line.
+func formatRow(r Row) string {
 	c := rowCells(r)
 	var b strings.Builder
 	for i, h := range rowHeader {
@@ -142,8 +141,8 @@ func WriteTable(w io.Writer, rows []Row) error {
 	return tw.Flush()
 }
 
-// WriteMarkdown prints rows as a GitHub markdown table.
-func WriteMarkdown(w io.Writer, rows []Row) {
+// writeRowsMarkdown prints rows as a GitHub markdown table.
+func writeRowsMarkdown(w io.Writer, rows []Row) {
 	fmt.Fprintln(w, "| "+strings.Join(rowHeader, " | ")+" |")
 	seps := make([]string, len(rowHeader))
 	for i := range seps {
@@ -162,9 +161,9 @@ func WriteMarkdown(w io.Writer, rows []Row) {
 	}
 }
 
-// Headline is one of the storage-level targets (the consistent-read
+// headline is one of the storage-level targets (the consistent-read
 // targets and the rv=0 parity rows), computed from one run.
-type Headline struct {
+type headline struct {
 	Name string `json:"name"`
 	// Ratio is the measured value: a throughput ratio, or a latency in ms
 	// for an AtMost target.
@@ -176,13 +175,13 @@ type Headline struct {
 	Detail string `json:"detail"`
 }
 
-// Headlines computes the storage-level targets at the highest concurrency
+// headlines computes the storage-level targets at the highest concurrency
 // in rows. A target whose rows are missing is left out. When a run
 // repeats rv modes (e.g. --rvs=consistent,0,consistent,0), the i-th row of
 // one side is paired with the i-th row of the other, and the median over
 // the pairs is the value (the detail lists every pair): rows at 32 clients
 // on 2 cores move by ±20% from one run to the next.
-func Headlines(rows []Row) []Headline {
+func headlines(rows []Row) []headline {
 	_, _, _, concs := dims(rows)
 	if len(concs) == 0 {
 		return nil
@@ -197,7 +196,7 @@ func Headlines(rows []Row) []Headline {
 		}
 		return out
 	}
-	var out []Headline
+	var out []headline
 	ratio := func(name string, target float64, as, bs []Row) {
 		n := min(len(as), len(bs))
 		var rs []float64
@@ -219,7 +218,7 @@ func Headlines(rows []Row) []Headline {
 		if n > 1 {
 			detail = fmt.Sprintf("median of %d pairs %s: %s", n, fmtList(rs, "%.2f"), detail)
 		}
-		out = append(out, Headline{Name: name, Ratio: m, Target: target, Met: m >= target, Detail: detail})
+		out = append(out, headline{Name: name, Ratio: m, Target: target, Met: m >= target, Detail: detail})
 	}
 	waitP99 := func(name string, ceiling float64, rs []Row) {
 		var ws []float64
@@ -233,7 +232,7 @@ func Headlines(rows []Row) []Headline {
 		}
 		m := quantile.Median(ws)
 		detail := fmt.Sprintf("freshness wait p99 %s ms over %d row(s) (c=%d)", fmtList(ws, "%.2f"), len(ws), top)
-		out = append(out, Headline{Name: name, Ratio: m, Target: ceiling, AtMost: true, Met: m <= ceiling, Detail: detail})
+		out = append(out, headline{Name: name, Ratio: m, Target: ceiling, AtMost: true, Met: m <= ceiling, Detail: detail})
 	}
 	fcC := get(BackendFreshcache, ScenarioListNode, RVConsistent)
 	ratio(`freshcache list-node rv="" / freshcache rv=0`, 0.8, fcC, get(BackendFreshcache, ScenarioListNode, RVZero))
@@ -256,9 +255,9 @@ func fmtList(v []float64, format string) string {
 	return strings.Join(parts, ", ")
 }
 
-// WriteReportMarkdown writes the report's identity, headline ratios and
-// table as markdown.
-func WriteReportMarkdown(w io.Writer, r Report) {
+// WriteMarkdown writes the report as markdown: its identity, the targets
+// computed from its rows, the rows, their CPU split and the heap table.
+func WriteMarkdown(w io.Writer, r Report) {
 	r.WriteHeading(w)
 	if c := r.Config; c != nil {
 		fmt.Fprintf(w, "- shape: %d pods on %d nodes in %d namespaces; %v per row after %v warm-up; background load %g pod writes/s and %g lease writes/s; fan-out: %d watched nodes, %g pod writes/s on them\n",
@@ -267,7 +266,7 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "- note: %s\n", n)
 	}
-	if hs := Headlines(r.Rows); len(hs) > 0 {
+	if hs := headlines(r.Rows); len(hs) > 0 {
 		fmt.Fprintf(w, "\n## Targets (same-run ratios; medians over repeated pairs)\n\n| target | value | wanted | met | rows |\n|---|---:|---:|---|---|\n")
 		for _, h := range hs {
 			met := "no"
@@ -283,7 +282,7 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 	}
 	if len(r.Rows) > 0 {
 		fmt.Fprintf(w, "\n## Rows\n\n")
-		WriteMarkdown(w, r.Rows)
+		writeRowsMarkdown(w, r.Rows)
 	}
 	writeCPUSplit(w, r.Rows)
 	if len(r.Memory) > 0 {
@@ -292,10 +291,6 @@ func WriteReportMarkdown(w io.Writer, r Report) {
 			fmt.Fprintf(w, "| %s | %d | %d | %.1f | %.0f | %.1f |\n", m.Backend, m.Pods, m.Nodes,
 				float64(m.HeapAfter-min(m.HeapAfter, m.HeapBefore))/(1<<20), m.BytesPerObject, m.ReadySeconds)
 		}
-	}
-	if len(r.Servers) > 0 {
-		fmt.Fprintf(w, "\n## Through kube-apiserver\n\n")
-		WriteServerMarkdown(w, r.Servers)
 	}
 }
 

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 // (rv "" as "consistent"), so that repeated rows keep one file each.
 func createRowFile(dir string, row *Row, ext string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %s dir: %w", ext, err)
+		return nil, fmt.Errorf("storage: %s dir: %w", ext, err)
 	}
 	rv := row.RV
 	if rv == RVConsistent {
@@ -30,7 +30,7 @@ func createRowFile(dir string, row *Row, ext string) (*os.File, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bench: %s file: %w", ext, err)
+			return nil, fmt.Errorf("storage: %s file: %w", ext, err)
 		}
 		return f, nil
 	}
@@ -65,7 +65,7 @@ func startRowRecording(dir string, row *Row, ext string, start func(io.Writer) e
 	if err := start(f); err != nil {
 		_ = f.Close()
 		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("bench: start %s: %w", ext, err)
+		return nil, fmt.Errorf("storage: start %s: %w", ext, err)
 	}
 	*path = f.Name()
 	return func() error {

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -85,7 +85,7 @@ type Config struct {
 
 // WithDefaults fills zero fields with the defaults of `freshcache-bench storage`.
 func (c Config) WithDefaults() Config {
-	c.Shape = c.Shape.withDefaults()
+	c.Shape = c.Shape.WithDefaults()
 	if len(c.Backends) == 0 {
 		c.Backends = AllBackends
 	}
@@ -93,7 +93,7 @@ func (c Config) WithDefaults() Config {
 		c.Scenarios = AllScenarios
 	}
 	if len(c.RVs) == 0 {
-		c.RVs = AllRVs
+		c.RVs = allRVs
 	}
 	if len(c.Concurrency) == 0 {
 		c.Concurrency = []int{1, 4, 32}
@@ -153,7 +153,7 @@ func (e *Env) runBackend(ctx context.Context, b *podBackend, cfg Config) ([]Row,
 			r.OracleClient = OracleInProcess
 		}
 		rows = append(rows, r)
-		fmt.Fprintln(cfg.Progress, FormatRow(r))
+		fmt.Fprintln(cfg.Progress, formatRow(r))
 	}
 	scenarios := cfg.Scenarios
 	if b.name == BackendEtcd && len(cfg.EtcdScenarios) > 0 {
@@ -251,30 +251,30 @@ func (e *Env) runClosedLoop(ctx context.Context, b *podBackend, cfg Config, sc, 
 // runLoop is runClosedLoop with an optional gate before every op.
 func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv string, c int, load Load, g *gate) (Row, error) {
 	row := Row{Backend: b.name, Scenario: sc, RV: rv, Concurrency: c, Load: load}
-	w := e.startLoad(ctx, load)
+	w := e.StartLoad(ctx, load)
 	if cfg.Warmup > 0 {
 		e.workers(ctx, b, sc, rv, c, time.Now().Add(cfg.Warmup), g)
 	}
 	stopTrace, err := startRowTrace(cfg.TraceDir, &row)
 	if err != nil {
-		_, _ = w.stop()
+		_, _ = w.Stop()
 		return row, err
 	}
 	stopProfile, err := startRowCPUProfile(cfg.CPUProfileDir, &row)
 	if err != nil {
 		_ = stopTrace()
-		_, _ = w.stop()
+		_, _ = w.Stop()
 		return row, err
 	}
 	before := takeSample(b.name)
 	res := e.workers(ctx, b, sc, rv, c, before.at.Add(cfg.Duration), g)
 	after := takeSample(b.name)
 	if err := errors.Join(stopProfile(), stopTrace()); err != nil {
-		_, _ = w.stop()
+		_, _ = w.Stop()
 		return row, err
 	}
-	if _, err := w.stop(); err != nil {
-		return row, fmt.Errorf("bench: background writes: %w", err)
+	if _, err := w.Stop(); err != nil {
+		return row, fmt.Errorf("storage: background writes: %w", err)
 	}
 	row.Ops, row.Errors, row.FirstError, row.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
 	row.fill(before, after, res.lat, res.items)

@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"bytes"
@@ -68,7 +68,7 @@ func TestRunProfilesEachRow(t *testing.T) {
 		}
 	}
 	var md bytes.Buffer
-	WriteReportMarkdown(&md, Report{Identity: report.Identity{Kind: "storage"}, Rows: rows})
+	WriteMarkdown(&md, Report{Identity: report.Identity{Kind: "storage"}, Rows: rows})
 	for _, s := range []string{"## CPU per op by part (µs)", "**op** = " + cpusplit.Op, "| freshcache list-node rv=0 c=4 |", "CPU profile: " + want[0]} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("report lacks %q:\n%s", s, md.String())

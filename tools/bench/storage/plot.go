@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"fmt"
@@ -31,14 +31,14 @@ func rvLabel(rv string) string {
 	return "rv=" + rv
 }
 
-// PlotStorage draws the storage report's plots into dir and returns their
+// Plot draws the storage report's plots into dir and returns their
 // paths:
 //   - NAME-throughput.png: ops/s per backend for every scenario and rv mode,
 //     at the highest concurrency;
 //   - NAME-latency.png: p99 latency against concurrency, per scenario;
 //   - NAME-freshness.png: freshness wait p99 and LIST-by-node p99 against
 //     the write rate of another resource (the sweep rows).
-func PlotStorage(r Report, dir, name string) ([]string, error) {
+func Plot(r Report, dir, name string) ([]string, error) {
 	var paths []string
 	backends, scenarios, rvs, concs := dims(r.Rows)
 	if len(concs) == 0 {

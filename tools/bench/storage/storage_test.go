@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func TestHarnessTinyShape(t *testing.T) {
 	}
 	// Every backend: the matrix and one sweep row; the caches also one
 	// gate-control row.
-	want := len(AllBackends)*(len(AllScenarios)*len(AllRVs)+1) + len(AllBackends) - 1
+	want := len(AllBackends)*(len(AllScenarios)*len(allRVs)+1) + len(AllBackends) - 1
 	if len(rows) != want {
 		t.Fatalf("got %d rows, want %d", len(rows), want)
 	}
@@ -108,8 +108,8 @@ func TestHarnessTinyShape(t *testing.T) {
 		}
 	}
 	for _, b := range AllBackends {
-		if listNode[b] != len(AllRVs) {
-			t.Errorf("backend %s: %d list-node rows, want %d", b, listNode[b], len(AllRVs))
+		if listNode[b] != len(allRVs) {
+			t.Errorf("backend %s: %d list-node rows, want %d", b, listNode[b], len(allRVs))
 		}
 		wantGated := 1 // the control needs a cache: none for etcd
 		if b == BackendEtcd {
@@ -144,11 +144,11 @@ func TestHarnessTinyShape(t *testing.T) {
 		t.Errorf("JSON round trip: %d rows, want %d", len(back.Rows), len(rows))
 	}
 	var md bytes.Buffer
-	WriteReportMarkdown(&md, back)
+	WriteMarkdown(&md, back)
 	if !strings.Contains(md.String(), "| backend | scenario |") {
 		t.Errorf("markdown has no row table:\n%s", md.String())
 	}
-	pngs, err := PlotStorage(back, dir, "tiny")
+	pngs, err := Plot(back, dir, "tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func checkPNGs(t *testing.T, paths []string) {
 }
 
 func TestShapeCounts(t *testing.T) {
-	s := Shape{Pods: 1003, Nodes: 10}.withDefaults()
+	s := Shape{Pods: 1003, Nodes: 10}.WithDefaults()
 	total := 0
 	for n := range s.Nodes {
 		total += s.PodsOnNode(n)
@@ -184,10 +184,10 @@ func TestShapeCounts(t *testing.T) {
 	}
 	apps := 0
 	for a := range s.Apps {
-		apps += s.PodsOfApp(a)
+		apps += s.podsOfApp(a)
 	}
 	if apps != s.Pods {
-		t.Errorf("PodsOfApp sums to %d, want %d", apps, s.Pods)
+		t.Errorf("podsOfApp sums to %d, want %d", apps, s.Pods)
 	}
 }
 
@@ -211,8 +211,8 @@ func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
 		// Lower concurrency is not the target's.
 		{Backend: BackendFreshcache, Scenario: ScenarioListNode, RV: RVZero, Concurrency: 4, OpsPerSec: 1},
 	}
-	got := map[string]Headline{}
-	for _, h := range Headlines(rows) {
+	got := map[string]headline{}
+	for _, h := range headlines(rows) {
 		got[h.Name] = h
 	}
 	for _, tc := range []struct {
@@ -241,7 +241,7 @@ func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
 		t.Error("a target without its rows must be left out")
 	}
 	// A failing ceiling is reported as not met.
-	hs := Headlines([]Row{row(BackendFreshcache, RVConsistent, 1, ms(25))})
+	hs := headlines([]Row{row(BackendFreshcache, RVConsistent, 1, ms(25))})
 	if len(hs) != 1 || hs[0].Met || !strings.Contains(hs[0].Detail, "25.00") {
 		t.Errorf("wait 25 ms against a 10 ms ceiling: %+v", hs)
 	}

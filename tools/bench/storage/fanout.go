@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -65,11 +65,11 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 			case RVZero:
 				o.ResourceVersion = "0"
 			case RVNewest:
-				o.ResourceVersion = strconv.FormatInt(e.LastRev(), 10)
+				o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
 			}
 			w, err := b.store.Watch(all, o)
 			if err != nil {
-				return row, fmt.Errorf("bench: %s watch (rv %s): %w", b.name, rv, err)
+				return row, fmt.Errorf("storage: %s watch (rv %s): %w", b.name, rv, err)
 			}
 			watchers = append(watchers, w)
 			want := 0
@@ -136,14 +136,14 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 
 	before := takeSample(b.name)
 	start.Store(before.at.UnixNano())
-	w := e.startLoad(ctx, load)
+	w := e.StartLoad(ctx, load)
 	select { // the measurement window itself
 	case <-ctx.Done():
 	case <-time.After(cfg.Duration):
 	}
-	writes, err := w.stop()
+	writes, err := w.Stop()
 	if err != nil {
-		return row, fmt.Errorf("bench: background writes: %w", err)
+		return row, fmt.Errorf("storage: background writes: %w", err)
 	}
 	row.EventsExpected = writes * int64(c)
 	// Let in-flight events arrive: wait until every expected event was

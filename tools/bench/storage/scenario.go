@@ -1,4 +1,4 @@
-package bench
+package storage
 
 import (
 	"context"
@@ -37,11 +37,11 @@ const (
 	RVNewest     = "N"
 )
 
-// AllRVs is the order of the rv modes.
-var AllRVs = []string{RVConsistent, RVZero, RVNewest}
+// allRVs is the order of the rv modes.
+var allRVs = []string{RVConsistent, RVZero, RVNewest}
 
-// PageSize is the limit of ScenarioListPaged.
-const PageSize = 500
+// pageSize is the limit of ScenarioListPaged.
+const pageSize = 500
 
 // opResult is what one operation reports besides its latency.
 type opResult struct {
@@ -58,14 +58,14 @@ func (e *Env) listOpts(rv string) *metainternalversion.ListOptions {
 	case RVZero:
 		o.ResourceVersion = "0"
 	case RVNewest:
-		o.ResourceVersion = strconv.FormatInt(e.LastRev(), 10)
+		o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
 		o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
 	return o
 }
 
 func nodeSelector(node int) fields.Selector {
-	return fields.OneTermEqualSelector("spec.nodeName", nodeName(node))
+	return fields.OneTermEqualSelector("spec.nodeName", NodeName(node))
 }
 
 // op runs one operation of a simple scenario (every one but the watch
@@ -113,10 +113,10 @@ func (e *Env) op(ctx context.Context, b *podBackend, scenario, rv string, r *ran
 			return opResult{}, err
 		}
 		n := len(obj.(*api.PodList).Items)
-		return opResult{items: n, wrong: n != e.Shape.PodsOfApp(app)}, nil
+		return opResult{items: n, wrong: n != e.Shape.podsOfApp(app)}, nil
 	case ScenarioListPaged:
 		o := e.listOpts(rv)
-		o.Limit = PageSize
+		o.Limit = pageSize
 		n := 0
 		for {
 			obj, err := b.store.List(all, o)
@@ -128,18 +128,18 @@ func (e *Env) op(ctx context.Context, b *podBackend, scenario, rv string, r *ran
 			if list.Continue == "" {
 				break
 			}
-			o = &metainternalversion.ListOptions{Limit: PageSize, Continue: list.Continue}
+			o = &metainternalversion.ListOptions{Limit: pageSize, Continue: list.Continue}
 		}
 		return opResult{items: n, wrong: n != e.Shape.Pods}, nil
 	case ScenarioGet:
 		i := r.IntN(e.Shape.Pods)
-		ns, name := e.Shape.podKey(i)
+		ns, name := e.Shape.PodKey(i)
 		o := &metav1.GetOptions{}
 		switch rv {
 		case RVZero:
 			o.ResourceVersion = "0"
 		case RVNewest:
-			o.ResourceVersion = strconv.FormatInt(e.LastRev(), 10)
+			o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
 		}
 		obj, err := b.store.Get(genericapirequest.WithNamespace(ctx, ns), name, o)
 		if err != nil {
@@ -148,6 +148,6 @@ func (e *Env) op(ctx context.Context, b *podBackend, scenario, rv string, r *ran
 		got := obj.(*api.Pod)
 		return opResult{items: 1, wrong: got.Name != name || got.Namespace != ns}, nil
 	default:
-		return opResult{}, fmt.Errorf("bench: scenario %q has no single operation", scenario)
+		return opResult{}, fmt.Errorf("storage: scenario %q has no single operation", scenario)
 	}
 }
