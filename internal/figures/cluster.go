@@ -1,0 +1,264 @@
+package figures
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The cluster benchmark's configurations and modes, as cluster.json
+// spells them.
+const (
+	cfgUpstream   = "upstream"
+	cfgFreshcache = "freshcache"
+	cfgGate       = "freshcache-fresh-rv0"
+	modeSingle    = "single"
+	modeHA        = "ha"
+)
+
+// clusterReport is `freshcache-bench cluster`.
+type clusterReport struct {
+	header
+	Cells []clusterCell `json:"cells"`
+}
+
+type clusterCell struct {
+	Config     string   `json:"config"`
+	Mode       string   `json:"mode"`
+	Nodes      int      `json:"nodes"`
+	Repeat     int      `json:"repeat"`
+	APICPUSec  float64  `json:"apiserver_cpu_seconds"`
+	EtcdReads  float64  `json:"etcd_reads"`
+	ListP99Ms  *float64 `json:"list_p99_ms"`
+	FreshReads float64  `json:"fresh_reads"`
+	Fetches    float64  `json:"revision_fetches"`
+	FetchReads float64  `json:"fetch_reads"`
+	WriteReads float64  `json:"write_reads"`
+	Probe      struct {
+		Writes int              `json:"writes"`
+		Reads  map[string]int64 `json:"reads"`
+		Stale  map[string]int64 `json:"stale"`
+	} `json:"probe"`
+}
+
+// The probe's read kinds.
+const (
+	probeGetZero        = "get rv=0"
+	probeListZero       = "list rv=0"
+	probeGetConsistent  = `get rv=""`
+	probeListConsistent = `list rv=""`
+)
+
+func (s *Source) cluster() (*clusterReport, error) { return loadJSON[clusterReport](s, "cluster.json") }
+
+// cells are the cells of config in mode at nodes, by repeat.
+func (r *clusterReport) cells(config, mode string, nodes int) []clusterCell {
+	var out []clusterCell
+	for _, c := range r.Cells {
+		if c.Config == config && c.Mode == mode && c.Nodes == nodes {
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b clusterCell) int { return a.Repeat - b.Repeat })
+	return out
+}
+
+// ratioNodes is the node count the closing line's ratios are at: the
+// largest single-apiserver count at which both upstream and the gate ran
+// (as tools/bench's ComputeClusterRatios picks it).
+func (r *clusterReport) ratioNodes() (int, error) {
+	n := 0
+	for _, c := range r.Cells {
+		if c.Config == cfgGate && c.Mode == modeSingle && len(r.cells(cfgUpstream, modeSingle, c.Nodes)) > 0 {
+			n = max(n, c.Nodes)
+		}
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%w: cluster.json has no node count where upstream and %s both ran", ErrNotInResults, cfgGate)
+	}
+	return n, nil
+}
+
+// pairRatios are, for each pair of the gate's and upstream's cells of the
+// same repeat at the ratio node count, the gate's f over upstream's f.
+func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float64, error) {
+	n, err := r.ratioNodes()
+	if err != nil {
+		return nil, err
+	}
+	gs, us := r.cells(cfgGate, modeSingle, n), r.cells(cfgUpstream, modeSingle, n)
+	var out []float64
+	for i := range min(len(gs), len(us)) {
+		g, okG := f(gs[i])
+		u, okU := f(us[i])
+		if okG && okU && u != 0 {
+			out = append(out, g/u)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: cluster.json has no pair of cells at %d nodes", ErrNotInResults, n)
+	}
+	return out, nil
+}
+
+func cpuOf(c clusterCell) (float64, bool)   { return c.APICPUSec, true }
+func readsOf(c clusterCell) (float64, bool) { return c.EtcdReads, true }
+func listP99Of(c clusterCell) (float64, bool) {
+	if c.ListP99Ms == nil {
+		return 0, false
+	}
+	return *c.ListP99Ms, true
+}
+
+// promisedStale counts the probe's stale answers to reads c's
+// configuration promises fresh: rv="" on freshcache, every read with the
+// gate (as the closing line's stale= counts them).
+func promisedStale(c clusterCell) int64 {
+	switch c.Config {
+	case cfgFreshcache:
+		return c.Probe.Stale[probeGetConsistent] + c.Probe.Stale[probeListConsistent]
+	case cfgGate:
+		var n int64
+		for _, v := range c.Probe.Stale {
+			n += v
+		}
+		return n
+	}
+	return 0
+}
+
+// group is the cells of one configuration at one mode and node count.
+type group struct {
+	mode  string
+	nodes int
+}
+
+func (g group) String() string {
+	if g.mode == modeHA {
+		return fmt.Sprintf("HA %d", g.nodes)
+	}
+	return fmt.Sprint(g.nodes)
+}
+
+// upstreamGroups are the mode and node counts at which upstream has a
+// cell: the rows a comparison with upstream can have. Single before HA,
+// by nodes.
+func (r *clusterReport) upstreamGroups() []group {
+	var out []group
+	for _, c := range r.Cells {
+		g := group{c.Mode, c.Nodes}
+		if c.Config == cfgUpstream && !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	rank := func(g group) int {
+		if g.mode == modeSingle {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(out, func(a, b group) int {
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.nodes, b.nodes)
+	})
+	return out
+}
+
+// staleRV0 is the share of config's rv=0 probe reads at g answered
+// stale, over all its cells there; ok is false when it has none.
+func (r *clusterReport) staleRV0(config string, g group) (share float64, ok bool) {
+	var stale, reads int64
+	for _, c := range r.cells(config, g.mode, g.nodes) {
+		stale += c.Probe.Stale[probeGetZero] + c.Probe.Stale[probeListZero]
+		reads += c.Probe.Reads[probeGetZero] + c.Probe.Reads[probeListZero]
+	}
+	if reads == 0 {
+		return 0, false
+	}
+	return float64(stale) / float64(reads), true
+}
+
+// staleRV0Range is the range of config's stale rv=0 share over the groups
+// upstream also ran.
+func (r *clusterReport) staleRV0Range(config string) ([]float64, error) {
+	var out []float64
+	for _, g := range r.upstreamGroups() {
+		if v, ok := r.staleRV0(config, g); ok {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: cluster.json has no rv=0 probe reads of %s", ErrNotInResults, config)
+	}
+	return out, nil
+}
+
+// kepTable renders the KEP's table of the cluster benchmark: per group
+// upstream ran, each freshcache configuration's CPU / etcd reads / pod
+// LIST p99 over upstream's of the same repeat (or the median over the
+// pairs), and the share of rv=0 probe reads answered stale.
+func (r *clusterReport) kepTable() (Value, error) {
+	parts := []any{"| nodes | freshcache | + `FreshResourceVersionZero` | stale rv=0: upstream, freshcache, + gate |\n|---:|---|---|---|\n"}
+	for _, g := range r.upstreamGroups() {
+		us := r.cells(cfgUpstream, g.mode, g.nodes)
+		parts = append(parts, "| "+g.String()+" | ")
+		for _, cfg := range []string{cfgFreshcache, cfgGate} {
+			parts = append(parts, ratioCell(r.cells(cfg, g.mode, g.nodes), us), " | ")
+		}
+		var stale []any
+		for i, cfg := range []string{cfgUpstream, cfgFreshcache, cfgGate} {
+			if i > 0 {
+				stale = append(stale, ", ")
+			}
+			v, ok := r.staleRV0(cfg, g)
+			switch {
+			case !ok:
+				stale = append(stale, "–")
+			case cfg == cfgGate && v == 0:
+				stale = append(stale, "0")
+			default:
+				stale = append(stale, Pct(v), "%")
+			}
+		}
+		parts = append(parts, Join(stale...), " |\n")
+	}
+	v := Join(parts...)
+	v.Text = strings.TrimSuffix(v.Text, "\n")
+	return v, nil
+}
+
+// ratioCell is "cpu / reads / p99" of cs over us, pairing cells by
+// repeat: one pair gives its ratios, several their medians.
+func ratioCell(cs, us []clusterCell) Value {
+	if len(cs) == 0 {
+		return Text("–")
+	}
+	var cpu, reads, p99 []float64
+	for _, c := range cs {
+		for _, u := range us {
+			if u.Repeat != c.Repeat {
+				continue
+			}
+			cpu = append(cpu, c.APICPUSec/u.APICPUSec)
+			reads = append(reads, c.EtcdReads/u.EtcdReads)
+			if c.ListP99Ms != nil && u.ListP99Ms != nil {
+				p99 = append(p99, *c.ListP99Ms / *u.ListP99Ms)
+			}
+		}
+	}
+	if len(cpu) == 0 {
+		return Text("(another run's cell)")
+	}
+	p := Text("–")
+	if len(p99) > 0 {
+		p = F(median(p99), 2)
+	}
+	v := Join(F(median(cpu), 2), " / ", F(median(reads), 2), " / ", p)
+	if len(cpu) > 1 {
+		v = Join(v, ", medians of ", Count(len(cpu)), " pairs")
+	}
+	return v
+}

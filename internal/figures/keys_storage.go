@@ -1,0 +1,705 @@
+package figures
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// The storage-level benchmarks' figures: storage*.json,
+// consistent-reads.json, apiserver.json, memory*.json.
+
+// rowFigure is f of one measured row of a storage report.
+func rowFigure(key, file, what string, k rowKey, prec int, f func(storageRow) float64) Figure {
+	return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
+		r, err := s.row(file, k)
+		if err != nil {
+			return Value{}, err
+		}
+		return F(f(r), prec), nil
+	}}
+}
+
+// ratioFigure is a/b of f over two rows of one report, as its "Targets"
+// table computes same-run ratios.
+func ratioFigure(key, file, what string, a, b rowKey, prec int, f func(storageRow) float64) Figure {
+	return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
+		ra, err := s.row(file, a)
+		if err != nil {
+			return Value{}, err
+		}
+		rb, err := s.row(file, b)
+		if err != nil {
+			return Value{}, err
+		}
+		return F(f(ra)/f(rb), prec), nil
+	}}
+}
+
+// commitFigure is the commit a JSON report was run at, as 7 hex digits in
+// backticks (a span cannot sit inside a code span).
+func commitFigure(name string) Figure {
+	file := name + ".json"
+	return Figure{Key: name + ".commit", From: []string{file}, What: "the commit " + file + " was run at", Get: func(s *Source) (Value, error) {
+		h, err := loadJSON[header](s, file)
+		if err != nil {
+			return Value{}, err
+		}
+		if len(h.GitCommit) < 7 {
+			return Value{}, fmt.Errorf("%w: %s names no commit", ErrNotInResults, file)
+		}
+		return Text("`" + h.GitCommit[:7] + "`"), nil
+	}}
+}
+
+func cpu(r storageRow) float64       { return r.CPUPerOpMs }
+func etcdPerOp(r storageRow) float64 { return r.EtcdPerOp }
+func p50(r storageRow) float64       { return r.P50Ms }
+func p99(r storageRow) float64       { return r.P99Ms }
+func waitP99(r storageRow) *float64  { return r.WaitP99Ms }
+func waitP50(r storageRow) *float64  { return r.WaitP50Ms }
+
+// sig3 prints x with three significant digits (4.95, 98.5, 315), as
+// the KEP's sweep table does.
+func sig3(x float64) Value {
+	switch {
+	case x < 10:
+		return F(x, 2)
+	case x < 100:
+		return F(x, 1)
+	}
+	return F(x, 0)
+}
+
+func storageFigures() []Figure {
+	const s20, st, s100, cr = "storage-20k.json", "storage-targets.json", "storage-100k.json", "consistent-reads.json"
+	fresh := func(scenario, rv string, conc int) rowKey { return rowKey{"freshcache", scenario, rv, conc} }
+	up := func(scenario, rv string, conc int) rowKey { return rowKey{"upstream", scenario, rv, conc} }
+	etcdGet := rowKey{"etcd", "get", rvConsistent, 32}
+	ln, lnZero := fresh("list-node", rvConsistent, 32), fresh("list-node", rvZero, 32)
+	uln, ulnZero := up("list-node", rvConsistent, 32), up("list-node", rvZero, 32)
+
+	figs := []Figure{
+		commitFigure("storage"), commitFigure("memory"), commitFigure("storage-20k"), commitFigure("storage-100k"),
+		commitFigure("memory-full"), commitFigure("apiserver"), commitFigure("consistent-reads"), commitFigure("storage-targets"),
+		commitFigure("cluster"), commitFigure("watchlist"),
+		{Key: "storage-20k.date", From: []string{s20}, What: "when storage-20k ran", Get: func(s *Source) (Value, error) {
+			r, err := s.storage(s20)
+			if err != nil {
+				return Value{}, err
+			}
+			return Text(r.Date.UTC().Format("2006-01-02 15:04 UTC")), nil
+		}},
+
+		// storage-20k: 20,000 pods, 32 clients unless the key says .c1/.c4.
+		rowFigure("storage-20k.list-node.upstream.ops", s20, "upstream's consistent LIST by node, ops/s", uln, 0, ops),
+		rowFigure("storage-20k.list-node.freshcache.ops", s20, "freshcache's consistent LIST by node, ops/s", ln, 0, ops),
+		ratioFigure("storage-20k.list-node.fresh-vs-upstream", s20, "consistent LIST by node, freshcache over upstream", ln, uln, 1, ops),
+		rowFigure("storage-20k.list-node.upstream.etcd-per-op", s20, "etcd requests per consistent LIST by node, upstream", uln, 2, etcdPerOp),
+		rowFigure("storage-20k.list-node.freshcache.etcd-per-op", s20, "etcd requests per consistent LIST by node, freshcache", ln, 2, etcdPerOp),
+		rowFigure("storage-20k.list-node.freshcache.etcd-per-op.c1", s20, "etcd requests per consistent LIST by node, freshcache, 1 client", fresh("list-node", rvConsistent, 1), 2, etcdPerOp),
+		rowFigure("storage-20k.get.upstream.etcd-per-op", s20, "etcd requests per consistent GET, upstream (sent to etcd)", up("get", rvConsistent, 32), 2, etcdPerOp),
+		rowFigure("storage-20k.get.freshcache.etcd-per-op", s20, "etcd requests per consistent GET, freshcache", fresh("get", rvConsistent, 32), 2, etcdPerOp),
+		rowFigure("storage-20k.get.freshcache.etcd-per-op.c1", s20, "etcd requests per consistent GET, freshcache, 1 client", fresh("get", rvConsistent, 1), 2, etcdPerOp),
+		rowFigure("storage-20k.get.upstream.ops", s20, "upstream's consistent GET (served by etcd), ops/s", up("get", rvConsistent, 32), 0, ops),
+		rowFigure("storage-20k.get.freshcache.ops", s20, "freshcache's consistent GET, ops/s", fresh("get", rvConsistent, 32), 0, ops),
+		ratioFigure("storage-20k.get.fresh-vs-etcd", s20, "freshcache's consistent GET over etcd's GET", fresh("get", rvConsistent, 32), etcdGet, 1, ops),
+		rowFigure("storage-20k.list-node-rv0.upstream.ops", s20, "upstream's rv=0 LIST by node, ops/s", ulnZero, 0, ops),
+		rowFigure("storage-20k.list-node-rv0.freshcache.ops", s20, "freshcache's rv=0 LIST by node, ops/s", lnZero, 0, ops),
+		ratioFigure("storage-20k.list-node-rv0.fresh-vs-upstream", s20, "rv=0 LIST by node, freshcache over upstream", lnZero, ulnZero, 2, ops),
+		rowFigure("storage-20k.list-node.freshcache.p50", s20, "freshcache's consistent LIST by node, p50 ms", ln, 2, p50),
+		rowFigure("storage-20k.list-node.upstream.p50", s20, "upstream's consistent LIST by node, p50 ms", uln, 2, p50),
+		rowFigure("storage-20k.list-node.freshcache.p99", s20, "freshcache's consistent LIST by node, p99 ms", ln, 2, p99),
+		rowFigure("storage-20k.list-node.upstream.p99", s20, "upstream's consistent LIST by node, p99 ms", uln, 2, p99),
+		rowFigure("storage-20k.get.freshcache.p50.c1", s20, "freshcache's consistent GET, 1 client, p50 ms", fresh("get", rvConsistent, 1), 2, p50),
+		rowFigure("storage-20k.get.upstream.p50.c1", s20, "upstream's consistent GET (etcd), 1 client, p50 ms", up("get", rvConsistent, 1), 2, p50),
+		rowFigure("storage-20k.get.freshcache.p50", s20, "freshcache's consistent GET, p50 ms", fresh("get", rvConsistent, 32), 2, p50),
+		rowFigure("storage-20k.get.upstream.p50", s20, "upstream's consistent GET (etcd), p50 ms", up("get", rvConsistent, 32), 2, p50),
+		rowFigure("storage-20k.list-node.freshcache.cpu", s20, "CPU ms per consistent LIST by node, freshcache", ln, 2, cpu),
+		rowFigure("storage-20k.list-node.upstream.cpu", s20, "CPU ms per consistent LIST by node, upstream", uln, 2, cpu),
+		rowFigure("storage-20k.list-node-rv0.freshcache.cpu", s20, "CPU ms per rv=0 LIST by node, freshcache", lnZero, 2, cpu),
+		rowFigure("storage-20k.list-node-rv0.upstream.cpu", s20, "CPU ms per rv=0 LIST by node, upstream", ulnZero, 2, cpu),
+		rowFigure("storage-20k.watch-fanout-rv0.upstream.ops", s20, "upstream's watch fan-out at rv=0, events/s", up("watch-fanout", rvZero, 32), 0, ops),
+		rowFigure("storage-20k.watch-fanout-rv0.freshcache.ops", s20, "freshcache's watch fan-out at rv=0, events/s", fresh("watch-fanout", rvZero, 32), 0, ops),
+		ratioFigure("storage-20k.watch-fanout-rv0.fresh-vs-upstream", s20, "watch fan-out at rv=0, freshcache over upstream", fresh("watch-fanout", rvZero, 32), up("watch-fanout", rvZero, 32), 2, ops),
+		{Key: "storage-20k.watch-fanout.watchers", From: []string{s20}, What: "watchers in the 32-client fan-out rows", Get: func(s *Source) (Value, error) {
+			r, err := s.row(s20, fresh("watch-fanout", rvZero, 32))
+			if err != nil {
+				return Value{}, err
+			}
+			return Count(r.Watchers), nil
+		}},
+		ratioFigure("storage-20k.list-all-rv0.fresh-vs-upstream", s20, "rv=0 LIST of every pod, freshcache over upstream", fresh("list-all", rvZero, 32), up("list-all", rvZero, 32), 2, ops),
+		{Key: "storage-20k.etcd.list-node.cpu-s", From: []string{s20}, What: "CPU seconds per etcd LIST by node, over every etcd LIST row", Get: etcdListCPU(s20)},
+		{Key: "storage-100k.etcd.list-node.cpu-s", From: []string{s100}, What: "CPU seconds per etcd LIST by node at 100,000 pods (the sweep's etcd rows)", Get: etcdListCPU(s100)},
+
+		// The freshness wait of freshcache's consistent LIST by node.
+		waitFigure("storage-20k.list-node.freshcache.wait-p99.c1", s20, fresh("list-node", rvConsistent, 1)),
+		waitFigure("storage-20k.list-node.freshcache.wait-p99.c4", s20, fresh("list-node", rvConsistent, 4)),
+		waitFigure("storage-20k.list-node.freshcache.wait-p99", s20, ln),
+
+		// The freshness sweep: LIST by node at rv="", 4 clients, 0–400 lease writes/s.
+		sweepWaitFigure("storage-20k.sweep.upstream.wait-p99", "upstream", 1),
+		sweepWaitFigure("storage-20k.sweep.freshcache.wait-p99", "freshcache", 2),
+		sweepFigure("storage-20k.sweep.upstream.ops-at-0", "upstream", 0, "ops/s", 0, ops),
+		sweepFigure("storage-20k.sweep.freshcache.ops-at-0", "freshcache", 0, "ops/s", 0, ops),
+		sweepFigure("storage-20k.sweep.upstream.ops-at-50", "upstream", 50, "ops/s", 0, ops),
+		sweepFigure("storage-20k.sweep.freshcache.ops-at-50", "freshcache", 50, "ops/s", 0, ops),
+		sweepFigure("storage-20k.sweep.upstream.etcd-per-op-at-0", "upstream", 0, "etcd requests per LIST", 2, etcdPerOp),
+		sweepFigure("storage-20k.sweep.freshcache.etcd-per-op-at-0", "freshcache", 0, "etcd requests per LIST", 2, etcdPerOp),
+		{Key: "storage-20k.sweep.table", From: []string{s20}, What: "the freshness sweep as a table: wait p99 and ops/s by lease write rate", Get: sweepTable},
+
+		// storage-targets: the harness's default load at 32 clients, with the gate control.
+		{Key: "storage-targets.target.get-vs-etcd", From: []string{st}, What: "met or missed: consistent GET ≥ 3× etcd's GET at the harness's default load", Get: func(s *Source) (Value, error) {
+			a, err := s.row(st, fresh("get", rvConsistent, 32))
+			if err != nil {
+				return Value{}, err
+			}
+			b, err := s.row(st, etcdGet)
+			if err != nil {
+				return Value{}, err
+			}
+			if a.OpsPerSec/b.OpsPerSec >= 3 {
+				return Text("met"), nil
+			}
+			return Text("missed"), nil
+		}},
+		ratioFigure("storage-targets.get.fresh-vs-etcd", st, "freshcache's consistent GET over etcd's GET", fresh("get", rvConsistent, 32), etcdGet, 2, ops),
+		rowFigure("storage-targets.list-node.freshcache.cpu", st, "CPU ms per consistent LIST by node, freshcache", ln, 2, cpu),
+		rowFigure("storage-targets.list-node.upstream.cpu", st, "CPU ms per consistent LIST by node, upstream", uln, 2, cpu),
+		ratioFigure("storage-targets.watch-fanout-rv0.fresh-vs-upstream", st, "watch fan-out at rv=0, freshcache over upstream", fresh("watch-fanout", rvZero, 32), up("watch-fanout", rvZero, 32), 2, ops),
+		ratioFigure("storage-targets.list-all-rv0.fresh-vs-upstream", st, "rv=0 LIST of every pod, freshcache over upstream", fresh("list-all", rvZero, 32), up("list-all", rvZero, 32), 2, ops),
+		{Key: "storage-targets.gate-control.p99", From: []string{st}, What: "p99 ms of the gate control's rv=0 LISTs (a timer gate, no etcd), both caches", Get: func(s *Source) (Value, error) {
+			rows, err := s.gateRows(st, "")
+			if err != nil {
+				return Value{}, err
+			}
+			return Range(mapRows(rows, p99), 0), nil
+		}},
+		{Key: "storage-targets.gate-control.fresh-vs-rv0", From: []string{st}, What: "freshcache's gated rv=0 LIST over its plain rv=0 LIST, every gate", Get: func(s *Source) (Value, error) {
+			rows, err := s.gateRows(st, "freshcache")
+			if err != nil {
+				return Value{}, err
+			}
+			plain, err := s.row(st, lnZero)
+			if err != nil {
+				return Value{}, err
+			}
+			var rs []float64
+			for _, r := range rows {
+				rs = append(rs, r.OpsPerSec/plain.OpsPerSec)
+			}
+			return Range(rs, 2), nil
+		}},
+		{Key: "storage-targets.gate-control.intervals", From: []string{st}, What: "how often the gate control's gates open, ms", Get: func(s *Source) (Value, error) {
+			rows, err := s.gateRows(st, "freshcache")
+			if err != nil {
+				return Value{}, err
+			}
+			var vs []Value
+			for _, r := range rows {
+				vs = append(vs, Text(strconv.FormatFloat(r.GateMs, 'f', -1, 64)))
+			}
+			if len(vs) == 1 {
+				return vs[0], nil
+			}
+			return Join(List(", ", vs[:len(vs)-1]...), " and ", vs[len(vs)-1]), nil
+		}},
+
+		// storage-100k: 100,000 pods on 5,000 nodes.
+		rowFigure("storage-100k.list-node.upstream.ops", s100, "upstream's consistent LIST by node, ops/s", uln, 0, ops),
+		rowFigure("storage-100k.list-node.freshcache.ops", s100, "freshcache's consistent LIST by node, ops/s", ln, 0, ops),
+		ratioFigure("storage-100k.list-node.fresh-vs-upstream", s100, "consistent LIST by node, freshcache over upstream", ln, uln, 2, ops),
+		ratioFigure("storage-100k.list-all-rv0.fresh-vs-upstream", s100, "rv=0 LIST of every pod, freshcache over upstream", fresh("list-all", rvZero, 32), up("list-all", rvZero, 32), 2, ops),
+	}
+	figs = append(figs, consistentReadsFigures(cr, ln, lnZero, uln, ulnZero, etcdGet)...)
+	figs = append(figs, crossRunFigures(s20, st, cr, ln, lnZero)...)
+	figs = append(figs, apiserverFigures()...)
+	return append(figs, memoryFigures()...)
+}
+
+func mapRows(rows []storageRow, f func(storageRow) float64) []float64 {
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = f(r)
+	}
+	return out
+}
+
+// gateRows are the gate control's rows of backend ("" for both), by
+// gate interval.
+func (s *Source) gateRows(name, backend string) ([]storageRow, error) {
+	r, err := s.storage(name)
+	if err != nil {
+		return nil, err
+	}
+	var out []storageRow
+	for _, x := range r.Rows {
+		if x.GateMs > 0 && (backend == "" || x.Backend == backend) {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s has no gate control rows", ErrNotInResults, name)
+	}
+	slices.SortStableFunc(out, func(a, b storageRow) int {
+		switch {
+		case a.GateMs < b.GateMs:
+			return -1
+		case a.GateMs > b.GateMs:
+			return 1
+		}
+		return 0
+	})
+	return out, nil
+}
+
+func etcdListCPU(file string) func(*Source) (Value, error) {
+	return func(s *Source) (Value, error) {
+		r, err := s.storage(file)
+		if err != nil {
+			return Value{}, err
+		}
+		var secs []float64
+		for _, x := range r.Rows {
+			if x.Backend == "etcd" && x.Scenario == "list-node" {
+				secs = append(secs, x.CPUPerOpMs/1000)
+			}
+		}
+		if len(secs) == 0 {
+			return Value{}, fmt.Errorf("%w: %s has no etcd LIST rows", ErrNotInResults, file)
+		}
+		return Range(secs, 2), nil
+	}
+}
+
+func waitFigure(key, file string, k rowKey) Figure {
+	return Figure{Key: key, From: []string{file}, What: "freshness wait p99 ms of " + k.String(), Get: func(s *Source) (Value, error) {
+		r, err := s.row(file, k)
+		if err != nil {
+			return Value{}, err
+		}
+		w, err := field(r, waitP99, "freshness wait p99")
+		if err != nil {
+			return Value{}, err
+		}
+		return F(w, 2), nil
+	}}
+}
+
+// sweepWaitFigure is the range of backend's wait p99 over the sweep rows
+// with lease writes (at 0 nothing moves the revision, so no tick waits).
+func sweepWaitFigure(key, backend string, prec int) Figure {
+	const file = "storage-20k.json"
+	return Figure{Key: key, From: []string{file}, What: backend + "'s freshness wait p99 ms in the sweep, over the rates with lease writes", Get: func(s *Source) (Value, error) {
+		rows, err := s.sweepRows(file, backend)
+		if err != nil {
+			return Value{}, err
+		}
+		var ws []float64
+		for _, r := range rows {
+			if r.Load.LeaseWrites == 0 {
+				continue
+			}
+			w, err := field(r, waitP99, "freshness wait p99")
+			if err != nil {
+				return Value{}, err
+			}
+			ws = append(ws, w)
+		}
+		return Range(ws, prec), nil
+	}}
+}
+
+func sweepFigure(key, backend string, rate float64, what string, prec int, f func(storageRow) float64) Figure {
+	const file = "storage-20k.json"
+	return Figure{Key: key, From: []string{file}, What: fmt.Sprintf("%s's %s in the sweep at %g lease writes/s", backend, what, rate), Get: func(s *Source) (Value, error) {
+		rows, err := s.sweepRows(file, backend)
+		if err != nil {
+			return Value{}, err
+		}
+		for _, r := range rows {
+			if r.Load.LeaseWrites == rate {
+				return F(f(r), prec), nil
+			}
+		}
+		return Value{}, fmt.Errorf("%w: no sweep row of %s at %g lease writes/s", ErrNotInResults, backend, rate)
+	}}
+}
+
+func sweepTable(s *Source) (Value, error) {
+	const file = "storage-20k.json"
+	up, err := s.sweepRows(file, "upstream")
+	if err != nil {
+		return Value{}, err
+	}
+	fc, err := s.sweepRows(file, "freshcache")
+	if err != nil {
+		return Value{}, err
+	}
+	if len(up) != len(fc) {
+		return Value{}, fmt.Errorf("%w: %d upstream sweep rows against %d of freshcache", ErrNotInResults, len(up), len(fc))
+	}
+	row := func(label string, rows []storageRow, cell func(storageRow) (Value, error)) ([]any, error) {
+		parts := []any{"| " + label + " |"}
+		for _, r := range rows {
+			v, err := cell(r)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, " ", v, " |")
+		}
+		return append(parts, "\n"), nil
+	}
+	wait := func(r storageRow) (Value, error) {
+		w, err := field(r, waitP99, "freshness wait p99")
+		return sig3(w), err
+	}
+	opsCell := func(r storageRow) (Value, error) { return F(r.OpsPerSec, 0), nil }
+	rate := func(r storageRow) (Value, error) { return F(r.Load.LeaseWrites, 0), nil }
+	var parts []any
+	for _, l := range []struct {
+		label string
+		rows  []storageRow
+		cell  func(storageRow) (Value, error)
+	}{
+		{"lease writes/s", up, rate},
+		{"upstream wait p99 ms", up, wait},
+		{"freshcache wait p99 ms", fc, wait},
+		{"upstream ops/s", up, opsCell},
+		{"freshcache ops/s", fc, opsCell},
+	} {
+		p, err := row(l.label, l.rows, l.cell)
+		if err != nil {
+			return Value{}, err
+		}
+		parts = append(parts, p...)
+		if l.label == "lease writes/s" {
+			delim := "|---|"
+			for range up {
+				delim += "---:|"
+			}
+			parts = append(parts, delim+"\n")
+		}
+	}
+	v := Join(parts...)
+	v.Text = v.Text[:len(v.Text)-1]
+	return v, nil
+}
+
+// consistentReadsFigures are the consistent-read target shape's: every
+// rv pair ran three times; a ratio is the median over the pairs.
+func consistentReadsFigures(cr string, ln, lnZero, uln, ulnZero, etcdGet rowKey) []Figure {
+	get := rowKey{"freshcache", "get", rvConsistent, 32}
+	pairs := func(a, b rowKey, f func(storageRow) float64) func(*Source) ([]float64, error) {
+		return func(s *Source) ([]float64, error) {
+			ra, err := s.rows(cr, a)
+			if err != nil {
+				return nil, err
+			}
+			rb, err := s.rows(cr, b)
+			if err != nil {
+				return nil, err
+			}
+			return ratiosOfPairs(ra, rb, f)
+		}
+	}
+	perRow := func(k rowKey, f func(storageRow) (float64, error)) func(*Source) ([]float64, error) {
+		return func(s *Source) ([]float64, error) {
+			rows, err := s.rows(cr, k)
+			if err != nil {
+				return nil, err
+			}
+			var out []float64
+			for _, r := range rows {
+				x, err := f(r)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, x)
+			}
+			return out, nil
+		}
+	}
+	opt := func(f func(storageRow) *float64, what string) func(storageRow) (float64, error) {
+		return func(r storageRow) (float64, error) { return field(r, f, what) }
+	}
+	plain := func(f func(storageRow) float64) func(storageRow) (float64, error) {
+		return func(r storageRow) (float64, error) { return f(r), nil }
+	}
+	fetches := func(r storageRow) *float64 { return r.FetchesPerOp }
+	progress := func(r storageRow) *float64 { return r.ProgressPerOp }
+
+	type series = func(*Source) ([]float64, error)
+	lnVsUp, getVsEtcd, lnVsZero := pairs(ln, uln, ops), pairs(get, etcdGet, ops), pairs(ln, lnZero, ops)
+	lnWait, getWait := perRow(ln, opt(waitP99, "freshness wait p99")), perRow(get, opt(waitP99, "freshness wait p99"))
+	med := func(key, what string, xs series, render func(float64) Value) Figure {
+		return Figure{Key: key, From: []string{cr}, What: what, Get: func(s *Source) (Value, error) {
+			v, err := xs(s)
+			if err != nil {
+				return Value{}, err
+			}
+			return render(median(v)), nil
+		}}
+	}
+	rng := func(key, what string, xs series, prec int) Figure {
+		return Figure{Key: key, From: []string{cr}, What: what, Get: func(s *Source) (Value, error) {
+			v, err := xs(s)
+			if err != nil {
+				return Value{}, err
+			}
+			return Range(v, prec), nil
+		}}
+	}
+	prec := func(p int) func(float64) Value { return func(x float64) Value { return F(x, p) } }
+	// target is "met" or "missed": the median of xs against a target
+	// (at least, or at most, bound).
+	type target struct {
+		key, what string
+		xs        series
+		bound     float64
+		atLeast   bool
+	}
+	targets := []target{
+		{"consistent-reads.target.list-node-vs-upstream", "consistent LIST by node ≥ 10× upstream's", lnVsUp, 10, true},
+		{"consistent-reads.target.get-vs-etcd", "consistent GET ≥ 3× etcd's GET", getVsEtcd, 3, true},
+		{"consistent-reads.target.get-wait", "GET freshness wait p99 ≤ 10 ms", getWait, 10, false},
+		{"consistent-reads.target.list-node-vs-rv0", "consistent LIST by node ≥ 0.8× freshcache's rv=0 LIST", lnVsZero, 0.8, true},
+		{"consistent-reads.target.list-wait", "LIST freshness wait p99 ≤ 10 ms", lnWait, 10, false},
+	}
+	met := func(s *Source, t target) (bool, error) {
+		v, err := t.xs(s)
+		if err != nil {
+			return false, err
+		}
+		m := median(v)
+		return t.atLeast && m >= t.bound || !t.atLeast && m <= t.bound, nil
+	}
+	figs := []Figure{
+		med("consistent-reads.list-node.fresh-vs-upstream", "consistent LIST by node, freshcache over upstream, median of the pairs", lnVsUp, prec(1)),
+		rng("consistent-reads.list-node.fresh-vs-upstream.pairs", "consistent LIST by node, freshcache over upstream, every pair", lnVsUp, 1),
+		rng("consistent-reads.list-node.upstream.p50", "upstream's consistent LIST by node, p50 ms, every row", perRow(uln, plain(p50)), 1),
+		rng("consistent-reads.list-node.upstream.ops", "upstream's consistent LIST by node, ops/s, every row", perRow(uln, plain(ops)), 0),
+		rng("consistent-reads.list-node.freshcache.ops", "freshcache's consistent LIST by node, ops/s, every row", perRow(ln, plain(ops)), 0),
+		rng("consistent-reads.list-node-rv0.upstream.ops", "upstream's rv=0 LIST by node, ops/s, every row", perRow(ulnZero, plain(ops)), 0),
+		med("consistent-reads.get.fresh-vs-etcd", "consistent GET, freshcache over etcd's GET, median of the pairs", getVsEtcd, prec(2)),
+		rng("consistent-reads.get.fresh-vs-etcd.pairs", "consistent GET, freshcache over etcd's GET, every pair", getVsEtcd, 2),
+		med("consistent-reads.get.freshcache.wait-p99", "freshcache's consistent GET, freshness wait p99 ms, median of the rows", getWait, prec(2)),
+		med("consistent-reads.get.freshcache.wait-p50", "freshcache's consistent GET, freshness wait p50 ms, median of the rows", perRow(get, opt(waitP50, "freshness wait p50")), prec(2)),
+		med("consistent-reads.list-node.fresh-vs-rv0", "freshcache's consistent LIST by node over its rv=0 LIST, median of the pairs", lnVsZero, prec(2)),
+		rng("consistent-reads.list-node.fresh-vs-rv0.pairs", "freshcache's consistent LIST by node over its rv=0 LIST, every pair", lnVsZero, 2),
+		rng("consistent-reads.list-node.freshcache.wait-p99", "freshcache's consistent LIST by node, freshness wait p99 ms, every row", lnWait, 0),
+		med("consistent-reads.list-node.freshcache.wait-p50", "freshcache's consistent LIST by node, freshness wait p50 ms, median of the rows", perRow(ln, opt(waitP50, "freshness wait p50")), prec(1)),
+		med("consistent-reads.list-node.fetches-per-read", "revision fetches per consistent LIST by node, median of the rows", perRow(ln, opt(fetches, "fetches per op")), prec(2)),
+		med("consistent-reads.list-node.reads-per-fetch", "consistent LISTs by node per revision fetch (1 / fetches per read)", perRow(ln, opt(fetches, "fetches per op")), func(x float64) Value { return F(1/x, 0) }),
+		med("consistent-reads.get.fetches-per-read", "revision fetches per consistent GET, median of the rows", perRow(get, opt(fetches, "fetches per op")), prec(2)),
+		med("consistent-reads.list-node.progress-per-read", "progress requests per consistent LIST by node, median of the rows", perRow(ln, opt(progress, "progress requests per op")), prec(3)),
+		med("consistent-reads.get.progress-per-read", "progress requests per consistent GET, median of the rows", perRow(get, opt(progress, "progress requests per op")), prec(3)),
+		{Key: "consistent-reads.pair-count", From: []string{cr}, What: "how many rv pairs the medians are over, spelt", Get: func(s *Source) (Value, error) {
+			v, err := lnVsZero(s)
+			return Word(len(v)), err
+		}},
+		{Key: "consistent-reads.targets-missed", From: []string{cr}, What: "how many of the five consistent-read targets the medians miss, spelt", Get: func(s *Source) (Value, error) {
+			n := 0
+			for _, t := range targets {
+				ok, err := met(s, t)
+				if err != nil {
+					return Value{}, err
+				}
+				if !ok {
+					n++
+				}
+			}
+			return Capitalized(Word(n)), nil
+		}},
+	}
+	for _, t := range targets {
+		figs = append(figs, Figure{Key: t.key, From: []string{cr}, What: "met or missed: " + t.what, Get: func(s *Source) (Value, error) {
+			ok, err := met(s, t)
+			if err != nil {
+				return Value{}, err
+			}
+			if ok {
+				return Text("met"), nil
+			}
+			return Text("missed"), nil
+		}})
+	}
+	return figs
+}
+
+// crossRunFigures compare or pool several storage runs.
+func crossRunFigures(s20, st, cr string, ln, lnZero rowKey) []Figure {
+	return []Figure{
+		{Key: "runs.list-node.fresh-vs-rv0", From: []string{s20, st, cr}, What: "freshcache's consistent LIST by node over its rv=0 LIST at 32 clients, over storage-20k, storage-targets and every consistent-reads pair", Get: func(s *Source) (Value, error) {
+			var rs []float64
+			for _, file := range []string{s20, st, cr} {
+				a, err := s.rows(file, ln)
+				if err != nil {
+					return Value{}, err
+				}
+				b, err := s.rows(file, lnZero)
+				if err != nil {
+					return Value{}, err
+				}
+				r, err := ratiosOfPairs(a, b, ops)
+				if err != nil {
+					return Value{}, err
+				}
+				rs = append(rs, r...)
+			}
+			return Range(rs, 2), nil
+		}},
+		{Key: "runs.list-node.upstream.default-load.ops", From: []string{s20, st}, What: "upstream's consistent LIST by node at the harness's default load (10 pod writes/s), 32 clients, ops/s, storage-20k and storage-targets", Get: defaultLoad(s20, st, ops, 0)},
+		{Key: "runs.list-node.upstream.default-load.p50", From: []string{s20, st}, What: "upstream's consistent LIST by node at the harness's default load, 32 clients, p50 ms, storage-20k and storage-targets", Get: defaultLoad(s20, st, p50, 1)},
+		{Key: "runs.throughput-spread", From: []string{s20, st}, What: "how far the same row's ops/s moved between storage-20k and storage-targets (same shape and load, 32 clients): median and largest change, %", Get: func(s *Source) (Value, error) {
+			a, err := s.storage(s20)
+			if err != nil {
+				return Value{}, err
+			}
+			b, err := s.storage(st)
+			if err != nil {
+				return Value{}, err
+			}
+			var changes []float64
+			for _, y := range b.Rows {
+				if y.Sweep || y.GateMs > 0 {
+					continue
+				}
+				for _, x := range a.Rows {
+					if !x.Sweep && x.GateMs == 0 && x.Backend == y.Backend && x.Scenario == y.Scenario && x.RV == y.RV && x.Concurrency == y.Concurrency {
+						ch := y.OpsPerSec/x.OpsPerSec - 1
+						changes = append(changes, 100*max(ch, -ch))
+					}
+				}
+			}
+			if len(changes) == 0 {
+				return Value{}, fmt.Errorf("%w: %s and %s share no row", ErrNotInResults, s20, st)
+			}
+			return Join("a median of ", F(median(changes), 0), "% and up to ", F(slices.Max(changes), 0), "%"), nil
+		}},
+	}
+}
+
+// defaultLoad is the range of f of upstream's consistent LIST by node at
+// 32 clients over two runs at the harness's default load.
+func defaultLoad(a, b string, f func(storageRow) float64, prec int) func(*Source) (Value, error) {
+	return func(s *Source) (Value, error) {
+		var xs []float64
+		for _, file := range []string{a, b} {
+			r, err := s.row(file, rowKey{"upstream", "list-node", rvConsistent, 32})
+			if err != nil {
+				return Value{}, err
+			}
+			xs = append(xs, f(r))
+		}
+		return Range(xs, prec), nil
+	}
+}
+
+func apiserverFigures() []Figure {
+	const file = "apiserver.json"
+	opsOf := func(impl, op, rv string, clients int) func(*Source) (float64, error) {
+		return func(s *Source) (float64, error) {
+			o, _, err := s.apiserverRow(impl, op, rv, clients)
+			return o, err
+		}
+	}
+	one := func(key, what string, prec int, f func(*Source) (float64, error)) Figure {
+		return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
+			x, err := f(s)
+			return F(x, prec), err
+		}}
+	}
+	ratio := func(key, what string, prec int, a, b func(*Source) (float64, error)) Figure {
+		return one(key, what, prec, func(s *Source) (float64, error) {
+			x, err := a(s)
+			if err != nil {
+				return 0, err
+			}
+			y, err := b(s)
+			return x / y, err
+		})
+	}
+	etcdOf := func(impl string, clients int) func(*Source) (float64, error) {
+		return func(s *Source) (float64, error) {
+			_, e, err := s.apiserverRow(impl, "get", rvConsistent, clients)
+			return e, err
+		}
+	}
+	return []Figure{
+		one("apiserver.list-node.upstream.ops.c1", "upstream's consistent LIST by node through kube-apiserver, 1 client, ops/s", 1, opsOf("upstream", "list-node", rvConsistent, 1)),
+		one("apiserver.list-node.freshcache.ops.c1", "freshcache's consistent LIST by node through kube-apiserver, 1 client, ops/s", 1, opsOf("freshcache", "list-node", rvConsistent, 1)),
+		ratio("apiserver.list-node.fresh-vs-upstream.c1", "consistent LIST by node through kube-apiserver, 1 client, freshcache over upstream", 1, opsOf("freshcache", "list-node", rvConsistent, 1), opsOf("upstream", "list-node", rvConsistent, 1)),
+		one("apiserver.list-node.upstream.ops", "upstream's consistent LIST by node through kube-apiserver, 32 clients, ops/s", 0, opsOf("upstream", "list-node", rvConsistent, 32)),
+		one("apiserver.list-node.freshcache.ops", "freshcache's consistent LIST by node through kube-apiserver, 32 clients, ops/s", 0, opsOf("freshcache", "list-node", rvConsistent, 32)),
+		ratio("apiserver.list-node.fresh-vs-upstream", "consistent LIST by node through kube-apiserver, 32 clients, freshcache over upstream", 2, opsOf("freshcache", "list-node", rvConsistent, 32), opsOf("upstream", "list-node", rvConsistent, 32)),
+		ratio("apiserver.list-node.fresh-vs-rv0", "freshcache's consistent LIST by node over its rv=0 LIST through kube-apiserver, 32 clients", 2, opsOf("freshcache", "list-node", rvConsistent, 32), opsOf("freshcache", "list-node", rvZero, 32)),
+		ratio("apiserver.list-node.fresh-vs-rv0.c1", "freshcache's consistent LIST by node over its rv=0 LIST through kube-apiserver, 1 client", 2, opsOf("freshcache", "list-node", rvConsistent, 1), opsOf("freshcache", "list-node", rvZero, 1)),
+		one("apiserver.get.upstream.etcd-per-op", "etcd requests per consistent GET through upstream's kube-apiserver, 32 clients", 2, etcdOf("upstream", 32)),
+		one("apiserver.get.freshcache.etcd-per-op", "etcd requests per consistent GET through freshcache's kube-apiserver, 32 clients", 2, etcdOf("freshcache", 32)),
+		{Key: "apiserver.rv0-slower-rows", From: []string{file}, What: "of the rv=0 rows (LIST by node and GET, 1 and 32 clients), in how many freshcache is slower than upstream, spelt", Get: func(s *Source) (Value, error) {
+			slower, total := 0, 0
+			for _, op := range []string{"list-node", "get"} {
+				for _, c := range []int{1, 32} {
+					f, err := opsOf("freshcache", op, rvZero, c)(s)
+					if err != nil {
+						return Value{}, err
+					}
+					u, err := opsOf("upstream", op, rvZero, c)(s)
+					if err != nil {
+						return Value{}, err
+					}
+					total++
+					if f < u {
+						slower++
+					}
+				}
+			}
+			return Join(Word(slower), " of ", Word(total)), nil
+		}},
+	}
+}
+
+func memoryFigures() []Figure {
+	const file = "memory-full.json"
+	heap := func(key, backend string, pods int) Figure {
+		return Figure{Key: key, From: []string{file}, What: fmt.Sprintf("%s's heap bytes per cached pod at %d pods", backend, pods), Get: func(s *Source) (Value, error) {
+			b, err := s.heapPerObject(file, backend, pods)
+			return F(b, 0), err
+		}}
+	}
+	ratio := func(s *Source, pods int) (float64, error) {
+		f, err := s.heapPerObject(file, "freshcache", pods)
+		if err != nil {
+			return 0, err
+		}
+		u, err := s.heapPerObject(file, "upstream", pods)
+		return f / u, err
+	}
+	ratioFig := func(key string, pods int) Figure {
+		return Figure{Key: key, From: []string{file}, What: fmt.Sprintf("heap per cached pod at %d pods, freshcache over upstream", pods), Get: func(s *Source) (Value, error) {
+			r, err := ratio(s, pods)
+			return F(r, 3), err
+		}}
+	}
+	return []Figure{
+		heap("memory-full.upstream.20k", "upstream", 20000),
+		heap("memory-full.freshcache.20k", "freshcache", 20000),
+		heap("memory-full.upstream.100k", "upstream", 100000),
+		heap("memory-full.freshcache.100k", "freshcache", 100000),
+		ratioFig("memory-full.fresh-vs-upstream.20k", 20000),
+		ratioFig("memory-full.fresh-vs-upstream.100k", 100000),
+		{Key: "memory-full.below-upstream-pct", From: []string{file}, What: "how much less heap per cached pod freshcache holds than upstream, %, at 20,000 and 100,000 pods", Get: func(s *Source) (Value, error) {
+			var below []float64
+			for _, pods := range []int{20000, 100000} {
+				r, err := ratio(s, pods)
+				if err != nil {
+					return Value{}, err
+				}
+				below = append(below, 100*(1-r))
+			}
+			return Range(below, 1), nil
+		}},
+	}
+}
