@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -171,7 +171,7 @@ e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes
 	@mkdir -p $(BIN)
 	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
 	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
-	cd $(E2E_SUITE_MOD) && CGO_ENABLED=0 $(GO) build -o $(abspath $(BIN))/agnhost k8s.io/kubernetes/test/images/agnhost
+	cd $(E2E_SUITE_MOD) && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/agnhost k8s.io/kubernetes/test/images/agnhost
 
 test-conformance: build e2e-suite ## Upstream's e2e tests on upstream, freshcache and freshcache+FreshResourceVersionZero; writes docs/results/e2e-conformance.md (~1 h).
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=upstream,freshcache,freshcache-fresh-rv0 FRESHCACHE_E2E_REPORT=$(abspath docs/results/e2e-conformance.md) \
@@ -184,14 +184,20 @@ test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+Fres
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
-verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on both modules; the docs check.
+verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on both modules; the docs checks (links, figures).
 
 # verify-docs: links in markdown stay inside the repository and resolve
 # (files and #anchors), section citations name existing headings, and no
 # text cites a tracker's issue number or a notes directory outside the
-# repository (internal/docscheck/doc.go lists the rules).
+# repository (internal/docscheck/doc.go lists the rules); every marked
+# figure agrees with the docs/results file it comes from, within its
+# tolerance, every figure key is quoted somewhere, and the results index
+# lists exactly the files of docs/results (internal/figures/doc.go).
 verify-docs:
-	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/
+	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/ ./internal/figures/
+
+figures: ## After a benchmark rerun: rewrite the marked figures in the docs from docs/results, then check them (internal/figures).
+	$(GO) run ./internal/figures/cmd/figures -w
 
 fmt:
 	@out=$$(gofmt -l cmd internal pkg test hack tools $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
