@@ -75,12 +75,12 @@ var labelParts = map[string]string{
 // an upstream read, say) stays with it.
 var rules = []rule{
 	{Wait, "wait", nil}, // label only
-	{Op, "op", []string{"freshcache/tools/bench/bench.(*Env).workers"}},
+	{Op, "op", []string{"freshcache/tools/bench/storage.(*Env).workers"}},
 	{Fetch, "fetch senders", nil}, // label only
 	{GCIdle, "GC idle Ps", []string{"runtime.gcDrainMarkWorkerIdle"}},
 	{GCMark, "GC mark", []string{"runtime.gcBgMarkWorker"}},
 	{GCSweep, "GC sweep", []string{"runtime.bgsweep", "runtime.bgscavenge"}},
-	{Harness, "harness", []string{"freshcache/tools/bench/bench."}},
+	{Harness, "harness", []string{"freshcache/tools/bench/storage."}},
 	{EtcdServer, "etcd server", []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
 	{GRPCClient, "gRPC client", []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
 	// Upstream's cacher, and etcd3 store goroutines no labelled goroutine

@@ -50,17 +50,17 @@ func TestClassify(t *testing.T) {
 		stack []string
 		want  string
 	}{
-		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).op", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, Op},
-		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, Op},
-		{"the reader registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, Wait},
-		{"a renamed library function still counts by its label", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache.(*someone).renamedWait", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, Wait},
-		{"an upstream read's gRPC call stays with the op", []string{"google.golang.org/grpc.invoke", "k8s.io/apiserver/pkg/storage/etcd3.(*store).GetList", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, Op},
+		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).op", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
+		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
+		{"the reader registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Wait},
+		{"a renamed library function still counts by its label", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache.(*someone).renamedWait", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Wait},
+		{"an upstream read's gRPC call stays with the op", []string{"google.golang.org/grpc.invoke", "k8s.io/apiserver/pkg/storage/etcd3.(*store).GetList", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
 		{"the oracle's fetch down to gRPC", []string{"label:" + metrics.ProfileFetch, "google.golang.org/grpc.(*ClientConn).Invoke", "go.etcd.io/etcd/client/v3.(*kv).Get", "github.com/freshcache/watchcache/oracle.(*Oracle).fetch"}, Fetch},
 		{"a progress request", []string{"label:" + metrics.ProfileProgress, "go.etcd.io/etcd/client/v3.(*watcher).RequestProgress"}, Fetch},
 		{"GC background mark", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerFractional", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCMark},
 		{"GC mark on an idle P", []string{"runtime.scanObject", "runtime.gcDrain", "runtime.gcDrainMarkWorkerIdle", "runtime.gcBgMarkWorker.func2", "runtime.gcBgMarkWorker"}, GCIdle},
 		{"background sweep", []string{"runtime.sweepone", "runtime.bgsweep"}, GCSweep},
-		{"lease writes", []string{"go.etcd.io/etcd/client/v3.(*kv).Put", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).startLoad.func1.1"}, Harness},
+		{"lease writes", []string{"go.etcd.io/etcd/client/v3.(*kv).Put", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).StartLoad.func1.1"}, Harness},
 		{"etcd's handler", []string{"go.etcd.io/etcd/server/v3/etcdserver.(*EtcdServer).Range", "google.golang.org/grpc.(*Server).handleStream"}, EtcdServer},
 		{"the server transport", []string{"syscall.Syscall", "google.golang.org/grpc/internal/transport.NewServerTransport.func3"}, EtcdServer},
 		{"raft", []string{"go.etcd.io/raft/v3.(*node).run"}, EtcdServer},
@@ -83,9 +83,9 @@ func TestClassify(t *testing.T) {
 
 func TestSplitSumsEachPart(t *testing.T) {
 	p := build([][]string{
-		{"runtime.memmove", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"}, // 1 ms
+		{"runtime.memmove", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, // 1 ms
 		{"runtime.gcDrain", "runtime.gcBgMarkWorker"},                                                  // 2 ms
-		{"runtime.memclr", "github.com/freshcache/freshcache/tools/bench/bench.(*Env).workers.func1"},  // 3 ms
+		{"runtime.memclr", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"},  // 3 ms
 		{"go.etcd.io/raft/v3.(*node).run"},                                                             // 4 ms
 	})
 	// A round trip through the wire format, as ReadFile sees a profile.

@@ -18,7 +18,7 @@
 //
 // # Who calls it
 //
-// tools/bench/bench profiles the measured part of each row when
+// tools/bench/storage profiles the measured part of each row when
 // Config.CPUProfileDir is set (freshcache-bench storage --cpuprofile-dir)
-// and stores the split in Row.CPUSplit; the report prints it as a table.
+// and stores the split in Row.CPUSplitUsPerOp; the report prints it as a table.
 package cpusplit
