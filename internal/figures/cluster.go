@@ -66,7 +66,7 @@ func (r *clusterReport) cells(config, mode string, nodes int) []clusterCell {
 
 // ratioNodes is the node count the closing line's ratios are at: the
 // largest single-apiserver count at which both upstream and the gate ran
-// (as tools/bench's ComputeClusterRatios picks it).
+// (as the cluster report picks it for its closing line).
 func (r *clusterReport) ratioNodes() (int, error) {
 	n := 0
 	for _, c := range r.Cells {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The JSON of freshcache-bench's reports (tools/bench/bench), with only
+// The JSON of freshcache-bench's reports (tools/bench), with only
 // the fields the figures read. tools/bench is a module of its own that
 // requires this one, so its types cannot be imported here.
 
