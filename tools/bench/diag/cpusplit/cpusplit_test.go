@@ -84,9 +84,9 @@ func TestClassify(t *testing.T) {
 func TestSplitSumsEachPart(t *testing.T) {
 	p := build([][]string{
 		{"runtime.memmove", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, // 1 ms
-		{"runtime.gcDrain", "runtime.gcBgMarkWorker"},                                                  // 2 ms
+		{"runtime.gcDrain", "runtime.gcBgMarkWorker"},                                                    // 2 ms
 		{"runtime.memclr", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"},  // 3 ms
-		{"go.etcd.io/raft/v3.(*node).run"},                                                             // 4 ms
+		{"go.etcd.io/raft/v3.(*node).run"},                                                               // 4 ms
 	})
 	// A round trip through the wire format, as ReadFile sees a profile.
 	var buf bytes.Buffer
