@@ -7,14 +7,23 @@ package realnode
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"debug/elf"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/big"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/freshcache/freshcache/pkg/localup/realnode/imagetar"
 )
@@ -31,15 +40,35 @@ const (
 	// AgnhostImage is the test image e2e.test v1.37.2 runs most of its
 	// pods with.
 	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+	// AgnhostPrevImage is the previous agnhost e2e.test also runs (its
+	// StatefulSets' web servers); the same image carries both names.
+	AgnhostPrevImage = "registry.k8s.io/e2e-test-images/agnhost:2.55"
 )
 
+// hostTool is a program of a Debian package copied into an image, with
+// its libraries, at path (its own path if empty).
+type hostTool struct {
+	pkg, file, path string
+}
+
 // agnhostTools are the host programs upstream's agnhost image carries
-// (from Alpine's packages) that e2e tests call inside it: curl and nc
-// for HTTP and TCP checks, dig for the DNS tests. nc comes with busybox;
-// the others are Debian's, copied with the shared libraries they load.
-var agnhostTools = []debPackage{
-	{"curl", []string{"/usr/bin/curl"}},
-	{"bind9-dnsutils", []string{"/usr/bin/dig"}},
+// (from Alpine's packages) that e2e tests call inside it: curl for HTTP
+// checks, OpenBSD's netcat for TCP and UDP checks ("nc -v -t -w 2", which
+// busybox's nc lacks), dig for the DNS tests and ss for the NodePort ones.
+var agnhostTools = []hostTool{
+	{"curl", "/usr/bin/curl", ""},
+	{"netcat-openbsd", "/bin/nc.openbsd", "/usr/bin/nc"},
+	{"bind9-dnsutils", "/usr/bin/dig", ""},
+	{"iproute2", "/bin/ss", ""},
+}
+
+// agnhostPackages are the packages of agnhostTools.
+func agnhostPackages() []debPackage {
+	pkgs := make([]debPackage, len(agnhostTools))
+	for i, t := range agnhostTools {
+		pkgs[i] = debPackage{t.pkg, []string{t.file}}
+	}
+	return pkgs
 }
 
 // ErrNotStatic is wrapped when a binary meant for an image with nothing
@@ -63,7 +92,7 @@ func (n *Node) imageSpecs() []imageSpec {
 	}
 	if n.opts.AgnhostBinary != "" {
 		specs = append(specs, imageSpec{file: "agnhost.tar", image: func() (imagetar.Image, error) {
-			return agnhostImage(n.opts.AgnhostBinary, n.opts.BusyboxBinary, n.opts.CoreDNSBinary)
+			return agnhostImage(n.opts.AgnhostBinary, n.opts.BusyboxBinary, n.opts.CoreDNSBinary, n.layout.imagesDir())
 		}})
 	}
 	return specs
@@ -151,22 +180,41 @@ func busyboxFiles(binary, passwd, group string) ([]imagetar.File, error) {
 // default command, and its second name agnhost-2; a shell with the
 // usual tools (busybox); curl and dig with their libraries; CoreDNS, which
 // DNS tests start inside it; the user and group a supplemental-groups
-// test looks for; and /uploads for netexec.
-func agnhostImage(agnhost, busybox, coredns string) (imagetar.Image, error) {
+// test looks for; /uploads for netexec; and /localhost.crt and
+// /localhost.key, a TLS pair for "localhost" that probe and lifecycle
+// tests serve HTTPS with (made once, kept in keyDir).
+func agnhostImage(agnhost, busybox, coredns, keyDir string) (imagetar.Image, error) {
 	data, err := staticBinary(agnhost)
 	if err != nil {
 		return imagetar.Image{}, err
 	}
-	files, err := busyboxFiles(busybox,
+	crt, key, err := localhostPair(keyDir)
+	if err != nil {
+		return imagetar.Image{}, err
+	}
+	// The host tools come first: where one has an applet's name (nc), it
+	// wins over busybox's.
+	var files []imagetar.File
+	for _, tool := range agnhostTools {
+		tf, err := hostProgram(tool.file, tool.path)
+		if err != nil {
+			return imagetar.Image{}, err
+		}
+		files = mergeFiles(files, tf)
+	}
+	bb, err := busyboxFiles(busybox,
 		basePasswd+"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
 		baseGroup+"user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n")
 	if err != nil {
 		return imagetar.Image{}, err
 	}
+	files = mergeFiles(files, bb)
 	files = append(files,
 		imagetar.File{Path: "agnhost", Mode: 0o755, Data: data},
 		imagetar.File{Path: "agnhost-2", Mode: fs.ModeSymlink | 0o777, Link: "agnhost"},
 		imagetar.File{Path: "uploads", Mode: fs.ModeDir | 0o755},
+		imagetar.File{Path: "localhost.crt", Mode: 0o644, Data: crt},
+		imagetar.File{Path: "localhost.key", Mode: 0o644, Data: key},
 	)
 	if coredns != "" {
 		cd, err := staticBinary(coredns)
@@ -175,15 +223,9 @@ func agnhostImage(agnhost, busybox, coredns string) (imagetar.Image, error) {
 		}
 		files = append(files, imagetar.File{Path: "coredns", Mode: 0o755, Data: cd})
 	}
-	for _, tool := range agnhostTools {
-		tf, err := hostProgram(tool.files[0])
-		if err != nil {
-			return imagetar.Image{}, err
-		}
-		files = mergeFiles(files, tf)
-	}
 	return imagetar.Image{
 		Ref:        AgnhostImage,
+		AlsoRefs:   []string{AgnhostPrevImage},
 		Env:        []string{shellPath},
 		Entrypoint: []string{"/agnhost"},
 		Cmd:        []string{"pause"},
@@ -191,20 +233,74 @@ func agnhostImage(agnhost, busybox, coredns string) (imagetar.Image, error) {
 	}, nil
 }
 
-// hostProgram is a dynamically linked program of this host with every
-// shared library ldd resolves for it and the dynamic loader, each at the
-// path the loader looks for it (symlinks copied as the file they name).
-func hostProgram(path string) ([]imagetar.File, error) {
+// localhostPair is a self-signed certificate for localhost and 127.0.0.1
+// and its key, PEM-encoded, read from dir or made there once (so that the
+// image, and its tarball, stay the same from one start to the next).
+func localhostPair(dir string) (crt, key []byte, err error) {
+	crtPath, keyPath := filepath.Join(dir, "localhost.crt"), filepath.Join(dir, "localhost.key")
+	crt, cerr := os.ReadFile(crtPath)
+	key, kerr := os.ReadFile(keyPath)
+	if cerr == nil && kerr == nil {
+		return crt, key, nil
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(now.UnixNano()),
+		Subject:               pkix.Name{CommonName: "localhost"},
+		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		return nil, nil, err
+	}
+	crt = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	key = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	if err := writeFileAtomic(keyPath, key); err != nil {
+		return nil, nil, err
+	}
+	if err := writeFileAtomic(crtPath, crt); err != nil {
+		return nil, nil, err
+	}
+	return crt, key, nil
+}
+
+// hostProgram is a dynamically linked program of this host, at as in the
+// image (its own path if as is empty), with every shared library ldd
+// resolves for it and the dynamic loader, each at the path the loader
+// looks for it (symlinks copied as the file they name).
+func hostProgram(path, as string) ([]imagetar.File, error) {
 	out, err := exec.Command("ldd", path).Output()
 	if err != nil {
 		return nil, fmt.Errorf("realnode: ldd %s: %w", path, exitDetail(err))
 	}
+	if as == "" {
+		as = path
+	}
+	files := []imagetar.File{{Path: strings.TrimPrefix(as, "/")}}
 	paths := append([]string{path}, lddPaths(string(out))...)
-	files := make([]imagetar.File, 0, len(paths))
-	for _, p := range paths {
+	for i, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return nil, fmt.Errorf("realnode: %s needs %w", path, err)
+		}
+		if i == 0 {
+			files[0].Mode, files[0].Data = 0o755, data
+			continue
 		}
 		files = append(files, imagetar.File{Path: strings.TrimPrefix(p, "/"), Mode: 0o755, Data: data})
 	}

@@ -1,6 +1,9 @@
 package realnode
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -57,7 +60,7 @@ func TestHostProgramCarriesItsLibraries(t *testing.T) {
 	if err != nil {
 		t.Skip("no ls here")
 	}
-	files, err := hostProgram(sh)
+	files, err := hostProgram(sh, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +77,50 @@ func TestHostProgramCarriesItsLibraries(t *testing.T) {
 	}
 }
 
+func TestHostProgramAtAnotherPath(t *testing.T) {
+	ls, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no ls here")
+	}
+	files, err := hostProgram(ls, "/usr/bin/dir")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[0].Path != "usr/bin/dir" || len(files[0].Data) == 0 {
+		t.Fatalf("first file %q (%d bytes), want usr/bin/dir with ls's content", files[0].Path, len(files[0].Data))
+	}
+}
+
 func TestHostProgramMissing(t *testing.T) {
-	if _, err := hostProgram("/nonexistent/curl"); err == nil {
+	if _, err := hostProgram("/nonexistent/curl", ""); err == nil {
 		t.Fatal("want an error for a program that is not there")
+	}
+}
+
+// The TLS pair is made once and then read back, so the agnhost image is
+// the same at every start.
+func TestLocalhostPairIsKept(t *testing.T) {
+	dir := t.TempDir()
+	crt1, key1, err := localhostPair(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt2, key2, err := localhostPair(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(crt1) != string(crt2) || string(key1) != string(key2) {
+		t.Fatal("a second call made a new pair")
+	}
+	if _, err := tls.X509KeyPair(crt1, key1); err != nil {
+		t.Fatalf("not a usable TLS pair: %v", err)
+	}
+	block, _ := pem.Decode(crt1)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("localhost"); err != nil {
+		t.Fatal(err)
 	}
 }

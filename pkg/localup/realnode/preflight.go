@@ -66,7 +66,7 @@ func (o *Options) packages() []debPackage {
 		{"iptables", []string{"/usr/sbin/iptables", "/usr/sbin/iptables-save", "/usr/sbin/iptables-restore"}},
 	}
 	if o.AgnhostBinary != "" {
-		pkgs = append(pkgs, agnhostTools...)
+		pkgs = append(pkgs, agnhostPackages()...)
 	}
 	return pkgs
 }

@@ -38,6 +38,8 @@ type Image struct {
 	// Ref names the image, e.g. "registry.k8s.io/pause:3.10.2". It must
 	// carry a tag: containerd names the imported image after it.
 	Ref string
+	// AlsoRefs are more names of the same image, each with a tag.
+	AlsoRefs []string
 	// Architecture and OS default to amd64 and linux.
 	Architecture, OS string
 	Entrypoint, Cmd  []string
@@ -101,9 +103,17 @@ type Written struct {
 
 // Write writes img as a docker-save tarball to w.
 func Write(w io.Writer, img Image) (Written, error) {
-	repo, tag, err := splitRef(img.Ref)
-	if err != nil {
-		return Written{}, err
+	refs := append([]string{img.Ref}, img.AlsoRefs...)
+	repos := map[string]map[string]string{}
+	for _, ref := range refs {
+		repo, tag, err := splitRef(ref)
+		if err != nil {
+			return Written{}, err
+		}
+		if repos[repo] == nil {
+			repos[repo] = map[string]string{}
+		}
+		repos[repo][tag] = ""
 	}
 	created := img.Created
 	if created.IsZero() {
@@ -133,12 +143,17 @@ func Write(w io.Writer, img Image) (Written, error) {
 	cfgSum := sha256.Sum256(cfgJSON)
 	cfgHex := hex.EncodeToString(cfgSum[:])
 	layerPath := hex.EncodeToString(layerSum[:]) + "/layer.tar"
-	manifest, err := json.Marshal([]ManifestEntry{{Config: cfgHex + ".json", RepoTags: []string{img.Ref}, Layers: []string{layerPath}}})
+	manifest, err := json.Marshal([]ManifestEntry{{Config: cfgHex + ".json", RepoTags: refs, Layers: []string{layerPath}}})
 	if err != nil {
 		return Written{}, err
 	}
 	// The legacy "repositories" file: older importers name images by it.
-	repositories, err := json.Marshal(map[string]map[string]string{repo: {tag: hex.EncodeToString(layerSum[:])}})
+	for _, tags := range repos {
+		for tag := range tags {
+			tags[tag] = hex.EncodeToString(layerSum[:])
+		}
+	}
+	repositories, err := json.Marshal(repos)
 	if err != nil {
 		return Written{}, err
 	}

@@ -110,6 +110,15 @@ func TestWrite(t *testing.T) {
 			wantConfig: ContainerConfig{User: "65535:65535", Entrypoint: []string{"/pause"}},
 		},
 		{
+			name: "agnhost: two names of one image",
+			img: Image{
+				Ref: "registry.k8s.io/e2e-test-images/agnhost:2.66.1", AlsoRefs: []string{"registry.k8s.io/e2e-test-images/agnhost:2.55"},
+				Entrypoint: []string{"/agnhost"}, Files: []File{{Path: "agnhost", Mode: 0o755, Data: []byte("a")}},
+			},
+			wantLayer:  []layerEntry{{name: "agnhost", typ: tar.TypeReg, mode: 0o755, data: "a", modTime: epoch}},
+			wantConfig: ContainerConfig{Entrypoint: []string{"/agnhost"}},
+		},
+		{
 			name: "busybox: parents added, symlinks, sticky tmp, sorted",
 			img: Image{
 				Ref: "registry.k8s.io/e2e-test-images/busybox:1.37.0-2", Cmd: []string{"sh"},
@@ -145,8 +154,8 @@ func TestWrite(t *testing.T) {
 			}
 			a := readArchive(t, buf.Bytes())
 			m := a.manifest[0]
-			if !reflect.DeepEqual(m.RepoTags, []string{tt.img.Ref}) {
-				t.Errorf("RepoTags = %v, want [%s]", m.RepoTags, tt.img.Ref)
+			if want := append([]string{tt.img.Ref}, tt.img.AlsoRefs...); !reflect.DeepEqual(m.RepoTags, want) {
+				t.Errorf("RepoTags = %v, want %v", m.RepoTags, want)
 			}
 			// The config's file name and the image ID are its digest; the
 			// layer's diff ID is the digest of the uncompressed layer.
@@ -170,8 +179,20 @@ func TestWrite(t *testing.T) {
 				t.Errorf("layer entries:\n got %+v\nwant %+v", got, tt.wantLayer)
 			}
 			var repos map[string]map[string]string
-			if err := json.Unmarshal(a.files["repositories"], &repos); err != nil || len(repos) != 1 {
-				t.Errorf("repositories = %s (%v)", a.files["repositories"], err)
+			if err := json.Unmarshal(a.files["repositories"], &repos); err != nil {
+				t.Fatalf("repositories = %s (%v)", a.files["repositories"], err)
+			}
+			tags := 0
+			for _, ts := range repos {
+				for _, layer := range ts {
+					tags++
+					if "sha256:"+layer != w.DiffID {
+						t.Errorf("repositories names layer %s, want %s", layer, w.DiffID)
+					}
+				}
+			}
+			if tags != 1+len(tt.img.AlsoRefs) {
+				t.Errorf("repositories = %s: want one tag per name", a.files["repositories"])
 			}
 		})
 	}
@@ -202,6 +223,7 @@ func TestWriteRefusesInvalidImages(t *testing.T) {
 		{"no tag", Image{Ref: "registry.k8s.io/pause"}},
 		{"port but no tag", Image{Ref: "localhost:5000/pause"}},
 		{"empty tag", Image{Ref: "pause:"}},
+		{"second name without tag", Image{Ref: "x:1", AlsoRefs: []string{"x"}}},
 		{"path leaves the root", Image{Ref: "x:1", Files: []File{{Path: "../etc/passwd", Mode: 0o644}}}},
 		{"root itself", Image{Ref: "x:1", Files: []File{{Path: "/", Mode: fs.ModeDir | 0o755}}}},
 		{"listed twice", Image{Ref: "x:1", Files: []File{{Path: "a", Mode: 0o644}, {Path: "/a", Mode: 0o644}}}},
