@@ -75,8 +75,10 @@ func TestAppletLinks(t *testing.T) {
 	got := appletLinks("usr/bin/[\nbin/sh\nbin/busybox\n/sbin/ifconfig\nbin/sh\n")
 	want := []imagetar.File{
 		{Path: "usr/bin/[", Mode: 0o777 | symlink, Link: "/bin/busybox"},
+		{Path: "bin/[", Mode: 0o777 | symlink, Link: "/bin/busybox"},
 		{Path: "bin/sh", Mode: 0o777 | symlink, Link: "/bin/busybox"},
 		{Path: "sbin/ifconfig", Mode: 0o777 | symlink, Link: "/bin/busybox"},
+		{Path: "bin/ifconfig", Mode: 0o777 | symlink, Link: "/bin/busybox"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("appletLinks = %+v\nwant %+v", got, want)

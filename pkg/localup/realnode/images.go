@@ -341,17 +341,23 @@ func mergeFiles(files, more []imagetar.File) []imagetar.File {
 }
 
 // appletLinks turns `busybox --list-full` ("usr/bin/env" per line) into
-// symlinks to /bin/busybox, skipping busybox itself.
+// symlinks to /bin/busybox at that path and in /bin, skipping busybox
+// itself.
 func appletLinks(list string) []imagetar.File {
 	var files []imagetar.File
 	seen := map[string]bool{"bin/busybox": true}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, imagetar.File{Path: p, Mode: fs.ModeSymlink | 0o777, Link: "/bin/busybox"})
+		}
+	}
 	for _, p := range strings.Fields(list) {
 		p = strings.TrimPrefix(p, "/")
-		if seen[p] {
-			continue
-		}
-		seen[p] = true
-		files = append(files, imagetar.File{Path: p, Mode: fs.ModeSymlink | 0o777, Link: "/bin/busybox"})
+		add(p)
+		// Upstream's busybox image has every applet in /bin (e2e tests
+		// run /bin/sysctl, say), Debian's lists some in sbin or usr.
+		add("bin/" + filepath.Base(p))
 	}
 	return files
 }
