@@ -43,6 +43,9 @@ const (
 	// AgnhostPrevImage is the previous agnhost e2e.test also runs (its
 	// StatefulSets' web servers); the same image carries both names.
 	AgnhostPrevImage = "registry.k8s.io/e2e-test-images/agnhost:2.55"
+	// GlibcDNSImage is the DNS tests' second querier: upstream's is Debian
+	// with dnsutils, to resolve through glibc as well as through musl.
+	GlibcDNSImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1"
 )
 
 // hostTool is a program of a Debian package copied into an image, with
@@ -54,19 +57,27 @@ type hostTool struct {
 // agnhostTools are the host programs upstream's agnhost image carries
 // (from Alpine's packages) that e2e tests call inside it: curl for HTTP
 // checks, OpenBSD's netcat for TCP and UDP checks ("nc -v -t -w 2", which
-// busybox's nc lacks), dig for the DNS tests and ss for the NodePort ones.
+// busybox's nc lacks), dig and getent for the DNS tests and ss for the
+// NodePort ones.
 var agnhostTools = []hostTool{
 	{"curl", "/usr/bin/curl", ""},
 	{"netcat-openbsd", "/bin/nc.openbsd", "/usr/bin/nc"},
 	{"bind9-dnsutils", "/usr/bin/dig", ""},
 	{"iproute2", "/bin/ss", ""},
+	{"libc-bin", "/usr/bin/getent", ""},
 }
 
-// agnhostPackages are the packages of agnhostTools.
+// glibcDNSTools are the glibc programs of GlibcDNSImage: dig and getent.
+var glibcDNSTools = []hostTool{
+	{"bind9-dnsutils", "/usr/bin/dig", ""},
+	{"libc-bin", "/usr/bin/getent", ""},
+}
+
+// agnhostPackages are the packages of agnhostTools and glibcDNSTools.
 func agnhostPackages() []debPackage {
-	pkgs := make([]debPackage, len(agnhostTools))
-	for i, t := range agnhostTools {
-		pkgs[i] = debPackage{t.pkg, []string{t.file}}
+	var pkgs []debPackage
+	for _, t := range append(append([]hostTool(nil), agnhostTools...), glibcDNSTools...) {
+		pkgs = append(pkgs, debPackage{t.pkg, []string{t.file}})
 	}
 	return pkgs
 }
@@ -93,6 +104,8 @@ func (n *Node) imageSpecs() []imageSpec {
 	if n.opts.AgnhostBinary != "" {
 		specs = append(specs, imageSpec{file: "agnhost.tar", image: func() (imagetar.Image, error) {
 			return agnhostImage(n.opts.AgnhostBinary, n.opts.BusyboxBinary, n.opts.CoreDNSBinary, n.layout.imagesDir())
+		}}, imageSpec{file: "glibc-dns-testing.tar", image: func() (imagetar.Image, error) {
+			return glibcDNSImage(n.opts.BusyboxBinary)
 		}})
 	}
 	return specs
@@ -194,13 +207,9 @@ func agnhostImage(agnhost, busybox, coredns, keyDir string) (imagetar.Image, err
 	}
 	// The host tools come first: where one has an applet's name (nc), it
 	// wins over busybox's.
-	var files []imagetar.File
-	for _, tool := range agnhostTools {
-		tf, err := hostProgram(tool.file, tool.path)
-		if err != nil {
-			return imagetar.Image{}, err
-		}
-		files = mergeFiles(files, tf)
+	files, err := hostTools(agnhostTools)
+	if err != nil {
+		return imagetar.Image{}, err
 	}
 	bb, err := busyboxFiles(busybox,
 		basePasswd+"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
@@ -231,6 +240,37 @@ func agnhostImage(agnhost, busybox, coredns, keyDir string) (imagetar.Image, err
 		Cmd:        []string{"pause"},
 		Files:      files,
 	}, nil
+}
+
+// glibcDNSImage is what the DNS tests' glibc querier runs: a shell
+// (busybox) with glibc's dig and getent, hosts looked up in /etc/hosts
+// before DNS.
+func glibcDNSImage(busybox string) (imagetar.Image, error) {
+	files, err := hostTools(glibcDNSTools)
+	if err != nil {
+		return imagetar.Image{}, err
+	}
+	bb, err := busyboxFiles(busybox, basePasswd, baseGroup)
+	if err != nil {
+		return imagetar.Image{}, err
+	}
+	files = mergeFiles(files, bb)
+	files = append(files, imagetar.File{Path: "etc/nsswitch.conf", Mode: 0o644, Data: []byte("passwd: files\ngroup: files\nhosts: files dns\n")})
+	return imagetar.Image{Ref: GlibcDNSImage, Env: []string{shellPath}, Cmd: []string{"sh"}, Files: files}, nil
+}
+
+// hostTools are the files of tools, the first copy of a shared library
+// kept.
+func hostTools(tools []hostTool) ([]imagetar.File, error) {
+	var files []imagetar.File
+	for _, tool := range tools {
+		tf, err := hostProgram(tool.file, tool.path)
+		if err != nil {
+			return nil, err
+		}
+		files = mergeFiles(files, tf)
+	}
+	return files, nil
 }
 
 // localhostPair is a self-signed certificate for localhost and 127.0.0.1
