@@ -118,15 +118,16 @@ func checkTruth(r *Report, run *record.Run, truth *record.Truth) {
 // returns the ops with every Unknown write either resolved (applied, with
 // its revision and an open-ended return) or dropped (never applied).
 func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op {
+	ops := completedDeletions(run.Ops, truth)
 	end := int64(0)
-	for _, op := range run.Ops {
+	for _, op := range ops {
 		end = max(end, op.Return)
 	}
 	// An event is claimed by at most one write: acknowledged writes first,
 	// so that an Unknown duplicate (two deletes with one precondition)
 	// does not claim a revision another write owns.
 	claimed := map[int64]bool{}
-	for _, op := range run.Ops {
+	for _, op := range ops {
 		if op.IsWrite() && op.Out == record.OK {
 			if applied, ev := appliedIn(truth, &op); applied && ev.Rev == op.RV {
 				claimed[ev.Rev] = true
@@ -143,7 +144,7 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 	// bounded by the earliest such return.
 	type ack struct{ rev, ret int64 }
 	var acks []ack
-	for _, op := range run.Ops {
+	for _, op := range ops {
 		if op.IsWrite() && op.Out == record.OK {
 			acks = append(acks, ack{op.RV, op.Return})
 		}
@@ -166,8 +167,8 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		rev int64
 	}
 	var failedApplied []failed
-	out := make([]record.Op, 0, len(run.Ops))
-	for _, op := range run.Ops {
+	out := make([]record.Op, 0, len(ops))
+	for _, op := range ops {
 		if !op.IsWrite() {
 			out = append(out, op)
 			continue
@@ -227,6 +228,40 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		if !claimed[e.Rev] {
 			r.add(NothingLost, "etcd has a write no recorded operation explains: %s %s at revision %d (value %q)", eventType(e), e.Name, e.Rev, e.Value)
 		}
+	}
+	return out
+}
+
+// completedDeletions returns ops with every update that finished a
+// deletion turned into that deletion. Asked to update a pod that a DELETE
+// has marked (deletionTimestamp, grace period 0, no finalizers), a real
+// kube-apiserver deletes the pod instead, or finds it deleted, and answers
+// with the object of the request at the revision the request named:
+// nothing of the update is written (genericregistry.Store.Update and
+// deleteWithoutFinalizers). So an update acknowledged at its own
+// precondition's revision, a marking, is the deletion of that version,
+// done before the update returned. Every other update is left alone: one
+// that etcd did not apply stays a nothing-lost violation.
+func completedDeletions(ops []record.Op, truth *record.Truth) []record.Op {
+	var out []record.Op
+	for i, op := range ops {
+		if op.Kind != record.Update || op.Out != record.OK || op.RV != op.PreRV || !truth.Marked(op.Name, op.PreRV) {
+			continue
+		}
+		del := op
+		del.Kind, del.Value = record.Delete, ""
+		applied, ev := appliedIn(truth, &del)
+		if !applied {
+			continue
+		}
+		del.RV = ev.Rev
+		if out == nil {
+			out = append([]record.Op(nil), ops...)
+		}
+		out[i] = del
+	}
+	if out == nil {
+		return ops
 	}
 	return out
 }

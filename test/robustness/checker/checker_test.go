@@ -288,6 +288,68 @@ func TestHalfAppliedDeleteIsResolved(t *testing.T) {
 	}
 }
 
+// markedRun is goodRun with b's deletion left half done: a DELETE (op 4)
+// timed out after kube-apiserver marked b (rev 5), and b is deleted at
+// rev 7, after a's update. update is an update of b that a client sent
+// with the marked version as its precondition; each test says how it was
+// answered.
+func markedRun(update h.Op) *h.Run {
+	run := goodRun()
+	run.ContiguousTruth = false
+	run.FinalRev = 7
+	for i := range run.Truth {
+		if run.Truth[i].Rev == 5 {
+			run.Truth[i] = h.TruthEvent{Rev: 5, Name: "b", Value: "v2", Node: "n2", PrevModRev: 3}
+		}
+	}
+	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+	run.Ops[3].Out, run.Ops[3].RV, run.Ops[3].Err = h.Unknown, 0, "timeout"
+	run.Ops[7].Items = append(run.Ops[7].Items, h.Item{Name: "b", Value: "v2", Node: "n2", ModRev: 5})
+	run.Ops[8].RV = 7
+	run.Ops = append(run.Ops, update)
+	run.Sessions[1].Events = []h.WatchEvent{
+		{Type: h.Modified, Name: "b", RV: 5, Value: "v2"},
+		{Type: h.Modified, Name: "a", RV: 6, Value: "v4"},
+		{Type: h.Deleted, Name: "b", RV: 7, Value: "v2"},
+	}
+	return run
+}
+
+// An update of a pod a DELETE has marked deletes it: kube-apiserver
+// answers with the request's object at the marked revision, and writes
+// nothing of the update. It is the deletion at rev 7.
+func TestUpdateOfAMarkedPodIsItsDeletion(t *testing.T) {
+	run := markedRun(h.Op{ID: 20, Client: 5, Kind: h.Update, Name: "b", Value: "v9", PreRV: 5, Call: 86, Return: 89, Out: h.OK, RV: 5})
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+}
+
+// Only an answer at the marked revision is a deletion: the same update
+// acknowledged at a revision of its own, or at the revision of a version
+// nothing marked, was lost.
+func TestLostUpdateIsNotADeletion(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		update h.Op
+	}{
+		{"new revision", h.Op{ID: 20, Client: 5, Kind: h.Update, Name: "b", Value: "v9", PreRV: 5, Call: 86, Return: 89, Out: h.OK, RV: 8}},
+		{"unmarked version", h.Op{ID: 20, Client: 5, Kind: h.Update, Name: "a", Value: "v9", PreRV: 6, Call: 86, Return: 89, Out: h.OK, RV: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, markedRun(tc.update))
+			if r.Counts[NothingLost] == 0 {
+				t.Fatalf("nothing-lost found nothing: %v", r.Details)
+			}
+			for _, d := range r.Details[NothingLost] {
+				if !strings.Contains(d, "op 20:") {
+					t.Errorf("unexpected nothing-lost: %s", d)
+				}
+			}
+		})
+	}
+}
+
 // Writes whose outcome the client never learned are resolved from etcd's
 // history: applied ones count, the others are dropped.
 func TestUnknownWritesAreResolved(t *testing.T) {

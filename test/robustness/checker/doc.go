@@ -8,6 +8,9 @@
 //     over a per-key model of the key space (LISTs are projected onto each
 //     key). Writes whose outcome the client never learned are resolved from
 //     etcd's history: applied (with the revision etcd gave them) or dropped.
+//     A real kube-apiserver's pod deletion (a marking, then the delete) is
+//     one DELETE, and an update it answered by finishing the deletion of a
+//     marked pod is that deletion (completedDeletions).
 //   - fresh-list: a consistent LIST's RV covers every write acknowledged
 //     before the LIST was called (the cross-key half of linearizability).
 //   - matches-etcd: every read (any resourceVersion) returns exactly etcd's

@@ -306,6 +306,17 @@ func (t *Truth) AtRev(rev int64) []TruthEvent { return t.byRev[rev] }
 // ByValue returns the write that stored value.
 func (t *Truth) ByValue(v string) (TruthEvent, bool) { e, ok := t.values[v]; return e, ok }
 
+// Marked reports whether the version of name at modRev is a system update
+// (see isSystem): kube-apiserver's marking of a pod it is deleting.
+func (t *Truth) Marked(name string, modRev int64) bool {
+	e, ok := t.At(name, modRev)
+	if !ok {
+		return false
+	}
+	s, ok := t.system[nameRev{name, e.PrevModRev}]
+	return ok && s.Rev == modRev
+}
+
 // DeletionOf returns the deletion of the version of name at modRev.
 func (t *Truth) DeletionOf(name string, modRev int64) (TruthEvent, bool) {
 	e, ok := t.deletes[nameRev{name, modRev}]
