@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-e2e test-robustness test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
@@ -44,7 +44,42 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command).
 	$(BIN)/local-up $(RUN_ARGS)
 
-test: verify test-lib test-root test-bench test-robustness test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every default test: make verify (gofmt, vet, golangci-lint, the docs check), library, root module, e2e, the benchmark tools, the short robustness run, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~35 min here).
+# make test runs every test in the repository, each through the target
+# that sets what it needs. A plain `go test ./...` skips the tests that need
+# more than their package: each checks an environment variable, which the
+# targets in parentheses set. make test runs all of those targets but the
+# ones that need root (test-real-nodes, demo-59848, test-conformance) and
+# the long runs whose short modes it runs (test-robustness-long,
+# test-fault-heal, bench-compare).
+#
+#   FRESHCACHE_BIN_DIR=<dir>      the built binaries (make build), for the tests that start
+#                                 kube-apiserver, local-up or kubemark: test/e2e (test-root,
+#                                 test-e2e), the HTTP and fault-heal robustness runs,
+#                                 tools/bench/watchlist's smoke run (test-bench), test/demo59848,
+#                                 test/realnode and test/upstreame2e (their targets below)
+#   FRESHCACHE_ROBUSTNESS=1       test/robustness's etcd-backed runs, minutes each (test-robustness,
+#                                 test-robustness-apiserver with FRESHCACHE_BIN_DIR,
+#                                 test-fault-heal-short; test-robustness-long, test-fault-heal)
+#   ROBUSTNESS_REPLAY=<file>      the history.json TestReplayReport re-checks offline
+#                                 (test-robustness replays its negative control's;
+#                                 test-robustness-replay REPLAY=<file>)
+#   FRESHCACHE_BENCH=1            tools/bench's TestCompare, the side-by-side cache comparison
+#                                 (test-bench-compare at 2,000 pods; bench-compare at 20,000)
+#   FRESHCACHE_TEST_DIRECT_ETCD=true  the library's storage conformance and linearizability tests
+#                                 again under DirectEtcdWatch (test-lib)
+#   FRESHCACHE_VERIFY_DOCS=1      the repository checks: links, figures, make help (verify-docs)
+#   FRESHCACHE_E2E_SUITE=<dir>    upstream's e2e.test and ginkgo (test-e2e-conformance;
+#                                 test-conformance)
+#   FRESHCACHE_E2E_REAL_NODE=1    upstream's e2e tests on a real node, as root (test-conformance)
+#   FRESHCACHE_DEMO_59848=1       the kubernetes#59848 replay (demo-59848-short; demo-59848, root)
+#   FRESHCACHE_REAL_NODES=1       a real node that changes the host, as root (test-real-nodes)
+#
+# The other variables the tests read choose how a run goes, not whether
+# it runs: ROBUSTNESS_SEED, _DURATION, _REPORT_DIR, _KLOG; HEAL_*;
+# DEMO_59848_*; FRESHCACHE_E2E_IMPLEMENTATIONS, _OUT, _PROCS, _TIMEOUT,
+# _REPORT, _COMMAND; FRESHCACHE_BENCH_PODS, _NODES, _REPEATS,
+# _LIST_SECONDS; FRESHCACHE_SEED (the library's randomized tests).
+test: verify test-lib test-root test-bench test-bench-compare test-robustness test-robustness-apiserver test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every test but the root-only and long runs: make verify, library, root module and e2e, the benchmark tools and a short TestCompare, the short robustness runs in process (then a replay of the negative control) and over HTTP, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~38 min here; what .ci/run runs).
 
 test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -58,6 +93,19 @@ BENCH_MOD := tools/bench
 
 test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports).
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# TestCompare (tools/bench/storage) builds upstream's cacher and freshcache
+# over one embedded etcd and compares heap per object, rv=0 LIST by node
+# and watch dispatch to 1,000 watchers, failing on any error, wrong count
+# or undelivered event. test-bench-compare runs it small and once, for
+# make test; bench-compare at its own shape (20,000 pods, 3 repeats), whose
+# table means something on a quiet machine only.
+COMPARE_SHORT := FRESHCACHE_BENCH_PODS=2000 FRESHCACHE_BENCH_NODES=20 FRESHCACHE_BENCH_REPEATS=1 FRESHCACHE_BENCH_LIST_SECONDS=1
+test-bench-compare: ## tools/bench's TestCompare at 2,000 pods, one repeat: both caches answer and deliver everything (~20 s; part of make test).
+	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(COMPARE_SHORT) $(GO) test -count=1 -timeout 15m -v -run '^TestCompare$$' ./storage/
+
+bench-compare: ## tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repeats: heap per object, rv=0 LIST by node, watch dispatch, upstream's cacher vs freshcache (~1.5 min).
+	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(GO) test -count=1 -timeout 60m -v -run '^TestCompare$$' ./storage/
 
 # test-real-nodes runs local-up --real-nodes=1 (containerd, a real kubelet
 # and kube-proxy; pkg/localup/realnode) as root: a busybox pod with kubectl
@@ -78,21 +126,37 @@ test-e2e: build ## Run only the end-to-end test.
 # Robustness (test/robustness): 3-member etcd behind fault proxies, two
 # caches, Kubernetes-shaped traffic, porcupine and watch-guarantee checks.
 # The etcd-backed runs only run with FRESHCACHE_ROBUSTNESS=1, so `go test
-# ./...` in test-root runs just the checker unit tests. A failing run prints
-# its seed (replay: ROBUSTNESS_SEED=<seed>) and a report directory under
-# ROBUSTNESS_REPORT_DIR.
-ROBUSTNESS_ENV := FRESHCACHE_ROBUSTNESS=1 ETCD_CLIENT_DEBUG=error ROBUSTNESS_REPORT_DIR=$(abspath $(OUT))/robustness
+# ./...` in test-root runs just the checker unit tests; the runs over HTTP
+# also need FRESHCACHE_BIN_DIR (test-robustness-apiserver). A failing run
+# prints its seed (replay: ROBUSTNESS_SEED=<seed>) and a report directory
+# under ROBUSTNESS_REPORT_DIR.
+ROBUSTNESS_REPORTS := $(abspath $(OUT))/robustness
+ROBUSTNESS_ENV := FRESHCACHE_ROBUSTNESS=1 ETCD_CLIENT_DEBUG=error ROBUSTNESS_REPORT_DIR=$(ROBUSTNESS_REPORTS)
 DURATION ?= 30m
 # Which variants the long run covers (a go test -run pattern).
 ROBUSTNESS_RUN ?= .
 
-test-robustness: ## Short robustness run (<=5 min): checker unit tests, upstream negative control, freshcache (rv="" and FreshResourceVersionZero).
+test-robustness: ## Short robustness run in process: checker unit tests, upstream negative control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch), then test-robustness-replay of the negative control's history (~5 min).
 	$(ROBUSTNESS_ENV) $(GO) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+	$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) test-robustness-replay REPLAY=
+
+# test-robustness-replay re-checks a dumped run offline (TestReplayReport,
+# test/robustness/checker): every checker and porcupine again, and for each
+# key porcupine rejects, the shortest failing prefix of its operations.
+# REPLAY is a report's history.json; by default the newest negative-control
+# report (upstream-rv0-<seed>) under ROBUSTNESS_REPORT_DIR, which
+# test-robustness has just written.
+REPLAY ?=
+test-robustness-replay: ## Re-check a dumped robustness history offline: make test-robustness-replay [REPLAY=<report>/history.json], by default the newest negative control's (seconds; test-robustness ends with it).
+	@h='$(REPLAY)'; h=$${h:-$$(ls -t $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json 2>/dev/null | head -1)}; \
+	if [ -z "$$h" ]; then echo "no $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json: run make test-robustness, or pass REPLAY=<report>/history.json" >&2; exit 1; fi; \
+	echo "replaying $$h"; \
+	ROBUSTNESS_REPLAY="$$h" $(GO) test -count=1 -v -run '^TestReplayReport$$' ./test/robustness/checker/
 
 test-robustness-long: ## Long robustness run: make test-robustness-long DURATION=30m [ROBUSTNESS_RUN=Freshcache].
 	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache), client-go traffic.
+test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make build; part of make test).
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Fault heal (test/robustness TestFaultHeal): for upstream's cacher,
