@@ -14,8 +14,10 @@ TEST_TIMEOUT ?= 30m
 
 .PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
+# help lists every rule line of the form `target: prerequisites ## text`;
+# internal/makehelp (make verify) fails when a .PHONY target has none.
 help: ## Show this help.
-	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {n[NR] = $$1; h[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-" w "s  %s\n", n[i], h[i]}'
 
 # Every Kubernetes binary says it is v1.37.2, the module it is built from,
 # instead of v0.0.0-master+$$Format:%H$$: nodes, `kubectl version` and
@@ -34,14 +36,14 @@ KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSI
 # kubelet and kube-proxy are for local-up --real-nodes.
 UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl kubelet kube-proxy
 
-build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into _output/bin.
+build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into _output/bin (~1 min with Go's build cache warm; a cold first build 10-20 min).
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/freshcache-pause
 
 # CoreDNS (tools/coredns, a module of its own) is only for real nodes: it
 # is built when RUN_ARGS ask for them.
-run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command).
+run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command), until interrupted.
 	$(BIN)/local-up $(RUN_ARGS)
 
 # make test runs every test in the repository, each through the target
@@ -81,17 +83,17 @@ run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + ku
 # _LIST_SECONDS; FRESHCACHE_SEED (the library's randomized tests).
 test: verify test-lib test-root test-bench test-bench-compare test-robustness test-robustness-apiserver test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every test but the root-only and long runs: make verify, library, root module and e2e, the benchmark tools and a short TestCompare, the short robustness runs in process (then a replay of the negative control) and over HTTP, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~38 min here; what .ci/run runs).
 
-test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch).
+test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch) (~7 min).
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
-test-root: build ## Test the root module, including the e2e test against the built binaries.
+test-root: build ## Test the root module, including the e2e test against the built binaries (~3 min after make build).
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 BENCH_MOD := tools/bench
 
-test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports).
+test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports, the WatchList smoke run) (~1.5 min after make build).
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # TestCompare (tools/bench/storage) builds upstream's cacher and freshcache
@@ -113,14 +115,14 @@ bench-compare: ## tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repea
 # then checks the host is as before (test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
-coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (tools/coredns) into _output/bin.
+coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (tools/coredns) into _output/bin (~8 min the first time on a busy 2-core machine).
 	@mkdir -p $(BIN)
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
 
 test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, the apiserver from a pod through the kubernetes Service, crash recovery, host restored; hollow nodes leave iptables alone (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
-test-e2e: build ## Run only the end-to-end test.
+test-e2e: build ## Run only the end-to-end test (~2.5 min after make build).
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # Robustness (test/robustness): 3-member etcd behind fault proxies, two
@@ -153,7 +155,7 @@ test-robustness-replay: ## Re-check a dumped robustness history offline: make te
 	echo "replaying $$h"; \
 	ROBUSTNESS_REPLAY="$$h" $(GO) test -count=1 -v -run '^TestReplayReport$$' ./test/robustness/checker/
 
-test-robustness-long: ## Long robustness run: make test-robustness-long DURATION=30m [ROBUSTNESS_RUN=Freshcache].
+test-robustness-long: ## Long robustness run: make test-robustness-long DURATION=30m [ROBUSTNESS_RUN=Freshcache]; DURATION per in-process variant, four in turn (~2 h at the default).
 	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make build; part of make test).
@@ -180,7 +182,7 @@ test-fault-heal: build ## Fault heal: member 1 cut off and healed under reads, u
 		HEAL_REPORT=$(abspath docs/results/fault-heal.md) HEAL_LOG_DIR=$(HEAL_LOG_DIR) \
 		$(GO) test -count=1 -timeout 30m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-test-fault-heal-short: build ## Fault heal with one cut per implementation, report in _output (~3 min; part of make test).
+test-fault-heal-short: build ## Fault heal with one cut per implementation, report in _output (~2 min after make build; part of make test).
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=20s \
 		HEAL_REPORT=$(abspath $(OUT))/fault-heal-short.md HEAL_LOG_DIR=$(HEAL_LOG_DIR)-short \
 		$(GO) test -count=1 -timeout 15m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
@@ -217,7 +219,7 @@ demo-59848: build ## kubernetes#59848 on a real kubelet and containerd (root), w
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
 		$(GO) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-demo-59848-short: build ## The discriminating pair on a hollow kubelet: a listing kubelet on upstream (must start the deleted pod) and on freshcache+FreshResourceVersionZero (must not) (~4 min; part of make test).
+demo-59848-short: build ## The discriminating pair on a hollow kubelet: a listing kubelet on upstream (must start the deleted pod) and on freshcache+FreshResourceVersionZero (must not) (~3.5 min after make build; part of make test).
 	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
 		$(GO) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
@@ -231,7 +233,7 @@ E2E_OUT := $(abspath $(OUT))/e2e-conformance
 E2E_PROCS ?= 4
 E2E_ENV = FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_E2E_SUITE=$(abspath $(BIN)) FRESHCACHE_E2E_OUT=$(E2E_OUT) FRESHCACHE_E2E_PROCS=$(E2E_PROCS)
 
-e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes v1.37.2, unchanged) into _output/bin.
+e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes v1.37.2, unchanged) into _output/bin (~30 s with Go's build cache warm).
 	@mkdir -p $(BIN)
 	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
 	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
@@ -244,11 +246,11 @@ test-conformance: build e2e-suite ## Upstream's e2e tests on upstream, freshcach
 # E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (test/upstreame2e
 # Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
-test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (part of make test).
+test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min after make build and e2e-suite; part of make test).
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
-verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on both modules; the docs checks (links, figures).
+verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on every module; the repository checks (links, figures, make help) (~1 min; seconds with warm caches).
 
 # verify-docs: links in markdown stay inside the repository and resolve
 # (files and #anchors), section citations name existing headings, and no
@@ -256,14 +258,15 @@ verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on both modules;
 # repository (internal/docscheck/doc.go lists the rules); every marked
 # figure agrees with the docs/results file it comes from, within its
 # tolerance, every figure key is quoted somewhere, and the results index
-# lists exactly the files of docs/results (internal/figures/doc.go).
-verify-docs:
-	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/ ./internal/figures/
+# lists exactly the files of docs/results (internal/figures/doc.go); make
+# help lists every .PHONY target with a text (internal/makehelp/doc.go).
+verify-docs: ## The repository checks of make verify: docs links and citations, figures, make help (seconds).
+	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/ ./internal/figures/ ./internal/makehelp/
 
 figures: ## After a benchmark rerun: rewrite the marked figures in the docs from docs/results, then check them (internal/figures).
 	$(GO) run ./internal/figures/cmd/figures -w
 
-fmt:
+fmt: ## gofmt on the source trees, go vet on every module (seconds with warm caches).
 	@out=$$(gofmt -l cmd internal pkg test hack tools $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd $(LIB) && $(GO) vet ./...
@@ -273,7 +276,7 @@ fmt:
 $(GOLANGCI_LINT):
 	GOBIN=$(abspath $(OUT)/tools) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-lint: $(GOLANGCI_LINT)
+lint: $(GOLANGCI_LINT) ## golangci-lint on the root, library and bench modules; installs it into _output/tools first (seconds with warm caches).
 	$(GOLANGCI_LINT) run ./...
 	cd $(LIB) && $(abspath $(GOLANGCI_LINT)) run ./...
 	cd $(BENCH_MOD) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
@@ -310,7 +313,7 @@ bench: $(BENCH) ## Short side-by-side benchmark (<10 min): storage level + heap 
 
 # bench-full runs the etcd backend on fewer scenarios at the large shapes:
 # every etcd LIST decodes every pod (~0.8 s of CPU per LIST at 20k pods).
-bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, heap at 20k and 100k, through kube-apiserver.
+bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, heap at 20k and 100k, through kube-apiserver (~30 min).
 	$(BENCH) storage --pods=20000 --nodes=200 --etcd-scenarios=list-node,get --name=storage-20k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=100000 --nodes=5000 --etcd-scenarios=get --name=storage-100k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000,100000 --nodes=200 --name=memory-full --out-dir=$(BENCH_OUT)
@@ -431,7 +434,7 @@ bench-stall-short: $(BENCH) build ## Smoke run of bench-stall (~4 min); writes _
 	@mkdir -p $(OUT)/bench
 	$(BENCH) stall --short --bin-dir=$(BIN) --out-dir=$(OUT)/bench --name=stall-short $(BENCH_ARGS)
 
-bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd.
+bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd (~3 min, estimated).
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
 
 # bench-watchlist is the "WatchList over a huge resource" scenario
@@ -458,5 +461,5 @@ clean: ## Remove build output (keeps nothing under _output).
 .PHONY: kind-up
 # KIND_ARGS, e.g. KIND_ARGS="--ha" or KIND_ARGS="--dry-run"; docs/kind.md.
 KIND_ARGS ?=
-kind-up: ## Build our kube-apiserver image and a kind cluster running it (KIND_ARGS="--ha", "--dry-run").
+kind-up: ## Build our kube-apiserver image and a kind cluster running it (KIND_ARGS="--ha", "--dry-run"); needs Docker, never timed here.
 	hack/kind-up.sh $(KIND_ARGS)
