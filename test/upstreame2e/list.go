@@ -15,11 +15,14 @@ const ListFile = "tests.txt"
 
 // skipPrefix starts a line that names a test left out; reasonSep
 // separates its name from the reason. nodePrefix starts a line that names
-// a test run only on a cluster with a real node (containers that run).
+// a test run only on a cluster with a real node (containers that run);
+// hollowPrefix one run only on hollow nodes, with the reason it cannot run
+// on the real node (an image that cannot be built here, say).
 const (
-	skipPrefix = "skip: "
-	reasonSep  = " ## "
-	nodePrefix = "node: "
+	skipPrefix   = "skip: "
+	reasonSep    = " ## "
+	nodePrefix   = "node: "
+	hollowPrefix = "hollow: "
 )
 
 // hollowReason is why a test of a "node: " line is left out of a run on
@@ -33,6 +36,10 @@ type Selection struct {
 	// Node are the tests that need a real node, in file order; ForCluster
 	// adds them to Run or to Skipped.
 	Node []string
+	// Hollow are the tests run on hollow nodes only, in file order, with
+	// the reason each cannot run on the real node.
+	Hollow       []string
+	HollowReason map[string]string
 	// Skipped maps each test left out to its reason.
 	Skipped map[string]string
 }
@@ -49,6 +56,13 @@ func (s *Selection) ForCluster(realNode bool) *Selection {
 			out.Run = append(out.Run, n)
 		} else {
 			out.Skipped[n] = hollowReason
+		}
+	}
+	for _, n := range s.Hollow {
+		if realNode {
+			out.Skipped[n] = s.HollowReason[n]
+		} else {
+			out.Run = append(out.Run, n)
 		}
 	}
 	return out
@@ -69,11 +83,12 @@ func ReadSelection(path string) (*Selection, error) {
 }
 
 // ParseSelection parses a list file: one test name per line, "node:
-// <name>" for a test that needs a real node, "skip: <name> ## <reason>"
-// for a test left out, '#' comments and blank lines ignored.
+// <name>" for a test that needs a real node, "hollow: <name> ## <reason>"
+// for one that runs on hollow nodes only, "skip: <name> ## <reason>" for
+// a test left out, '#' comments and blank lines ignored.
 // A name listed twice, or a skip without a reason, is an error.
 func ParseSelection(r io.Reader) (*Selection, error) {
-	s := &Selection{Skipped: map[string]string{}}
+	s := &Selection{Skipped: map[string]string{}, HollowReason: map[string]string{}}
 	seen := map[string]int{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -85,12 +100,17 @@ func ParseSelection(r io.Reader) (*Selection, error) {
 		name := line
 		if rest, ok := strings.CutPrefix(line, skipPrefix); ok {
 			var reason string
-			name, reason, ok = strings.Cut(rest, reasonSep)
-			name, reason = strings.TrimSpace(name), strings.TrimSpace(reason)
-			if !ok || reason == "" {
+			if name, reason, ok = cutReason(rest); !ok {
 				return nil, fmt.Errorf("line %d: a skipped test needs a reason after %q: %q", n, strings.TrimSpace(reasonSep), line)
 			}
 			s.Skipped[name] = reason
+		} else if rest, ok := strings.CutPrefix(line, hollowPrefix); ok {
+			var reason string
+			if name, reason, ok = cutReason(rest); !ok {
+				return nil, fmt.Errorf("line %d: a hollow-only test needs the reason it cannot run on the real node after %q: %q", n, strings.TrimSpace(reasonSep), line)
+			}
+			s.Hollow = append(s.Hollow, name)
+			s.HollowReason[name] = reason
 		} else if rest, ok := strings.CutPrefix(line, nodePrefix); ok {
 			name = strings.TrimSpace(rest)
 			s.Node = append(s.Node, name)
@@ -106,6 +126,13 @@ func ParseSelection(r io.Reader) (*Selection, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// cutReason splits "<name> ## <reason>"; ok is false without a reason.
+func cutReason(rest string) (name, reason string, ok bool) {
+	name, reason, ok = strings.Cut(rest, reasonSep)
+	name, reason = strings.TrimSpace(name), strings.TrimSpace(reason)
+	return name, reason, ok && reason != ""
 }
 
 // Focus is the ginkgo --focus expression that selects exactly s.Run: each
@@ -131,7 +158,7 @@ func (s *Selection) Check(all []string) error {
 		have[n] = true
 	}
 	var bad []string
-	for _, n := range append(append([]string(nil), s.Run...), s.Node...) {
+	for _, n := range append(append(append([]string(nil), s.Run...), s.Node...), s.Hollow...) {
 		if !have[n] {
 			bad = append(bad, n)
 			continue

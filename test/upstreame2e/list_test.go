@@ -20,6 +20,8 @@ func TestParseSelection(t *testing.T) {
 		{name: "listed twice", in: "[sig-a] x\nskip: [sig-a] x ## r\n", wantErr: "listed already on line 1"},
 		{name: "node test listed twice", in: "node: [sig-a] x\n[sig-a] x\n", wantErr: "listed already on line 1"},
 		{name: "node tests are not in Run", in: "[sig-a] x\nnode: [sig-a] y\n", run: []string{"[sig-a] x"}},
+		{name: "hollow without reason", in: "hollow: [sig-a] y\n", wantErr: "needs the reason"},
+		{name: "hollow listed twice", in: "hollow: [sig-a] y ## r\nnode: [sig-a] y\n", wantErr: "listed already on line 1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,7 +53,7 @@ func TestParseSelection(t *testing.T) {
 // A real node's cluster runs the node tests after the others; hollow
 // nodes leave them out with a reason.
 func TestForCluster(t *testing.T) {
-	s, err := ParseSelection(strings.NewReader("[sig-a] x\nnode: [sig-a] y\nskip: [sig-a] z ## r\n"))
+	s, err := ParseSelection(strings.NewReader("[sig-a] x\nnode: [sig-a] y\nskip: [sig-a] z ## r\nhollow: [sig-a] w ## no image\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +61,11 @@ func TestForCluster(t *testing.T) {
 	if got := strings.Join(real.Run, "|"); got != "[sig-a] x|[sig-a] y" {
 		t.Errorf("real node: Run = %q", got)
 	}
-	if len(real.Skipped) != 1 || real.Skipped["[sig-a] z"] != "r" {
+	if len(real.Skipped) != 2 || real.Skipped["[sig-a] z"] != "r" || real.Skipped["[sig-a] w"] != "no image" {
 		t.Errorf("real node: Skipped = %v", real.Skipped)
 	}
 	hollow := s.ForCluster(false)
-	if got := strings.Join(hollow.Run, "|"); got != "[sig-a] x" {
+	if got := strings.Join(hollow.Run, "|"); got != "[sig-a] x|[sig-a] w" {
 		t.Errorf("hollow: Run = %q", got)
 	}
 	if hollow.Skipped["[sig-a] y"] != hollowReason || len(hollow.Skipped) != 2 {
