@@ -60,6 +60,13 @@ type hostTool struct {
 // busybox's nc lacks), dig and getent for the DNS tests and ss for the
 // NodePort ones.
 var agnhostTools = []hostTool{
+	// Debian's static busybox runs its own applets before $PATH (its
+	// shell is built "standalone"), so with busybox as /bin/sh a script's
+	// "nc" is busybox's whatever /usr/bin holds. Alpine's busybox, in
+	// upstream's image, is not built so; dash as /bin/sh gives the same
+	// lookup. bash is there too, as in upstream's image.
+	{"dash", "/bin/dash", "/bin/sh"},
+	{"bash", "/bin/bash", ""},
 	{"curl", "/usr/bin/curl", ""},
 	{"netcat-openbsd", "/bin/nc.openbsd", "/usr/bin/nc"},
 	{"bind9-dnsutils", "/usr/bin/dig", ""},
