@@ -2,9 +2,7 @@ package docscheck
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -19,18 +17,9 @@ func TestRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	files, err := TrackedFiles(root)
 	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
-	var files []string
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	if len(files) == 0 {
-		t.Fatal("git ls-files listed nothing")
+		t.Fatal(err)
 	}
 	problems, err := Check(os.DirFS(root), files)
 	if err != nil {

@@ -2,10 +2,10 @@ package figures
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/freshcache/freshcache/internal/docscheck"
 )
 
 // TestRepository checks this repository's marked figures against its
@@ -21,15 +21,9 @@ func TestRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	files, err := docscheck.TrackedFiles(root)
 	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
-	}
-	var files []string
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
+		t.Fatal(err)
 	}
 	fsys := os.DirFS(root)
 	src := NewSource(fsys, files)

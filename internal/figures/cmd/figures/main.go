@@ -11,10 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
+	"github.com/freshcache/freshcache/internal/docscheck"
 	"github.com/freshcache/freshcache/internal/figures"
 )
 
@@ -30,7 +30,7 @@ func main() {
 }
 
 func run(root string, write, list bool) error {
-	files, err := tracked(root)
+	files, err := docscheck.TrackedFiles(root)
 	if err != nil {
 		return err
 	}
@@ -94,19 +94,4 @@ func run(root string, write, list bool) error {
 		return fmt.Errorf("%d problem(s)", n)
 	}
 	return nil
-}
-
-// tracked lists the repository's tracked files, as the docs check does.
-func tracked(root string) ([]string, error) {
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
-	if err != nil {
-		return nil, fmt.Errorf("git ls-files: %w", err)
-	}
-	var files []string
-	for _, f := range strings.Split(string(out), "\x00") {
-		if f != "" {
-			files = append(files, f)
-		}
-	}
-	return files, nil
 }
