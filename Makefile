@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 # help lists every rule line of the form `target: prerequisites ## text`;
 # internal/makehelp (make verify) fails when a .PHONY target has none.
@@ -43,7 +43,7 @@ build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-schedule
 
 # CoreDNS (tools/coredns, a module of its own) is only for real nodes: it
 # is built when RUN_ARGS ask for them.
-run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) ## Run etcd + kube-apiserver locally (the README's run command), until interrupted.
+run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) $(if $(findstring --kwok-nodes,$(RUN_ARGS)),kwok) ## Run etcd + kube-apiserver locally (the README's run command), until interrupted.
 	$(BIN)/local-up $(RUN_ARGS)
 
 # make test runs every test in the repository, each through the target
@@ -88,7 +88,7 @@ test-lib: ## Test the watchcache library module (with invariant checks compiled 
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
-test-root: build ## Test the root module, including the e2e test against the built binaries (~3 min after make build).
+test-root: build kwok ## Test the root module, including the e2e test against the built binaries (~4 min after make build).
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 BENCH_MOD := tools/bench
@@ -119,10 +119,18 @@ coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (t
 	@mkdir -p $(BIN)
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
 
+# kwok (tools/kwok, a module of its own: kwok v0.8.0 builds against the
+# k8s.io libraries of v0.36) simulates nodes for local-up --kwok-nodes:
+# one controller keeps thousands of Node objects Ready and plays their
+# pods' lifecycle (pkg/localup/kwoknode).
+kwok: ## Build kwok v0.8.0's controller, unchanged (tools/kwok), into _output/bin (~1.5 min the first time).
+	@mkdir -p $(BIN)
+	cd tools/kwok && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/kwok sigs.k8s.io/kwok/cmd/kwok
+
 test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, the apiserver from a pod through the kubernetes Service, crash recovery, host restored; hollow nodes leave iptables alone (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
 
-test-e2e: build ## Run only the end-to-end test (~2.5 min after make build).
+test-e2e: build kwok ## Run only the end-to-end test (~3.5 min after make build).
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # Robustness (test/robustness): 3-member etcd behind fault proxies, two

@@ -26,6 +26,9 @@ func (o *Options) resolveBinaries() (binaries, error) {
 	if o.Nodes > 0 {
 		resolve(&b.kubemark, "kubemark", o.KubemarkBinary)
 	}
+	if o.Kwok.Nodes > 0 {
+		resolve(&b.kwok, "kwok", o.KwokBinary)
+	}
 	if o.RealNodes > 0 {
 		resolve(&b.kubelet, "kubelet", o.KubeletBinary)
 		resolve(&b.pause, "freshcache-pause", o.PauseBinary)
@@ -70,6 +73,8 @@ func resolveBinary(flag, given string) (string, error) {
 		hint = ", or --real-nodes=0"
 	case "kube-proxy":
 		hint = ", or --real-node-kube-proxy=false"
+	case "kwok":
+		return "", errors.New("no kwok binary next to local-up or on $PATH; run `make kwok` (tools/kwok), or pass --kwok-nodes=0")
 	case "agnhost":
 		return "", errors.New("no agnhost binary next to local-up or on $PATH; run `make e2e-suite`, or pass --real-node-e2e-images=false")
 	case "coredns":

@@ -37,6 +37,8 @@ type Cluster struct {
 	Nodes             []*Node
 	// RealNodes are the --real-nodes, each a containerd and a kubelet.
 	RealNodes []*RealNode
+	// Kwok is the kwok controller of --kwok-nodes, nil without.
+	Kwok *Kwok
 	// ReadyFile is the path of ready.json, written once Start succeeds.
 	ReadyFile string
 
@@ -61,6 +63,8 @@ type binaries struct {
 	// kubelet, kube-proxy, pause (freshcache-pause) and coredns for
 	// --real-nodes.
 	kubelet, kubeProxy, pause, coredns, agnhost string
+	// kwok for --kwok-nodes.
+	kwok string
 }
 
 // ports are picked or checked before anything starts, so a busy port
@@ -110,9 +114,9 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		dataDir:   dataDir,
 		bins:      bins,
 		out:       out,
-		// Every child: apiservers, the two controllers, hollow nodes, and
-		// containerd, a kubelet and kube-proxy per real node.
-		exited: make(chan *Process, o.APIServers+2+o.Nodes+3*o.RealNodes),
+		// Every child: apiservers, the two controllers, hollow nodes,
+		// containerd, a kubelet and kube-proxy per real node, and kwok.
+		exited: make(chan *Process, o.APIServers+2+o.Nodes+3*o.RealNodes+1),
 	}
 	// A ready file from an earlier run must not be mistaken for this one's.
 	if err := os.Remove(c.ReadyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -192,6 +196,14 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 		fmt.Fprintf(out, "%d hollow nodes %s: kubelet ports %d-%d, logs %s\n", o.Nodes, o.nodeRange(), pts.kubelets[0], pts.kubelets[len(pts.kubelets)-1],
 			filepath.Join(dataDir, "logs", o.NodeNamePrefix+"*.log"))
 	}
+	var kwokStarted time.Time
+	if o.Kwok.Nodes > 0 {
+		if kwokStarted, err = c.startKwok(ctx, admin, bins.kwok); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(out, "%s: pid %d, %d kwok nodes %s to %s, as %s, config %s, log %s\n", kwokName, c.Kwok.Pid(), o.Kwok.Nodes,
+			c.Kwok.Nodes[0], c.Kwok.Nodes[len(c.Kwok.Nodes)-1], KwokUser, c.Kwok.Config, c.Kwok.LogPath)
+	}
 
 	if o.Controllers {
 		for _, comp := range []*Component{c.ControllerManager, c.Scheduler} {
@@ -206,10 +218,19 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 			return nil, err
 		}
 		c.recordLeftovers()
+		fmt.Fprintf(out, "nodes: %d Ready after %s\n", o.Nodes, time.Since(began).Round(100*time.Millisecond))
+	}
+	if o.Kwok.Nodes > 0 {
+		began := time.Now()
+		if err := c.waitKwokNodesReady(ctx, admin, kwokStarted); err != nil {
+			return nil, c.Kwok.withLog(err)
+		}
+		fmt.Fprintf(out, "kwok nodes: %d Ready after %s\n", o.Kwok.Nodes, time.Since(began).Round(100*time.Millisecond))
+	}
+	if o.Nodes > 0 || o.Kwok.Nodes > 0 {
 		if err := c.reconcileHollowTaints(ctx, admin); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(out, "nodes: %d Ready after %s\n", o.Nodes, time.Since(began).Round(100*time.Millisecond))
 	}
 	if o.RealNodes > 0 {
 		began := time.Now()
@@ -395,7 +416,7 @@ func (c *Cluster) apiserverArgs(i, port int) []string {
 	return args
 }
 
-// Stop removes the ready file, then stops the hollow nodes, the real
+// Stop removes the ready file, then stops the hollow nodes and kwok, the real
 // nodes (undoing their host changes), the controllers, the apiservers and
 // etcd, in that order: each only talks to the ones after it. It is safe to
 // call more than once.
@@ -412,6 +433,9 @@ func (c *Cluster) Stop() {
 	var nodes []*Process
 	for _, n := range c.Nodes {
 		nodes = append(nodes, n.Process)
+	}
+	if c.Kwok != nil {
+		nodes = append(nodes, c.Kwok.Process)
 	}
 	stopAll(nodes)
 	c.removeLeftovers()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	cliflag "k8s.io/component-base/cli/flag"
 
+	"github.com/freshcache/freshcache/pkg/localup/kwoknode"
 	"github.com/freshcache/freshcache/pkg/localup/realnode"
 )
 
@@ -101,6 +103,14 @@ type Options struct {
 	// to local-up, then $PATH.
 	AgnhostBinary string
 
+	// Kwok are the kwok nodes: Node objects that one kwok controller keeps
+	// Ready, with pods that go Running without running (package
+	// kwoknode); Kwok.Nodes 0 runs none.
+	Kwok kwoknode.Options
+	// KwokBinary is kwok's controller (make kwok); empty means next to
+	// local-up, then $PATH.
+	KwokBinary string
+
 	// PassThrough are extra kube-apiserver flags, appended last so they win.
 	PassThrough []string
 
@@ -134,6 +144,7 @@ func NewOptions() *Options {
 		RealNodeIP:        realnode.DefaultNodeIP,
 		RealNodeKubeProxy: true,
 		RealNodeDNS:       true,
+		Kwok:              kwoknode.NewOptions(),
 	}
 }
 
@@ -171,6 +182,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CoreDNSBinary, "coredns", o.CoreDNSBinary, "Path of the coredns binary (--real-node-dns). Default: next to local-up, then $PATH.")
 	fs.BoolVar(&o.RealNodeE2EImages, "real-node-e2e-images", o.RealNodeE2EImages, "Also give the real nodes upstream's e2e test image agnhost:2.66.1, built from the agnhost program (make e2e-suite) with Debian's curl and dig (installed when missing).")
 	fs.StringVar(&o.AgnhostBinary, "agnhost", o.AgnhostBinary, "Path of the statically linked agnhost binary (--real-node-e2e-images). Default: next to local-up, then $PATH.")
+	fs.IntVar(&o.Kwok.Nodes, "kwok-nodes", o.Kwok.Nodes, fmt.Sprintf("Number of kwok nodes (0 to %d): Node objects that one kwok controller keeps Ready and whose pods it marks Running without running them; no kubelet, so thousands fit. Needs the kwok binary (make kwok).", kwoknode.MaxNodes))
+	fs.StringVar(&o.Kwok.NamePrefix, "kwok-node-name-prefix", o.Kwok.NamePrefix, "kwok node i is called <prefix><i>.")
+	fs.DurationVar(&o.Kwok.NodeStatusInterval, "kwok-node-status-interval", o.Kwok.NodeStatusInterval, "How often kwok rewrites each kwok node's status (up to 10% more at random); its Lease is renewed every 10 s regardless, as a kubelet's.")
+	fs.StringVar(&o.KwokBinary, "kwok", o.KwokBinary, "Path of the kwok binary (--kwok-nodes). Default: next to local-up, then $PATH.")
 	fs.Var(cliflag.NewMapStringBool(&o.RealNodeFeatureGates), "real-node-feature-gates", "The real kubelets' --feature-gates, e.g. WatchListClient=false: a kubelet whose client lists its pods first (rv=0), as kubelets of 1.34 and older do.")
 }
 
@@ -200,6 +215,10 @@ func (o *Options) Validate() []error {
 	}
 	errs = append(errs, o.validateNodes()...)
 	errs = append(errs, o.validateRealNodes()...)
+	errs = append(errs, o.Kwok.Validate()...)
+	if o.Kwok.Nodes > 0 && o.Nodes > 0 && (strings.HasPrefix(o.NodeNamePrefix, o.Kwok.NamePrefix) || strings.HasPrefix(o.Kwok.NamePrefix, o.NodeNamePrefix)) {
+		errs = append(errs, fmt.Errorf("--kwok-node-name-prefix=%q and --node-name-prefix=%q overlap: a node name could be both kinds", o.Kwok.NamePrefix, o.NodeNamePrefix))
+	}
 	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {
 		if HasFlag(o.PassThrough, flag) {
 			errs = append(errs, fmt.Errorf("--%s is local-up's own flag; give it before any kube-apiserver flags", flag))

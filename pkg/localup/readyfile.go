@@ -28,6 +28,20 @@ type ReadyFile struct {
 	Nodes             []ReadyNode    `json:"nodes"`
 	// RealNodes are the --real-nodes.
 	RealNodes []ReadyRealNode `json:"realNodes,omitempty"`
+	// Kwok is the kwok controller of --kwok-nodes.
+	Kwok *ReadyKwok `json:"kwok,omitempty"`
+}
+
+// ReadyKwok is the kwok controller and its nodes.
+type ReadyKwok struct {
+	PID        int    `json:"pid"`
+	Kubeconfig string `json:"kubeconfig"`
+	User       string `json:"user"`
+	// Config is kwok's configuration file (its stages).
+	Config string `json:"config"`
+	Log    string `json:"log"`
+	// Nodes are the kwok nodes' names, in index order.
+	Nodes []string `json:"nodes"`
 }
 
 // ReadyEtcd is where etcd serves.
@@ -109,6 +123,9 @@ func (c *Cluster) readyFile() *ReadyFile {
 		return &ReadyProcess{Name: comp.Name, PID: comp.Pid(), URL: comp.URL, Kubeconfig: comp.Kubeconfig, User: comp.User, Log: comp.LogPath}
 	}
 	f.RealNodes = c.readyRealNodes()
+	if k := c.Kwok; k != nil {
+		f.Kwok = &ReadyKwok{PID: k.Pid(), Kubeconfig: k.Kubeconfig, User: KwokUser, Config: k.Config, Log: k.LogPath, Nodes: k.Nodes}
+	}
 	f.ControllerManager = component(c.ControllerManager)
 	f.Scheduler = component(c.Scheduler)
 	for _, n := range c.Nodes {

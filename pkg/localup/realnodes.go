@@ -304,15 +304,20 @@ type ReadyRealNode struct {
 // and a pod that tolerates it may still go to a hollow one.
 var HollowTaint = corev1.Taint{Key: "freshcache.dev/hollow", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
-// reconcileHollowTaints puts HollowTaint on every hollow node when real
-// nodes run, and takes it off otherwise (a data directory's Node objects
-// outlive the run that tainted them). One LIST, and an update per node
-// that changes.
+// reconcileHollowTaints puts HollowTaint on every hollow and kwok node
+// when real nodes run, and takes it off otherwise (a data directory's Node
+// objects outlive the run that tainted them). One LIST, and an update per
+// node that changes.
 func (c *Cluster) reconcileHollowTaints(ctx context.Context, cs kubernetes.Interface) error {
 	want := c.Options.RealNodes > 0
 	hollow := make(map[string]bool, len(c.Nodes))
 	for _, n := range c.Nodes {
 		hollow[n.NodeName] = true
+	}
+	if c.Kwok != nil {
+		for _, n := range c.Kwok.Nodes {
+			hollow[n] = true
+		}
 	}
 	list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
