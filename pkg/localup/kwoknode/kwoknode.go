@@ -123,10 +123,10 @@ func (o Options) Node(i int, taints []corev1.Taint) (*corev1.Node, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
-				ManagedLabel:             "true",
-				corev1.LabelHostname:     name,
-				corev1.LabelOSStable:     "linux",
-				corev1.LabelArchStable:   "amd64",
+				ManagedLabel:           "true",
+				corev1.LabelHostname:   name,
+				corev1.LabelOSStable:   "linux",
+				corev1.LabelArchStable: "amd64",
 			},
 		},
 		Spec: corev1.NodeSpec{Taints: taints},
