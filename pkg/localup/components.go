@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -94,6 +95,10 @@ func (c *Cluster) startComponent(s componentSpec) (*Component, error) {
 		"--tls-cert-file=" + c.PKI.ServingCertFor(s.name),
 		"--tls-private-key-file=" + c.PKI.ServingKeyFor(s.name),
 		"--leader-elect=true",
+	}
+	if q := c.Options.ControllerQPS; q > 0 {
+		v := strconv.FormatFloat(q, 'f', -1, 64)
+		args = append(args, "--kube-api-qps="+v, "--kube-api-burst="+strconv.Itoa(int(math.Ceil(q))))
 	}
 	args = append(args, s.args(c)...)
 	p, err := StartProcess(s.name, s.binary, filepath.Join(c.dataDir, "logs", s.name+".log"), args)

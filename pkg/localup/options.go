@@ -55,6 +55,10 @@ type Options struct {
 
 	// Controllers runs kube-controller-manager and kube-scheduler.
 	Controllers bool
+	// ControllerQPS, when positive, is the controller-manager's and the
+	// scheduler's --kube-api-qps and --kube-api-burst (their own defaults
+	// are 20/30 and 50/100): thousands of pods roll out at this pace.
+	ControllerQPS float64
 	// ControllerManagerBinary and SchedulerBinary are the binaries to run;
 	// empty means next to local-up, then $PATH.
 	ControllerManagerBinary string
@@ -164,6 +168,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.ShutdownGrace, "shutdown-grace", o.ShutdownGrace, "How long a child process may take to stop before it is killed.")
 
 	fs.BoolVar(&o.Controllers, "controllers", o.Controllers, "Run kube-controller-manager and kube-scheduler (against the first kube-apiserver), each with its own identity.")
+	fs.Float64Var(&o.ControllerQPS, "controller-kube-api-qps", o.ControllerQPS, "When positive, the kube-controller-manager's and kube-scheduler's --kube-api-qps and --kube-api-burst, as scale tests raise them for thousands of pods; 0 keeps their defaults.")
 	fs.StringVar(&o.ControllerManagerBinary, "kube-controller-manager", o.ControllerManagerBinary, "Path of the kube-controller-manager binary. Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.SchedulerBinary, "kube-scheduler", o.SchedulerBinary, "Path of the kube-scheduler binary. Default: next to local-up, then $PATH.")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Number of kubemark hollow nodes: the real kubelet on a fake container runtime, one process each (0 to %d).", MaxNodes))
@@ -207,6 +212,9 @@ func (o *Options) Validate() []error {
 	if ip := net.ParseIP(o.BindAddress); ip == nil || !ip.IsLoopback() {
 		errs = append(errs, fmt.Errorf("--bind-address=%q: local-up listens on loopback only", o.BindAddress))
 	}
+	if o.ControllerQPS < 0 {
+		errs = append(errs, fmt.Errorf("--controller-kube-api-qps=%v: must not be negative", o.ControllerQPS))
+	}
 	if o.ReadyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--ready-timeout=%s: must be positive", o.ReadyTimeout))
 	}
@@ -216,8 +224,14 @@ func (o *Options) Validate() []error {
 	errs = append(errs, o.validateNodes()...)
 	errs = append(errs, o.validateRealNodes()...)
 	errs = append(errs, o.Kwok.Validate()...)
-	if o.Kwok.Nodes > 0 && o.Nodes > 0 && (strings.HasPrefix(o.NodeNamePrefix, o.Kwok.NamePrefix) || strings.HasPrefix(o.Kwok.NamePrefix, o.NodeNamePrefix)) {
-		errs = append(errs, fmt.Errorf("--kwok-node-name-prefix=%q and --node-name-prefix=%q overlap: a node name could be both kinds", o.Kwok.NamePrefix, o.NodeNamePrefix))
+	if o.Kwok.Nodes > 0 {
+		overlap := func(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+		if o.Nodes > 0 && overlap(o.NodeNamePrefix, o.Kwok.NamePrefix) {
+			errs = append(errs, fmt.Errorf("--kwok-node-name-prefix=%q and --node-name-prefix=%q overlap: a node name could be both kinds", o.Kwok.NamePrefix, o.NodeNamePrefix))
+		}
+		if o.RealNodes > 0 && overlap(RealNodeNamePrefix, o.Kwok.NamePrefix) {
+			errs = append(errs, fmt.Errorf("--kwok-node-name-prefix=%q and the real nodes' %q overlap", o.Kwok.NamePrefix, RealNodeNamePrefix))
+		}
 	}
 	for _, flag := range []string{"etcd-servers", "secure-port", "bind-address"} {
 		if HasFlag(o.PassThrough, flag) {

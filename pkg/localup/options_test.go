@@ -54,6 +54,16 @@ func TestValidateNodeFlags(t *testing.T) {
 		{"neither DNS nor kube-proxy", []string{"--real-nodes=1", "--real-node-kube-proxy=false", "--real-node-dns=false"}, ""},
 		{"DNS without controllers", []string{"--real-nodes=1", "--controllers=false"}, "--real-node-dns needs --controllers"},
 		{"bare real node", []string{"--real-nodes=1", "--controllers=false", "--real-node-dns=false"}, ""},
+		{"kwok nodes", []string{"--nodes=0", "--kwok-nodes=5000"}, ""},
+		{"kwok beside hollow nodes", []string{"--kwok-nodes=10"}, ""},
+		{"too many kwok nodes", []string{"--kwok-nodes=10001"}, "--kwok-nodes=10001: use 0 to 10000"},
+		{"negative kwok nodes", []string{"--kwok-nodes=-2"}, "--kwok-nodes=-2"},
+		{"kwok prefix the hollow one's", []string{"--kwok-nodes=2", "--kwok-node-name-prefix=hollow-"}, "overlap"},
+		{"kwok prefix inside the hollow one's", []string{"--kwok-nodes=2", "--kwok-node-name-prefix=h"}, "overlap"},
+		{"kwok prefix the real one's", []string{"--kwok-nodes=2", "--real-nodes=1", "--kwok-node-name-prefix=real-"}, "overlap"},
+		{"short kwok status interval", []string{"--kwok-nodes=2", "--kwok-node-status-interval=10ms"}, "status interval"},
+		{"controller qps", []string{"--controller-kube-api-qps=200"}, ""},
+		{"negative controller qps", []string{"--controller-kube-api-qps=-1"}, "--controller-kube-api-qps=-1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +173,8 @@ func TestResolveBinaries(t *testing.T) {
 		{"missing controller-manager", []string{"--nodes=0", "--kube-controller-manager=" + dir + "/nope"}, "--kube-controller-manager="},
 		{"missing scheduler", []string{"--nodes=0", "--kube-scheduler=" + dir + "/nope"}, "--kube-scheduler="},
 		{"missing kube-apiserver", []string{"--nodes=0", "--controllers=false", "--kube-apiserver=" + dir + "/nope"}, "--kube-apiserver="},
+		{"missing kwok", []string{"--nodes=0", "--controllers=false", "--kwok-nodes=3", "--kwok=" + dir + "/nope"}, "--kwok=" + dir + "/nope"},
+		{"kwok not needed without kwok nodes", []string{"--nodes=0", "--controllers=false", "--kwok=" + dir + "/nope"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,6 +42,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientfeatures "k8s.io/client-go/features"
 	"k8s.io/client-go/informers"
@@ -56,6 +57,9 @@ const InformerChildSubcommand = "cluster-informers"
 // InformerChildConfig is one child: Informers pod informers on one
 // apiserver, each restarted every RestartEvery (staggered) during the
 // first RestartFor, as components restart; after that they only watch.
+// With NodeCount > 0 the child is NodeCount kubelets' pod watches instead:
+// one informer per node NodePrefix+i (i from NodeFirst), on the pods bound
+// to it (spec.nodeName), which is what a kubelet lists and watches.
 type InformerChildConfig struct {
 	Kubeconfig string
 	// WatchListClient is client-go's gate for the child's informers.
@@ -63,17 +67,40 @@ type InformerChildConfig struct {
 	Informers       int
 	RestartEvery    time.Duration
 	RestartFor      time.Duration
+	NodePrefix      string
+	NodeFirst       int
+	NodeCount       int
 }
 
 // args are the child's command line after the subcommand.
 func (c InformerChildConfig) args() []string {
-	return []string{
+	args := []string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--watch-list-client=" + strconv.FormatBool(c.WatchListClient),
 		"--informers=" + strconv.Itoa(c.Informers),
 		"--restart-every=" + c.RestartEvery.String(),
 		"--restart-for=" + c.RestartFor.String(),
 	}
+	if c.NodeCount > 0 {
+		args = append(args, "--node-prefix="+c.NodePrefix, "--node-first="+strconv.Itoa(c.NodeFirst), "--node-count="+strconv.Itoa(c.NodeCount))
+	}
+	return args
+}
+
+// informerCount is how many informers the child runs.
+func (c InformerChildConfig) informerCount() int {
+	if c.NodeCount > 0 {
+		return c.NodeCount
+	}
+	return c.Informers
+}
+
+// fieldSelector is informer i's: its node's pods, or every pod.
+func (c InformerChildConfig) fieldSelector(i int) string {
+	if c.NodeCount == 0 {
+		return ""
+	}
+	return "spec.nodeName=" + c.NodePrefix + strconv.Itoa(c.NodeFirst+i)
 }
 
 // InformerStats is what a child reports when it stops.
@@ -81,6 +108,8 @@ type InformerStats struct {
 	// WatchListClient is client-go's gate as the child saw it.
 	WatchListClient bool `json:"watch_list_client"`
 	Informers       int  `json:"informers"`
+	// PerNode is set when the informers are per-node pod watches.
+	PerNode bool `json:"per_node,omitempty"`
 	// Syncs counts initial syncs (start and every restart); SyncMs is how
 	// long each took, from Run until HasSynced.
 	Syncs  int64     `json:"syncs"`
@@ -89,7 +118,8 @@ type InformerStats struct {
 	Events int64 `json:"events"`
 	// Requests counts the informers' pod requests by kind: "list rv=0",
 	// "list rv=\"\"", "watch" (resuming from an rv), "watch-list"
-	// (sendInitialEvents=true).
+	// (sendInitialEvents=true); and "status 429" for every answer that
+	// was one.
 	Requests map[string]int64 `json:"requests"`
 }
 
@@ -97,6 +127,7 @@ type InformerStats struct {
 func (s *InformerStats) add(o InformerStats) {
 	s.WatchListClient = o.WatchListClient
 	s.Informers += o.Informers
+	s.PerNode = s.PerNode || o.PerNode
 	s.Syncs += o.Syncs
 	s.SyncMs = append(s.SyncMs, o.SyncMs...)
 	s.Events += o.Events
@@ -108,16 +139,81 @@ func (s *InformerStats) add(o InformerStats) {
 	}
 }
 
-// informerReady is the line a child prints once every informer has synced
-// the first time; its stats follow as one JSON line when stdin closes.
-const informerReady = "informers-synced"
+// The child's protocol on stdout: informerReady once every informer has
+// synced the first time; after each stormCommand on stdin, stormSynced
+// and a StormChildStats as JSON on the same line once every informer has
+// synced again; its InformerStats as one JSON line when stdin closes.
+const (
+	informerReady = "informers-synced"
+	stormCommand  = "storm"
+	stormSynced   = "storm-synced"
+)
+
+// StormChildStats is one child's side of a restart storm: every informer
+// stopped and started again at once.
+type StormChildStats struct {
+	Informers int `json:"informers"`
+	// SyncMs is each informer's time from the storm until it had synced
+	// again; Seconds the whole storm, until the last one.
+	SyncMs  []float64 `json:"sync_ms"`
+	Seconds float64   `json:"seconds"`
+	// Requests are the pod requests sent during the storm, by kind (as
+	// InformerStats.Requests).
+	Requests map[string]int64 `json:"requests"`
+}
+
+// stormState is one storm in the child: fire is closed when it begins.
+type stormState struct {
+	fire   chan struct{}
+	began  time.Time
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	syncMs []float64
+}
+
+// storms hands the informers their storms. An informer that was syncing
+// when a storm fired finds it the next time it waits (fired beyond what it
+// has seen), so none misses one.
+type storms struct {
+	mu    sync.Mutex
+	fired []*stormState
+	next  *stormState
+}
+
+func newStorms() *storms { return &storms{next: &stormState{fire: make(chan struct{})}} }
+
+// begin fires the next storm for n informers and returns it.
+func (s *storms) begin(n int) *stormState {
+	s.mu.Lock()
+	st := s.next
+	st.began = time.Now()
+	st.wg.Add(n)
+	s.fired = append(s.fired, st)
+	s.next = &stormState{fire: make(chan struct{})}
+	s.mu.Unlock()
+	close(st.fire)
+	return st
+}
+
+// pending is the storm an informer that has seen seen storms must join
+// now, or nil and the channel the next one fires on.
+func (s *storms) pending(seen int) (*stormState, int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.fired) > seen {
+		return s.fired[len(s.fired)-1], len(s.fired), nil
+	}
+	return nil, seen, s.next.fire
+}
 
 // RunInformerChild is the child's body: it runs until stdin closes (the
 // parent's signal; also what happens when the parent dies) or ctx is done,
-// then writes its InformerStats to out.
+// then writes its InformerStats to out. A line stormCommand on stdin
+// restarts every informer at once (see StormChildStats).
 func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Reader, out io.Writer) error {
-	if cfg.Informers <= 0 {
-		return errors.New("cluster: --informers must be at least 1")
+	n := cfg.informerCount()
+	if n <= 0 {
+		return errors.New("cluster: --informers (or --node-count) must be at least 1")
 	}
 	// Where kube's gate stands in for client-go's this sets it; where it
 	// does not, the environment has. Either way the gate must now say so.
@@ -134,39 +230,46 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	counter := &requestCounter{counts: map[string]int64{}}
 	rc.Wrap(counter.wrap)
+	// One clientset for every informer: one transport, so the watches
+	// share HTTP/2 connections as the pods of one node agent would.
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { _, _ = io.Copy(io.Discard, stdin); cancel() }()
 
-	st := InformerStats{WatchListClient: clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient), Informers: cfg.Informers}
 	var (
-		mu     sync.Mutex
+		outMu  sync.Mutex
+		stMu   sync.Mutex
 		events atomic.Int64
 		wg     sync.WaitGroup
 		first  sync.WaitGroup
-		errMu  sync.Mutex
-		runErr error
+		storm  = newStorms()
 	)
+	writeLine := func(line string) error {
+		outMu.Lock()
+		defer outMu.Unlock()
+		_, err := fmt.Fprintln(out, line)
+		return err
+	}
+	st := InformerStats{WatchListClient: clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient), Informers: n, PerNode: cfg.NodeCount > 0}
 	start := time.Now()
-	first.Add(cfg.Informers)
-	for i := range cfg.Informers {
+	first.Add(n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// Informer i restarts at offset + k*RestartEvery, so restarts
 			// are spread evenly over the period.
-			offset := time.Duration(int64(cfg.RestartEvery) * int64(i) / int64(cfg.Informers))
+			offset := time.Duration(int64(cfg.RestartEvery) * int64(i) / int64(n))
 			next := start.Add(offset + cfg.RestartEvery)
 			synced := false
+			seen := 0
+			var inStorm *stormState
 			for ctx.Err() == nil {
-				cs, err := kubernetes.NewForConfig(rc)
-				if err != nil {
-					errMu.Lock()
-					runErr = errors.Join(runErr, err)
-					errMu.Unlock()
-					break
-				}
-				f := informers.NewSharedInformerFactory(cs, 0)
+				sel := cfg.fieldSelector(i)
+				f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = sel }))
 				inf := f.Core().V1().Pods().Informer()
 				_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 					AddFunc:    func(any) { events.Add(1) },
@@ -177,10 +280,17 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 				t0 := time.Now()
 				go inf.Run(stop)
 				if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-					mu.Lock()
+					stMu.Lock()
 					st.Syncs++
 					st.SyncMs = append(st.SyncMs, ms(time.Since(t0)))
-					mu.Unlock()
+					stMu.Unlock()
+					if inStorm != nil {
+						inStorm.mu.Lock()
+						inStorm.syncMs = append(inStorm.syncMs, ms(time.Since(inStorm.began)))
+						inStorm.mu.Unlock()
+						inStorm.wg.Done()
+						inStorm = nil
+					}
 				}
 				if !synced {
 					synced = true
@@ -190,29 +300,105 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 				if cfg.RestartEvery <= 0 || next.After(start.Add(cfg.RestartFor)) {
 					wait = 1<<63 - 1
 				}
-				_ = sleepCtx(ctx, wait)
+				var fire <-chan struct{}
+				if inStorm, seen, fire = storm.pending(seen); inStorm == nil {
+					t := time.NewTimer(wait)
+					select {
+					case <-ctx.Done():
+					case <-t.C:
+						next = next.Add(cfg.RestartEvery)
+					case <-fire:
+						inStorm, seen, _ = storm.pending(seen)
+					}
+					t.Stop()
+				}
 				close(stop)
-				next = next.Add(cfg.RestartEvery)
 			}
 			if !synced {
 				first.Done()
+			}
+			if inStorm != nil {
+				inStorm.wg.Done() // stopped before it synced again
 			}
 		}()
 	}
 	first.Wait()
 	if ctx.Err() == nil {
-		if _, err := fmt.Fprintln(out, informerReady); err != nil {
+		if err := writeLine(informerReady); err != nil {
 			return err
 		}
 	}
+	// Commands until stdin closes or ctx is done.
+	cmds := make(chan string)
+	go func() {
+		defer close(cmds)
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			select {
+			case cmds <- strings.TrimSpace(sc.Text()):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for ctx.Err() == nil {
+		var cmd string
+		var ok bool
+		select {
+		case cmd, ok = <-cmds:
+		case <-ctx.Done():
+		}
+		if !ok {
+			break
+		}
+		if cmd != stormCommand {
+			continue
+		}
+		before := counter.snapshot()
+		s := storm.begin(n)
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		s.mu.Lock()
+		syncMs := append([]float64(nil), s.syncMs...)
+		s.mu.Unlock()
+		stats := StormChildStats{Informers: n, SyncMs: syncMs, Seconds: time.Since(s.began).Seconds(), Requests: diffCounts(counter.snapshot(), before)}
+		line, err := json.Marshal(stats)
+		if err != nil {
+			return err
+		}
+		if err := writeLine(stormSynced + " " + string(line)); err != nil {
+			return err
+		}
+	}
+	cancel()
 	wg.Wait()
 	st.Events = events.Load()
 	st.Requests = counter.snapshot()
-	if runErr != nil {
-		return runErr
-	}
+	outMu.Lock()
+	defer outMu.Unlock()
 	return json.NewEncoder(out).Encode(st)
 }
+
+// diffCounts is after less before, keeping the kinds that changed.
+func diffCounts(after, before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// status429 is requestCounter's key for pod requests answered 429.
+const status429 = "status 429"
 
 // requestCounter counts the pod requests that pass through it.
 type requestCounter struct {
@@ -222,12 +408,19 @@ type requestCounter struct {
 
 func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if k := podRequestKind(r); k != "" {
+		k := podRequestKind(r)
+		if k != "" {
 			c.mu.Lock()
 			c.counts[k]++
 			c.mu.Unlock()
 		}
-		return rt.RoundTrip(r)
+		resp, err := rt.RoundTrip(r)
+		if k != "" && err == nil && resp.StatusCode == http.StatusTooManyRequests {
+			c.mu.Lock()
+			c.counts[status429]++
+			c.mu.Unlock()
+		}
+		return resp, err
 	})
 }
 
@@ -336,6 +529,32 @@ func startInformerChild(ctx context.Context, self string, cfg InformerChildConfi
 	case <-t.C:
 		_, _ = c.stop()
 		return nil, fmt.Errorf("cluster: informer child (WatchListClient=%v) not synced after %s; its log: %s", gate, timeout, logPath)
+	}
+}
+
+// storm asks the child for a restart storm and waits until it reports
+// every informer synced again, or timeout.
+func (c *informerChild) storm(ctx context.Context, timeout time.Duration) (StormChildStats, error) {
+	var st StormChildStats
+	if _, err := io.WriteString(c.stdin, stormCommand+"\n"); err != nil {
+		return st, fmt.Errorf("cluster: informer child (WatchListClient=%v): asking for a storm: %w", c.gate, err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case l, ok := <-c.lines:
+		rest, found := strings.CutPrefix(l, stormSynced+" ")
+		if !ok || !found {
+			return st, fmt.Errorf("cluster: informer child (WatchListClient=%v) answered the storm with %q; its log: %s", c.gate, l, c.log.Name())
+		}
+		if err := json.Unmarshal([]byte(rest), &st); err != nil {
+			return st, fmt.Errorf("cluster: informer child (WatchListClient=%v) storm report %q: %w", c.gate, rest, err)
+		}
+		return st, nil
+	case <-ctx.Done():
+		return st, ctx.Err()
+	case <-t.C:
+		return st, fmt.Errorf("cluster: informer child (WatchListClient=%v): not every informer synced %s after the storm; its log: %s", c.gate, timeout, c.log.Name())
 	}
 }
 
