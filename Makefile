@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 # help lists every rule line of the form `target: prerequisites ## text`;
 # internal/makehelp (make verify) fails when a .PHONY target has none.
@@ -93,7 +93,7 @@ test-root: build kwok ## Test the root module, including the e2e test against th
 
 BENCH_MOD := tools/bench
 
-test-bench: build ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports, the WatchList smoke run) (~1.5 min after make build).
+test-bench: build kwok ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports, the WatchList smoke run) (~1.5 min after make build).
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # TestCompare (tools/bench/storage) builds upstream's cacher and freshcache
@@ -429,6 +429,24 @@ bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 
 bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
 	@mkdir -p $(OUT)/bench
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
+
+# bench-scale is the cluster A/B on kwok nodes (local-up --kwok-nodes,
+# pkg/localup/kwoknode): one kwok controller stands in for the kubelets'
+# node status, leases and pod lifecycle, and the benchmark's children run
+# one pod watch per node (spec.nodeName), half with WatchListClient on, as
+# the kubelets' own. After the measured window every one of those watches
+# restarts at once (the restart storm). Its closing line is
+# "scale-bench ratios: nodes=N apiserver-cpu=A etcd-reads=B list-p99=C
+# storm-sync-p99=D storm-etcd=E stale=S", freshcache-fresh-rv0 / upstream.
+SCALE_NODES ?= 1000
+SCALE_REPEAT ?= 3
+SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
+bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~90 min estimated from the cell time at 10 nodes; not yet run at this size).
+	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
+
+bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~15 min estimated; not yet run at this size); writes _output/bench/scale-short.md.
+	@mkdir -p $(OUT)/bench
+	$(BENCH) scale --bin-dir=$(BIN) $(SCALE_SHORT) --out=$(OUT)/bench/scale-short.md $(BENCH_ARGS)
 
 # bench-stall stops etcd (SIGSTOP, a process of its own) for 10 s while 20
 # clients list 5,000 configmaps of 10 KiB (~50 MB) with rv="" in a loop,

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +95,9 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 	for _, n := range lu.Ready.Nodes {
 		nodes = append(nodes, n.Name)
 	}
+	if lu.Ready.Kwok != nil {
+		nodes = append(nodes, lu.Ready.Kwok.Nodes...)
+	}
 
 	// Set-up: the Deployments and the probe pod, through apiserver 1 (the
 	// controllers' apiserver).
@@ -118,7 +123,7 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 	}
 	defer pw.close()
 
-	children, err := startInformers(ctx, cfg, kubeconfigs, dir)
+	children, err := startInformers(ctx, cfg, kubeconfigs, nodes, dir)
 	defer func() {
 		stats, serr := stopInformers(children)
 		row.Informers = stats
@@ -200,6 +205,19 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 		if !procfs.Alive(p) {
 			return row, fmt.Errorf("cluster: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.Ready.APIServers[i].Log)
 		}
+	}
+	if cfg.Storm {
+		var stormed []*informerChild
+		for _, ch := range children {
+			if ch.perNode {
+				stormed = append(stormed, ch)
+			}
+		}
+		fmt.Fprintf(cfg.Progress, "#   restart storm of %d node watches\n", len(nodes))
+		if row.Storm, err = runStorm(ctx, stormed, probe, cfg.StormTimeout); err != nil {
+			return row, err
+		}
+		fmt.Fprintf(cfg.Progress, "#   storm: all synced after %.1fs, sync p99 %.0f ms, %.0f etcd requests\n", row.Storm.Seconds, row.Storm.SyncP99Ms, row.Storm.EtcdRequests)
 	}
 
 	// After the window: let the Deployments settle, then the idle cluster
@@ -419,8 +437,10 @@ func countRunningIn(ctx context.Context, cs kubernetes.Interface) (int, error) {
 }
 
 // startInformers starts the informer children: for each WatchListClient
-// value and each apiserver one child, the informers split evenly.
-func startInformers(ctx context.Context, cfg Config, kubeconfigs []string, dir string) ([]*informerChild, error) {
+// value and each apiserver one child, the informers split evenly; with
+// NodeWatches, as many children again, the nodes split evenly among them
+// in contiguous ranges.
+func startInformers(ctx context.Context, cfg Config, kubeconfigs, nodes []string, dir string) ([]*informerChild, error) {
 	self := cfg.Self
 	if self == "" {
 		var err error
@@ -445,7 +465,49 @@ func startInformers(ctx context.Context, cfg Config, kubeconfigs []string, dir s
 		}
 		out = append(out, ch)
 	}
+	if !cfg.NodeWatches {
+		return out, nil
+	}
+	prefix, ok := nodeNamePrefix(nodes)
+	if !ok {
+		return out, fmt.Errorf("cluster: node watches need nodes named <prefix>0 to <prefix>%d, have %v", len(nodes)-1, nodes)
+	}
+	first := 0
+	for s := range slots {
+		n := len(nodes)/slots + btoi(s < len(nodes)%slots)
+		if n == 0 {
+			continue
+		}
+		gate := s%2 == 0
+		api := s / 2
+		cc := InformerChildConfig{Kubeconfig: kubeconfigs[api], WatchListClient: gate, NodePrefix: prefix, NodeFirst: first, NodeCount: n}
+		first += n
+		log := filepath.Join(dir, "logs", fmt.Sprintf("node-watches-%d-watchlist-%v.log", api+1, gate))
+		ch, err := startInformerChild(ctx, self, cc, log, cfg.ReadyTimeout)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ch)
+	}
 	return out, nil
+}
+
+// nodeNamePrefix is p when nodes are exactly p+"0" to p+"<len-1>", in
+// order.
+func nodeNamePrefix(nodes []string) (string, bool) {
+	if len(nodes) == 0 {
+		return "", false
+	}
+	p, ok := strings.CutSuffix(nodes[0], "0")
+	if !ok {
+		return "", false
+	}
+	for i, n := range nodes {
+		if n != p+strconv.Itoa(i) {
+			return "", false
+		}
+	}
+	return p, true
 }
 
 func btoi(b bool) int {
@@ -455,10 +517,11 @@ func btoi(b bool) int {
 	return 0
 }
 
-// stopInformers stops every child and merges their stats per gate value
-// (on first, then off).
+// stopInformers stops every child and merges their stats per kind
+// (pod informers, then node watches) and gate value (on first, then off).
 func stopInformers(children []*informerChild) ([]InformerStats, error) {
-	byGate := map[bool]*InformerStats{}
+	type key struct{ perNode, gate bool }
+	merged := map[key]*InformerStats{}
 	var errs error
 	for _, ch := range children {
 		st, err := ch.stop()
@@ -466,15 +529,18 @@ func stopInformers(children []*informerChild) ([]InformerStats, error) {
 			errs = err
 			continue
 		}
-		if byGate[ch.gate] == nil {
-			byGate[ch.gate] = &InformerStats{}
+		k := key{ch.perNode, ch.gate}
+		if merged[k] == nil {
+			merged[k] = &InformerStats{}
 		}
-		byGate[ch.gate].add(st)
+		merged[k].add(st)
 	}
 	var out []InformerStats
-	for _, g := range []bool{true, false} {
-		if s := byGate[g]; s != nil {
-			out = append(out, *s)
+	for _, perNode := range []bool{false, true} {
+		for _, g := range []bool{true, false} {
+			if s := merged[key{perNode, g}]; s != nil {
+				out = append(out, *s)
+			}
 		}
 	}
 	return out, errs

@@ -50,6 +50,17 @@ func clusterImpl(config string) string {
 	return Freshcache
 }
 
+// Node kinds (Config.NodeKind).
+const (
+	// NodesHollow are kubemark hollow nodes: a whole kubelet each, on a
+	// fake runtime (about 17 MB and a few millicores per node).
+	NodesHollow = "hollow"
+	// NodesKwok are kwok nodes: one kwok controller keeps them Ready and
+	// runs their pods' lifecycle (local-up --kwok-nodes); the kubelets'
+	// pod watches are the informer children's (Config.NodeWatches).
+	NodesKwok = "kwok"
+)
+
 // Modes of a run.
 const (
 	modeSingle = "single" // one kube-apiserver, one etcd member
@@ -66,7 +77,9 @@ type Config struct {
 	// children.
 	Self    string
 	Configs []string
-	// Nodes are the hollow-node counts of the single-apiserver sweep.
+	// NodeKind is NodesHollow (empty means that) or NodesKwok.
+	NodeKind string `json:"node_kind,omitempty"`
+	// Nodes are the node counts of the single-apiserver sweep.
 	Nodes []int
 	// HANodes is the node count of the HA runs; 0 runs none.
 	HANodes int
@@ -84,6 +97,19 @@ type Config struct {
 	// the window.
 	Informers       int
 	InformerRestart time.Duration
+	// NodeWatches adds one pod watch per node, on the pods bound to it
+	// (spec.nodeName), as each node's kubelet has, half of them with
+	// WatchListClient on; they never restart but in the storm. With kwok
+	// nodes they stand in for the kubelets' own.
+	NodeWatches bool `json:"node_watches,omitempty"`
+	// Storm restarts every node watch at once after the window (needs
+	// NodeWatches) and measures until all have synced, within
+	// StormTimeout.
+	Storm        bool          `json:"storm,omitempty"`
+	StormTimeout time.Duration `json:"storm_timeout,omitempty"`
+	// ControllerQPS, when positive, is local-up's
+	// --controller-kube-api-qps: thousands of pods roll out at this pace.
+	ControllerQPS float64 `json:"controller_qps,omitempty"`
 	// ProbeRate is freshness-probe writes per second (each read back four
 	// ways).
 	ProbeRate float64
@@ -133,8 +159,20 @@ func (c Config) Validate() error {
 	}
 	for _, n := range c.Nodes {
 		if n < 1 {
-			errs = append(errs, fmt.Errorf("--nodes: %d hollow nodes; each count must be at least 1", n))
+			errs = append(errs, fmt.Errorf("--nodes: %d nodes; each count must be at least 1", n))
 		}
+	}
+	if c.NodeKind != "" && c.NodeKind != NodesHollow && c.NodeKind != NodesKwok {
+		errs = append(errs, fmt.Errorf("--node-kind: %q; use %s or %s", c.NodeKind, NodesHollow, NodesKwok))
+	}
+	if c.Storm && !c.NodeWatches {
+		errs = append(errs, errors.New("--storm restarts the node watches: it needs --node-watches"))
+	}
+	if c.Storm && c.StormTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--storm-timeout: %v; must be more than 0", c.StormTimeout))
+	}
+	if c.ControllerQPS < 0 {
+		errs = append(errs, fmt.Errorf("--controller-qps: %v; must not be negative", c.ControllerQPS))
 	}
 	if c.HANodes < 0 {
 		errs = append(errs, fmt.Errorf("--ha-nodes: %d hollow nodes; must be 0 (no HA runs) or more", c.HANodes))
@@ -260,6 +298,12 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 // localUpArgs are local-up's flags for c.
 func (cfg Config) localUpArgs(c cell) []string {
 	args := []string{"--controllers=true", "--nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
+	if cfg.NodeKind == NodesKwok {
+		args = []string{"--controllers=true", "--nodes=0", "--kwok-nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
+	}
+	if cfg.ControllerQPS > 0 {
+		args = append(args, "--controller-kube-api-qps="+strconv.FormatFloat(cfg.ControllerQPS, 'f', -1, 64))
+	}
 	if c.mode == modeHA {
 		args = append(args, "--apiservers=2", "--etcd-members=3")
 	}

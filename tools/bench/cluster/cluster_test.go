@@ -26,6 +26,10 @@ func TestClusterConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Window = 0 }, "--window"},
 		{func(c *Config) { c.SetupInflightPods = -1 }, "--setup-inflight-pods"},
 		{func(c *Config) { c.Repeats = 0 }, "--repeat"},
+		{func(c *Config) { c.NodeKind = "virtual" }, "--node-kind"},
+		{func(c *Config) { c.Storm = true; c.StormTimeout = time.Minute }, "--node-watches"},
+		{func(c *Config) { c.Storm, c.NodeWatches = true, true }, "--storm-timeout"},
+		{func(c *Config) { c.ControllerQPS = -1 }, "--controller-qps"},
 	} {
 		cfg := good
 		c.change(&cfg)
@@ -88,6 +92,40 @@ func TestLocalUpArgsComeLast(t *testing.T) {
 		"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true", "--consistent-read-timeout-action=reject"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("local-up args %v, want %v", got, want)
+	}
+}
+
+// TestLocalUpArgsKwok: kwok nodes replace the hollow ones, and the
+// controllers' QPS reaches local-up.
+func TestLocalUpArgsKwok(t *testing.T) {
+	cfg := Config{ReadyTimeout: time.Minute, NodeKind: NodesKwok, ControllerQPS: 150}
+	got := cfg.localUpArgs(cell{Upstream, modeSingle, 1000, 2})
+	want := []string{"--controllers=true", "--nodes=0", "--kwok-nodes=1000", "--ready-timeout=1m0s", "--controller-kube-api-qps=150",
+		"--watch-cache-implementation=upstream"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("local-up args %v, want %v", got, want)
+	}
+}
+
+func TestNodeNamePrefix(t *testing.T) {
+	for _, tc := range []struct {
+		nodes []string
+		want  string
+		ok    bool
+	}{
+		{[]string{"kwok-0", "kwok-1", "kwok-2"}, "kwok-", true},
+		{[]string{"hollow-0"}, "hollow-", true},
+		{[]string{"0", "1"}, "", true},
+		{nil, "", false},
+		{[]string{"kwok-1", "kwok-2"}, "", false},
+		{[]string{"kwok-0", "kwok-2"}, "", false},
+		{[]string{"kwok-0", "hollow-1"}, "", false},
+		{[]string{"kwok-0", "kwok-01"}, "", false},
+	} {
+		got, ok := nodeNamePrefix(tc.nodes)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("nodeNamePrefix(%v) = %q, %v; want %q, %v", tc.nodes, got, ok, tc.want, tc.ok)
+		}
 	}
 }
 

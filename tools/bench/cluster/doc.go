@@ -7,6 +7,17 @@
 //
 // # What one cell runs
 //
+// # Hollow and kwok nodes
+//
+// The nodes are kubemark hollow nodes (NodesHollow, make bench-cluster)
+// or kwok nodes (NodesKwok, `freshcache-bench scale`, make bench-scale):
+// one kwok controller keeps thousands of Node objects Ready and plays
+// their pods' lifecycle, where a hollow node is a whole kubelet process.
+// kwok sends no per-node pod watch, so Config.NodeWatches adds one per
+// node in the informer children (spec.nodeName, half with WatchListClient
+// on), and Config.Storm restarts all of them at once after the window
+// (storm.go): the kubelets after an apiserver rolling restart.
+//
 // A cell is one configuration at one node count, on one apiserver
 // (single) or two apiservers over three etcd members (ha). Run runs the
 // cells of a Config in an interleaved order (cells), each in turn
@@ -25,7 +36,8 @@
 //     and the freshness probe, which writes a pod and reads it back at once
 //     four ways (clients.go);
 //  5. samples of every server's /metrics and /proc CPU around the window
-//     (metrics.go), then the idle cluster and each read kind alone
+//     (metrics.go), the restart storm when asked for, then the idle
+//     cluster and each read kind alone
 //     (calibration), which the cost model (model.go) turns into an
 //     estimate at KEP-2340's 5,000 nodes.
 //

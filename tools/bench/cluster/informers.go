@@ -466,7 +466,9 @@ type informerChild struct {
 	stdin io.WriteCloser
 	lines chan string
 	gate  bool
-	log   *os.File
+	// perNode: its informers are per-node pod watches.
+	perNode bool
+	log     *os.File
 }
 
 // startInformerChild runs self (freshcache-bench) as a child with
@@ -505,7 +507,7 @@ func startInformerChild(ctx context.Context, self string, cfg InformerChildConfi
 		_ = log.Close()
 		return nil, fmt.Errorf("cluster: starting the informer child: %w", err)
 	}
-	c := &informerChild{cmd: cmd, stdin: stdin, lines: make(chan string, 4), gate: gate, log: log}
+	c := &informerChild{cmd: cmd, stdin: stdin, lines: make(chan string, 4), gate: gate, perNode: cfg.NodeCount > 0, log: log}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)

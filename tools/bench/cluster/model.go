@@ -322,7 +322,8 @@ func buildCostModel(rows []Row, config string, nodes int) (CostModel, bool) {
 	// sync came before them.
 	for _, inf := range top.Informers {
 		relists := inf.Syncs - int64(inf.Informers)
-		if top.WindowSeconds <= 0 || relists <= 0 {
+		// Node watches restart only in the storm, after the window.
+		if inf.PerNode || top.WindowSeconds <= 0 || relists <= 0 {
 			continue
 		}
 		rate := float64(relists) / (top.WindowSeconds + top.WarmupSeconds)

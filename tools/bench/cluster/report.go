@@ -1,7 +1,7 @@
 package cluster
 
-// The cluster benchmark's outputs: the closing ratio line, the JSON and
-// the markdown report.
+// The cluster benchmark's outputs: the JSON and the markdown report (the
+// closing ratio line is ratios.go).
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/freshcache/freshcache/tools/bench/quantile"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
@@ -28,7 +27,11 @@ type Report struct {
 
 // NewReport fills the run's identity and the cost models.
 func NewReport(cfg Config, rows []Row, runErr error) Report {
-	r := Report{Identity: report.NewIdentity("cluster"), Settings: cfg, Cells: rows}
+	name := "cluster"
+	if cfg.NodeKind == NodesKwok {
+		name = "scale"
+	}
+	r := Report{Identity: report.NewIdentity(name), Settings: cfg, Cells: rows}
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
@@ -45,218 +48,29 @@ func NewReport(cfg Config, rows []Row, runErr error) Report {
 // WriteJSON writes r, indented, to path.
 func (r Report) WriteJSON(path string) error { return report.WriteJSON(path, r) }
 
-// Ratios are the closing line's figures: freshcache with
-// FreshResourceVersionZero over upstream at the largest single-apiserver
-// node count both ran, and freshcache's stale answers. When the run
-// repeated cells, the i-th repeat of one is paired with the i-th of the
-// other (they ran next to each other), and each ratio is the median over
-// the pairs; Pairs and the *Each slices keep every pair's ratio, so the
-// report can show the spread.
-type Ratios struct {
-	Nodes                      int
-	APICPU, EtcdReads, ListP99 *float64
-	// Pairs is how many upstream/freshcache-fresh-rv0 pairs the ratios
-	// are the median of.
-	Pairs                                  int
-	APICPUEach, EtcdReadsEach, ListP99Each []float64
-	// Work is how much of upstream's open-loop work freshcache-fresh-rv0
-	// got done in the same window: the smaller of the ratios of answered
-	// LIST-client reads and of churned pods (created + deleted), the
-	// median over the pairs. Below comparableWork its CPU and etcd figures
-	// are those of a cluster that served less, not of one that served the
-	// same for less. Nil when upstream did none.
-	Work *float64
-	// Stale counts, over every freshcache run, the stale answers to reads
-	// that configuration promises fresh: rv="" reads on freshcache,
-	// every read on freshcache-fresh-rv0. Nil when no freshcache run
-	// probed anything.
-	Stale *int64
-}
-
-// ComputeRatios finds the ratios in rows.
-func ComputeRatios(rows []Row) Ratios {
-	var r Ratios
-	runs := func(config string, n int) []Row {
-		var out []Row
-		for _, x := range rows {
-			if x.Config == config && x.Mode == modeSingle && x.Nodes == n {
-				out = append(out, x)
-			}
-		}
-		slices.SortStableFunc(out, func(a, b Row) int { return a.Repeat - b.Repeat })
-		return out
-	}
-	for _, x := range rows {
-		if x.Config == FreshRV0 && x.Mode == modeSingle && len(runs(Upstream, x.Nodes)) > 0 && x.Nodes > r.Nodes {
-			r.Nodes = x.Nodes
-		}
-	}
-	if r.Nodes > 0 {
-		fs, us := runs(FreshRV0, r.Nodes), runs(Upstream, r.Nodes)
-		r.Pairs = min(len(fs), len(us))
-		var work []float64
-		for i := range r.Pairs {
-			f, u := fs[i], us[i]
-			appendRatio(&r.APICPUEach, f.APICPUSec, u.APICPUSec)
-			appendRatio(&r.EtcdReadsEach, f.EtcdReads, u.EtcdReads)
-			if f.ListP99Ms != nil && u.ListP99Ms != nil {
-				appendRatio(&r.ListP99Each, *f.ListP99Ms, *u.ListP99Ms)
-			}
-			if w := workRatio(f, u); w != nil {
-				work = append(work, *w)
-			}
-		}
-		r.APICPU, r.EtcdReads, r.ListP99, r.Work = medianPtr(r.APICPUEach), medianPtr(r.EtcdReadsEach), medianPtr(r.ListP99Each), medianPtr(work)
-	}
-	for _, x := range rows {
-		if x.Config != Freshcache && x.Config != FreshRV0 {
-			continue
-		}
-		if x.Probe.Writes == 0 {
-			continue
-		}
-		n := promisedStale(x)
-		if r.Stale == nil {
-			r.Stale = new(int64)
-		}
-		*r.Stale += n
-	}
-	return r
-}
-
-// workRatio is the share of u's open-loop work that f served: the
-// smaller of the LIST-client and churn ratios (see Ratios.Work).
-func workRatio(f, u Row) *float64 {
-	fl, fc := servedWork(f)
-	ul, uc := servedWork(u)
-	lists, churn := ratioPtr(fl, ul), ratioPtr(fc, uc)
-	switch {
-	case lists == nil:
-		return churn
-	case churn == nil || *lists <= *churn:
-		return lists
-	}
-	return churn
-}
-
-func appendRatio(to *[]float64, a, b float64) {
-	if p := ratioPtr(a, b); p != nil {
-		*to = append(*to, *p)
-	}
-}
-
-func medianPtr(v []float64) *float64 {
-	if len(v) == 0 {
-		return nil
-	}
-	m := quantile.Median(v)
-	return &m
-}
-
-// comparableWork is the least share of upstream's work a cell must serve
-// for its cost ratios to be judged against the targets.
-const comparableWork = 0.9
-
-// servedWork is the open-loop work x got done: LIST-client reads answered
-// and pods churned. (The probe is closed-loop: its write count follows its
-// own read latency, so it is not a measure of capacity.)
-func servedWork(x Row) (lists, churn float64) {
-	for _, rs := range x.Reads {
-		lists += float64(rs.OK)
-	}
-	return lists, float64(x.PodsCreated + x.PodsDeleted)
-}
-
-// promisedStale is the stale answers to reads row's configuration
-// promises fresh.
-func promisedStale(x Row) int64 {
-	var n int64
-	for k, v := range x.Probe.Stale {
-		if x.Config == FreshRV0 || !strings.HasSuffix(k, "rv=0") {
-			n += v
-		}
-	}
-	return n
-}
-
-func ratioPtr(a, b float64) *float64 {
-	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
-		return nil
-	}
-	v := a / b
-	return &v
-}
-
-// Line is the closing line: "cluster-bench ratios: apiserver-cpu=A
-// etcd-reads=B list-p99=C stale=D", n/a for what the run could not say.
-func (r Ratios) Line() string {
-	f := func(p *float64) string {
-		if p == nil {
-			return "n/a"
-		}
-		return fmt.Sprintf("%.2f", *p)
-	}
-	stale := "n/a"
-	if r.Stale != nil {
-		stale = fmt.Sprint(*r.Stale)
-	}
-	return fmt.Sprintf("cluster-bench ratios: apiserver-cpu=%s etcd-reads=%s list-p99=%s stale=%s", f(r.APICPU), f(r.EtcdReads), f(r.ListP99), stale)
-}
-
-// clusterTargets are the cluster benchmark's targets for the closing line, reported
-// and not asserted.
-func clusterTargets(r Ratios) [][4]string {
-	met := func(p *float64, limit float64) string {
-		switch {
-		case p == nil:
-			return "not measured"
-		case *p <= limit:
-			return "yes"
-		}
-		return "no"
-	}
-	// A cost is judged only when the same work was served; a latency is
-	// judged whatever the work (less work at a higher p99 is still worse).
-	cost := func(p *float64, limit float64) string {
-		if p != nil && r.Work != nil && *r.Work < comparableWork {
-			return fmt.Sprintf("not comparable: %.0f%% of upstream's work served", 100**r.Work)
-		}
-		return met(p, limit)
-	}
-	val := func(p *float64, each []float64) string {
-		if p == nil {
-			return "n/a"
-		}
-		if len(each) < 2 {
-			return fmt.Sprintf("%.2f", *p)
-		}
-		return fmt.Sprintf("%.2f (pairs: %s)", *p, fmtList(each, "%.2f"))
-	}
-	staleMet, staleVal := "not measured", "n/a"
-	if r.Stale != nil {
-		staleVal = fmt.Sprint(*r.Stale)
-		staleMet = map[bool]string{true: "yes", false: "no"}[*r.Stale == 0]
-	}
-	return [][4]string{
-		{"apiserver CPU, freshcache-fresh-rv0 / upstream", val(r.APICPU, r.APICPUEach), "≤ 1.05", cost(r.APICPU, 1.05)},
-		{"etcd reads (Range + RangeStream), freshcache-fresh-rv0 / upstream", val(r.EtcdReads, r.EtcdReadsEach), "≤ 0.5", cost(r.EtcdReads, 0.5)},
-		{"pod LIST p99, freshcache-fresh-rv0 / upstream", val(r.ListP99, r.ListP99Each), "≤ 1", met(r.ListP99, 1)},
-		{"stale answers freshcache promised fresh", staleVal, "0", staleMet},
-	}
-}
-
 // WriteMarkdown writes the report; plots are the PNGs' file names,
 // next to the markdown.
 func WriteMarkdown(w io.Writer, r Report, plots []string) error {
 	var b strings.Builder
 	r.WriteHeading(&b)
 	s := r.Settings
-	fmt.Fprintf(&b, "- configurations: %s; single apiserver at %s hollow nodes", strings.Join(s.Configs, ", "), joinInts(s.Nodes))
+	kind := "hollow"
+	if s.NodeKind == NodesKwok {
+		kind = "kwok"
+	}
+	fmt.Fprintf(&b, "- configurations: %s; single apiserver at %s %s nodes", strings.Join(s.Configs, ", "), joinInts(s.Nodes), kind)
 	if s.HANodes > 0 {
 		fmt.Fprintf(&b, "; HA (2 kube-apiservers, 3 etcd members) at %d", s.HANodes)
 	}
-	fmt.Fprintf(&b, "\n- load (the same for every configuration, seed %d): %d pods per node in Deployments of %d; churn %g pods created+deleted/s (scale up, scale down, rollouts); LISTs of one node's pods %g/s and of every pod %g/s, each at rv=\"\" and at rv=0; %d pod informers (half WatchListClient on), each restarted every %s; freshness probe %g writes/s\n",
-		s.Seed, s.PodsPerNode, s.ReplicasPerDeployment, s.PodRate, s.NodeListRate, s.AllListRate, s.Informers, s.InformerRestart, s.ProbeRate)
+	informers := fmt.Sprintf("%d pod informers (half WatchListClient on), each restarted every %s", s.Informers, s.InformerRestart)
+	if s.NodeWatches {
+		informers += "; one pod watch per node on its own pods (spec.nodeName), as kubelets have, half WatchListClient on, never restarted but in the storm"
+	}
+	if s.ControllerQPS > 0 {
+		informers += fmt.Sprintf("; controller-manager and scheduler at %g QPS", s.ControllerQPS)
+	}
+	fmt.Fprintf(&b, "\n- load (the same for every configuration, seed %d): %d pods per node in Deployments of %d; churn %g pods created+deleted/s (scale up, scale down, rollouts); LISTs of one node's pods %g/s and of every pod %g/s, each at rv=\"\" and at rv=0; %s; freshness probe %g writes/s\n",
+		s.Seed, s.PodsPerNode, s.ReplicasPerDeployment, s.PodRate, s.NodeListRate, s.AllListRate, informers, s.ProbeRate)
 	fmt.Fprintf(&b, "- windows: %s warm-up (churn only), %s measured, then %s idle and %s per calibrated read kind (%g/s, %g/s for LISTs of every pod)\n",
 		s.Warmup, s.Window, s.CalibWindow, s.CalibWindow, s.CalibRate, s.CalibListAllRate)
 	for _, n := range r.Notes {
@@ -276,8 +90,13 @@ func WriteMarkdown(w io.Writer, r Report, plots []string) error {
 	if ratios.Work != nil {
 		where += fmt.Sprintf(" freshcache-fresh-rv0 served %.0f%% of upstream's open-loop work there (the smaller of answered LIST-client reads and churned pods); below %.0f%% its cost ratios are marked not comparable.", 100**ratios.Work, 100*comparableWork)
 	}
-	fmt.Fprintf(&b, "\n## Targets (reported, not asserted)\n\n%s\n\n    %s\n\n| figure | value | target | met |\n|---|---:|---:|---|\n", where, ratios.Line())
-	for _, t := range clusterTargets(ratios) {
+	scale := r.Settings.NodeKind == NodesKwok
+	line := ratios.Line()
+	if scale {
+		line = ratios.ScaleLine()
+	}
+	fmt.Fprintf(&b, "\n## Targets (reported, not asserted)\n\n%s\n\n    %s\n\n| figure | value | target | met |\n|---|---:|---:|---|\n", where, line)
+	for _, t := range clusterTargets(ratios, scale) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t[0], t[1], t[2], t[3])
 	}
 	for _, p := range plots {
@@ -289,6 +108,7 @@ func WriteMarkdown(w io.Writer, r Report, plots []string) error {
 	writeClusterWaitParts(&b, r.Cells)
 	writeClusterLatency(&b, r.Cells)
 	writeClusterClients(&b, r.Cells)
+	writeStorm(&b, r.Cells)
 	writeClusterCalibration(&b, r.Cells)
 	writeCostModel(&b, r)
 	b.WriteString(clusterLimits)
@@ -494,7 +314,11 @@ func writeClusterClients(b *strings.Builder, rows []Row) {
 			for _, k := range sortedKeys(inf.Requests) {
 				req = append(req, fmt.Sprintf("%s: %d", k, inf.Requests[k]))
 			}
-			fmt.Fprintf(b, "| %s | %s | %d | %v | %d | %d | %.0f / %.0f | %d | %s |\n", r.Config, r.modeLabel(), r.Nodes, inf.WatchListClient, inf.Informers, inf.Syncs,
+			kind := fmt.Sprint(inf.Informers)
+			if inf.PerNode {
+				kind += " node watches"
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %v | %s | %d | %.0f / %.0f | %d | %s |\n", r.Config, r.modeLabel(), r.Nodes, inf.WatchListClient, kind, inf.Syncs,
 				quantileSorted(sync, 0.5), quantileSorted(sync, 0.99), inf.Events, strings.Join(req, ", "))
 		}
 	}

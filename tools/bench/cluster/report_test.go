@@ -38,7 +38,7 @@ func TestClusterRatiosAndClosingLine(t *testing.T) {
 	if strings.Count(r.Line(), "\n") != 0 {
 		t.Error("the closing line must be one line")
 	}
-	targets := clusterTargets(r)
+	targets := clusterTargets(r, false)
 	if targets[0][3] != "yes" || targets[1][3] != "yes" || targets[2][3] != "yes" || targets[3][3] != "no" {
 		t.Errorf("targets %v", targets)
 	}
@@ -79,7 +79,7 @@ func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 	if want := "cluster-bench ratios: apiserver-cpu=1.20 etcd-reads=0.60 list-p99=0.95 stale=n/a"; r.Line() != want {
 		t.Errorf("line\n got %s\nwant %s", r.Line(), want)
 	}
-	targets := clusterTargets(r)
+	targets := clusterTargets(r, false)
 	if targets[0][1] != "1.20 (pairs: 1.20, 1.05, 1.30)" || targets[0][3] != "no" || targets[2][3] != "yes" {
 		t.Errorf("targets %v", targets)
 	}
@@ -124,7 +124,7 @@ func TestOverloadedCellNotComparable(t *testing.T) {
 			if r.Work == nil || *r.Work < tc.wantWork-1e-9 || *r.Work > tc.wantWork+1e-9 {
 				t.Fatalf("work %v, want %.3f", r.Work, tc.wantWork)
 			}
-			got := clusterTargets(r)
+			got := clusterTargets(r, false)
 			if got[0][3] != tc.wantCPU || got[1][3] != tc.wantEtc || got[2][3] != "no" {
 				t.Errorf("targets %q %q %q", got[0][3], got[1][3], got[2][3])
 			}

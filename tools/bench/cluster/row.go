@@ -92,6 +92,8 @@ type Row struct {
 	Probe     ProbeStats      `json:"probe"`
 	Reads     []ReadStats     `json:"reads"`
 	Informers []InformerStats `json:"informers"`
+	// Storm is the restart storm after the window (Config.Storm).
+	Storm *StormStats `json:"storm,omitempty"`
 	// Pod* are the churn's pods, seen by a watch on the first apiserver:
 	// PodLatency from first seen bound to a node until first seen
 	// Running, for pods bound in the window.

@@ -10,6 +10,7 @@
 //	freshcache-bench netpoll-floor [flags]  a socket round trip against a channel one, on busy cores
 //	freshcache-bench hollow-nodes [flags]  what a kubemark hollow node costs (local-up --nodes=N)
 //	freshcache-bench cluster [flags]  cluster-level A/B: local-up clusters under the same seeded load
+//	freshcache-bench scale [flags]    the cluster A/B on 1,000+ kwok nodes, kubelet pod watches and a restart storm
 //	freshcache-bench stall [flags]    etcd stopped under consistent LISTs: apiserver and etcd memory, answers (kubernetes#138494)
 //	freshcache-bench watchlist [flags]  fresh reads while WatchLists stream a huge resource (kubernetes#138728)
 //
@@ -18,7 +19,7 @@
 //
 //	storage, memory, plot      tools/bench/storage (plot renders apiserver reports with tools/bench/apiserver)
 //	apiserver                  tools/bench/apiserver
-//	cluster, cluster-informers tools/bench/cluster (cluster-informers is its informer child, not for direct use)
+//	cluster, scale, cluster-informers tools/bench/cluster (cluster-informers is its informer child, not for direct use)
 //	hollow-nodes               tools/bench/hollownodes
 //	stall, watchlist           tools/bench/stall, tools/bench/watchlist
 //	trace-wait, netpoll-floor  tools/bench/diag/tracewait, tools/bench/diag/netpollfloor
@@ -65,6 +66,8 @@ func main() {
 		err = runNetpollFloor(ctx, os.Args[2:])
 	case "hollow-nodes":
 		err = runHollowNodes(ctx, os.Args[2:])
+	case "scale":
+		err = runScale(ctx, os.Args[2:])
 	case "cluster":
 		err = runCluster(ctx, os.Args[2:])
 	case "stall":
