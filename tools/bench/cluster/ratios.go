@@ -249,4 +249,3 @@ func clusterTargets(r Ratios, scale bool) [][4]string {
 		{"stale answers freshcache promised fresh", staleVal, "0", staleMet},
 	}
 }
-
