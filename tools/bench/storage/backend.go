@@ -30,7 +30,9 @@ const (
 )
 
 // isFreshcache says whether a backend is one of freshcache's.
-func isFreshcache(name string) bool { return name == BackendFreshcache || name == BackendFreshcacheDirect }
+func isFreshcache(name string) bool {
+	return name == BackendFreshcache || name == BackendFreshcacheDirect
+}
 
 // AllBackends is the order in which a run measures them.
 var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
