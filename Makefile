@@ -12,7 +12,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 # help lists every rule line of the form `target: prerequisites ## text`;
 # internal/makehelp (make verify) fails when a .PHONY target has none.
@@ -447,6 +447,18 @@ bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 
 bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~15 min estimated; not yet run at this size); writes _output/bench/scale-short.md.
 	@mkdir -p $(OUT)/bench
 	$(BENCH) scale --bin-dir=$(BIN) $(SCALE_SHORT) --out=$(OUT)/bench/scale-short.md $(BENCH_ARGS)
+
+# bench-kep-2340 is KEP-2340's own benchmark shape (tools/bench/kepshape):
+# configmaps of 1 KiB, one consistent LIST per second with a label
+# selector that matches none, for upstream's cacher, freshcache,
+# freshcache+FreshResourceVersionZero and no watch cache (every LIST from
+# etcd); the report sets the figures next to the KEP's published ones.
+bench-kep-2340: $(BENCH) build ## KEP-2340's shape at 100,000 configmaps of 1 KiB, 1 LIST/s matching nothing, 4 configurations including no watch cache; writes docs/results/kep-2340.md (~15 min estimated; not yet run at this size).
+	$(BENCH) kep-2340 --bin-dir=$(BIN) --out=$(BENCH_OUT)/kep-2340.md $(BENCH_ARGS)
+
+bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 30 s windows (~3 min); writes _output/bench/kep-2340-short.md.
+	@mkdir -p $(OUT)/bench
+	$(BENCH) kep-2340 --short --bin-dir=$(BIN) --out=$(OUT)/bench/kep-2340-short.md $(BENCH_ARGS)
 
 # bench-stall stops etcd (SIGSTOP, a process of its own) for 10 s while 20
 # clients list 5,000 configmaps of 10 KiB (~50 MB) with rv="" in a loop,

@@ -11,6 +11,7 @@
 //	freshcache-bench hollow-nodes [flags]  what a kubemark hollow node costs (local-up --nodes=N)
 //	freshcache-bench cluster [flags]  cluster-level A/B: local-up clusters under the same seeded load
 //	freshcache-bench scale [flags]    the cluster A/B on 1,000+ kwok nodes, kubelet pod watches and a restart storm
+//	freshcache-bench kep-2340 [flags] KEP-2340's shape: 100,000+ configmaps of 1 KiB, 1 consistent LIST/s matching nothing
 //	freshcache-bench stall [flags]    etcd stopped under consistent LISTs: apiserver and etcd memory, answers (kubernetes#138494)
 //	freshcache-bench watchlist [flags]  fresh reads while WatchLists stream a huge resource (kubernetes#138728)
 //
@@ -21,6 +22,7 @@
 //	apiserver                  tools/bench/apiserver
 //	cluster, scale, cluster-informers tools/bench/cluster (cluster-informers is its informer child, not for direct use)
 //	hollow-nodes               tools/bench/hollownodes
+//	kep-2340                   tools/bench/kepshape
 //	stall, watchlist           tools/bench/stall, tools/bench/watchlist
 //	trace-wait, netpoll-floor  tools/bench/diag/tracewait, tools/bench/diag/netpollfloor
 //	etcd                       pkg/etcdlocal of the root module
@@ -66,6 +68,8 @@ func main() {
 		err = runNetpollFloor(ctx, os.Args[2:])
 	case "hollow-nodes":
 		err = runHollowNodes(ctx, os.Args[2:])
+	case "kep-2340":
+		err = runKEP2340(ctx, os.Args[2:])
 	case "scale":
 		err = runScale(ctx, os.Args[2:])
 	case "cluster":

@@ -1,0 +1,121 @@
+package kepshape
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
+)
+
+// ConfigEtcd is kube-apiserver without a watch cache (--watch-cache=false):
+// every LIST is read from etcd, KEP-2340's baseline.
+const ConfigEtcd = "etcd"
+
+// AllConfigs in report order.
+var AllConfigs = []string{clusterbench.Upstream, clusterbench.Freshcache, clusterbench.FreshRV0, ConfigEtcd}
+
+// Config is one run.
+type Config struct {
+	// BinDir holds local-up and kube-apiserver (make build).
+	BinDir string `json:"-"`
+	// DataDir receives the local-up data directories.
+	DataDir string   `json:"-"`
+	Configs []string `json:"configs"`
+	// Objects configmaps of ValueBytes each, over Namespaces namespaces,
+	// written LoadWriters at a time.
+	Objects     int `json:"objects"`
+	Namespaces  int `json:"namespaces"`
+	ValueBytes  int `json:"value_bytes"`
+	LoadWriters int `json:"load_writers"`
+	// ListRate is the LISTs per second, open loop.
+	ListRate float64 `json:"list_rate"`
+	// Warmup runs the LISTs unmeasured; Window is measured.
+	Warmup time.Duration `json:"warmup"`
+	Window time.Duration `json:"window"`
+	// ListTimeout bounds one LIST (from etcd at 100,000 objects a LIST
+	// takes seconds on 2 cores).
+	ListTimeout time.Duration `json:"list_timeout"`
+	// ReadyTimeout bounds local-up's start and the cache's catch-up.
+	ReadyTimeout time.Duration `json:"ready_timeout"`
+	// Progress receives one line per step; nil discards them.
+	Progress io.Writer `json:"-"`
+}
+
+// DefaultConfig is the full shape: 100,000 configmaps of 1 KiB, 1 LIST/s,
+// a 2-minute window.
+func DefaultConfig() Config {
+	return Config{
+		Configs:      slices.Clone(AllConfigs),
+		Objects:      100_000,
+		Namespaces:   10,
+		ValueBytes:   1024,
+		LoadWriters:  64,
+		ListRate:     1,
+		Warmup:       15 * time.Second,
+		Window:       2 * time.Minute,
+		ListTimeout:  time.Minute,
+		ReadyTimeout: 10 * time.Minute,
+	}
+}
+
+// ShortConfig checks the harness in a few minutes: 10,000 objects, a
+// 30-second window.
+func ShortConfig() Config {
+	c := DefaultConfig()
+	c.Objects = 10_000
+	c.Warmup = 5 * time.Second
+	c.Window = 30 * time.Second
+	return c
+}
+
+// Validate reports every problem, naming the flag.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Configs) == 0 {
+		errs = append(errs, errors.New("--configs: at least one configuration is needed"))
+	}
+	for _, n := range c.Configs {
+		if localUpArgs(n) == nil {
+			errs = append(errs, fmt.Errorf("--configs: unknown configuration %q (known: %v)", n, AllConfigs))
+		}
+	}
+	for _, p := range []struct {
+		flag string
+		v    float64
+	}{
+		{"--objects", float64(c.Objects)}, {"--namespaces", float64(c.Namespaces)}, {"--value-bytes", float64(c.ValueBytes)},
+		{"--load-writers", float64(c.LoadWriters)}, {"--list-rate", c.ListRate}, {"--window", c.Window.Seconds()},
+		{"--list-timeout", c.ListTimeout.Seconds()}, {"--ready-timeout", c.ReadyTimeout.Seconds()},
+	} {
+		if p.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: %v; must be more than 0", p.flag, p.v))
+		}
+	}
+	if c.Warmup < 0 {
+		errs = append(errs, fmt.Errorf("--warmup: %v; must not be negative", c.Warmup))
+	}
+	if c.BinDir == "" {
+		errs = append(errs, errors.New("--bin-dir: the directory with local-up and kube-apiserver is needed"))
+	}
+	return errors.Join(errs...)
+}
+
+// localUpArgs are a configuration's local-up flags (those it does not know
+// go to kube-apiserver); nil for an unknown name.
+func localUpArgs(config string) []string {
+	base := []string{"--nodes=0", "--controllers=false"}
+	switch config {
+	case clusterbench.Upstream:
+		return append(base, "--watch-cache-implementation=upstream")
+	case clusterbench.Freshcache:
+		return append(base, "--watch-cache-implementation=freshcache")
+	case clusterbench.FreshRV0:
+		return append(base, "--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true")
+	case ConfigEtcd:
+		return append(base, "--watch-cache=false")
+	}
+	return nil
+}
