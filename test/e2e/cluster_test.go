@@ -51,7 +51,8 @@ func TestClusterRunsDeploymentOnHollowNodes(t *testing.T) {
 }
 
 // componentsHaveTheirOwnIdentity asks the apiserver who each component's
-// kubeconfig authenticates as: its own user, never the admin.
+// kubeconfig (kwok's too, with --kwok-nodes) authenticates as: its own
+// user, never the admin.
 func componentsHaveTheirOwnIdentity(ctx context.Context, t *testing.T, r *localup.ReadyFile) {
 	type who struct {
 		kubeconfig, user, group string
@@ -62,6 +63,9 @@ func componentsHaveTheirOwnIdentity(ctx context.Context, t *testing.T, r *localu
 	}
 	for _, n := range r.Nodes {
 		want = append(want, who{n.Kubeconfig, "system:node:" + n.Name, "system:nodes"})
+	}
+	if r.Kwok != nil {
+		want = append(want, who{r.Kwok.Kubeconfig, localup.KwokUser, ""})
 	}
 	for _, w := range want {
 		cfg, err := clientcmd.BuildConfigFromFlags("", w.kubeconfig)

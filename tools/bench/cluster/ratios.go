@@ -166,35 +166,31 @@ func ratioPtr(a, b float64) *float64 {
 // Line is the closing line: "cluster-bench ratios: apiserver-cpu=A
 // etcd-reads=B list-p99=C stale=D", n/a for what the run could not say.
 func (r Ratios) Line() string {
-	f := func(p *float64) string {
-		if p == nil {
-			return "n/a"
-		}
-		return fmt.Sprintf("%.2f", *p)
+	return fmt.Sprintf("cluster-bench ratios: apiserver-cpu=%s etcd-reads=%s list-p99=%s stale=%s", fmtRatio(r.APICPU), fmtRatio(r.EtcdReads), fmtRatio(r.ListP99), r.staleText())
+}
+
+// fmtRatio is a closing line's ratio, n/a when unknown.
+func fmtRatio(p *float64) string {
+	if p == nil {
+		return "n/a"
 	}
-	stale := "n/a"
-	if r.Stale != nil {
-		stale = fmt.Sprint(*r.Stale)
+	return fmt.Sprintf("%.2f", *p)
+}
+
+// staleText is Stale for a closing line.
+func (r Ratios) staleText() string {
+	if r.Stale == nil {
+		return "n/a"
 	}
-	return fmt.Sprintf("cluster-bench ratios: apiserver-cpu=%s etcd-reads=%s list-p99=%s stale=%s", f(r.APICPU), f(r.EtcdReads), f(r.ListP99), stale)
+	return fmt.Sprint(*r.Stale)
 }
 
 // ScaleLine is the scale benchmark's closing line: "scale-bench ratios:
 // nodes=N apiserver-cpu=A etcd-reads=B list-p99=C storm-sync-p99=D
 // storm-etcd=E stale=S", n/a for what the run could not say.
 func (r Ratios) ScaleLine() string {
-	f := func(p *float64) string {
-		if p == nil {
-			return "n/a"
-		}
-		return fmt.Sprintf("%.2f", *p)
-	}
-	stale := "n/a"
-	if r.Stale != nil {
-		stale = fmt.Sprint(*r.Stale)
-	}
 	return fmt.Sprintf("scale-bench ratios: nodes=%d apiserver-cpu=%s etcd-reads=%s list-p99=%s storm-sync-p99=%s storm-etcd=%s stale=%s",
-		r.Nodes, f(r.APICPU), f(r.EtcdReads), f(r.ListP99), f(r.StormSyncP99), f(r.StormEtcd), stale)
+		r.Nodes, fmtRatio(r.APICPU), fmtRatio(r.EtcdReads), fmtRatio(r.ListP99), fmtRatio(r.StormSyncP99), fmtRatio(r.StormEtcd), r.staleText())
 }
 
 // clusterTargets are the cluster benchmark's targets for the closing line, reported
