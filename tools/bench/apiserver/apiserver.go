@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 	"github.com/freshcache/freshcache/tools/bench/storage"
 )
@@ -348,7 +349,7 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg Config, r Row) (Row, error
 		start     atomic.Int64
 		delivered atomic.Int64
 		errs      atomic.Int64
-		first     atomicFirst
+		first     report.FirstError
 		mu        sync.Mutex
 		lat       []time.Duration
 		wg        sync.WaitGroup
@@ -379,7 +380,7 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg Config, r Row) (Row, error
 						continue // client-go reports its own Stop as an error event
 					}
 					errs.Add(1)
-					first.set(fmt.Sprintf("watch error: %v", ev.Object))
+					first.Set(fmt.Sprintf("watch error: %v", ev.Object))
 					continue
 				}
 				m, err := meta.Accessor(ev.Object)
@@ -456,7 +457,7 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg Config, r Row) (Row, error
 		return r, err
 	}
 	r.EventsExpected, r.EventsDelivered = expected.Load(), delivered.Load()
-	r.Ops, r.Errors, r.FirstError = r.EventsDelivered, errs.Load(), first.get()
+	r.Ops, r.Errors, r.FirstError = r.EventsDelivered, errs.Load(), first.Get()
 	mu.Lock()
 	defer mu.Unlock()
 	a.fill(&r, before, after, lat)
@@ -499,18 +500,5 @@ func (r *loopResult) add(w loopResult) {
 	}
 }
 
-// atomicFirst keeps the first error message it is given.
-type atomicFirst struct {
-	once sync.Once
-	msg  atomic.Value
-}
-
-func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
-func (a *atomicFirst) get() string {
-	if v, ok := a.msg.Load().(string); ok {
-		return v
-	}
-	return ""
-}
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

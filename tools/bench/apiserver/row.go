@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
+	"github.com/freshcache/freshcache/tools/bench/report"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
 
@@ -69,42 +69,25 @@ func serverCells(r Row) []string {
 		}
 		notes = append(notes, fmt.Sprintf("%d errors: %s", r.Errors, e))
 	}
-	return []string{r.Implementation, r.Operation, r.RV, fmt.Sprint(r.Clients), num(r.OpsPerSec),
+	return []string{r.Implementation, r.Operation, r.RV, fmt.Sprint(r.Clients), report.Num(r.OpsPerSec),
 		fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms), fmt.Sprintf("%.3f", r.ServerCPUPerOpMs),
 		fmt.Sprintf("%.2f", r.EtcdPerOp), wait, strings.Join(notes, "; ")}
 }
 
 // WriteTable prints apiserver rows as an aligned table.
 func WriteTable(w io.Writer, rows []Row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(serverHeader, "\t")+"\t")
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(serverCells(r), "\t")+"\t")
-	}
-	return tw.Flush()
+	return report.WriteAligned(w, serverHeader, serverCellsOf(rows))
 }
 
 // writeRowsMarkdown prints apiserver rows as a markdown table.
 func writeRowsMarkdown(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| "+strings.Join(serverHeader, " | ")+" |")
-	fmt.Fprintln(w, "|---|---|---|"+strings.Repeat("---:|", len(serverHeader)-4)+"---|")
-	for _, r := range rows {
-		c := serverCells(r)
-		if c[2] == `""` {
-			c[2] = "`\"\"`"
-		}
-		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
-	}
+	report.WriteMarkdownTable(w, serverHeader, serverCellsOf(rows), 3)
 }
 
-// num prints a figure with three significant digits or as an integer.
-func num(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
+func serverCellsOf(rows []Row) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = serverCells(r)
 	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/freshcache/freshcache/tools/bench/quantile"
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // Read kinds of the LIST clients, the probe and the calibration.
@@ -123,7 +124,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 		lat      []time.Duration
 		items    int64
 		errs     atomic.Int64
-		first    atomicFirst
+		first    report.FirstError
 		inflight atomic.Int64
 		wg       sync.WaitGroup
 	)
@@ -140,7 +141,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 		}
 		if ctx.Err() != nil || !time.Now().Before(end) {
 			wg.Wait()
-			st.Errors, st.FirstError = errs.Load(), first.get()
+			st.Errors, st.FirstError = errs.Load(), first.Get()
 			slices.Sort(lat)
 			st.OK = int64(len(lat))
 			st.P50Ms, st.P99Ms = ms(quantile.Percentile(lat, 50)), ms(quantile.Percentile(lat, 99))
@@ -167,7 +168,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 			if err != nil {
 				if ctx.Err() == nil {
 					errs.Add(1)
-					first.set(err.Error())
+					first.Set(err.Error())
 				}
 				return
 			}
@@ -316,17 +317,3 @@ func readProbeSeq(ctx context.Context, cs kubernetes.Interface, kind, rv string)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// atomicFirst keeps the first error message it is given.
-type atomicFirst struct {
-	once sync.Once
-	msg  atomic.Value
-}
-
-func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
-func (a *atomicFirst) get() string {
-	if v, ok := a.msg.Load().(string); ok {
-		return v
-	}
-	return ""
-}

@@ -2,11 +2,14 @@
 // shares, whichever benchmark wrote it: the run's identity (kind, date,
 // the commit it was built from, the command line, the machine, notes),
 // written as the JSON's leading fields and as the markdown's heading; the
-// JSON file itself; and the plots' page layout and colors.
+// JSON file itself; the plots' page layout and colors; the row tables
+// (text and markdown), the figure format Num, and FirstError, the first
+// error of a row's many goroutines.
 //
 // # Who calls it
 //
-// The benchmark packages (storage, apiserver, cluster, stall, watchlist)
+// The benchmark packages (storage, apiserver, cluster, stall, watchlist,
+// kepshape)
 // and cmd/freshcache-bench, which also quotes GitCommit and ThisMachine in
 // the diagnostics it writes itself (trace-wait, netpoll-floor,
 // hollow-nodes).

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // dispatchScenario is one watch-dispatch measurement: how fast a backend
@@ -95,10 +97,10 @@ func (e *Env) measureDispatch(ctx context.Context, b *podBackend, sc dispatchSce
 		reached    = make(chan struct{}, 1)
 		terminated atomic.Int64
 		errs       atomic.Int64
-		firstErr   atomicFirst
+		firstErr   report.FirstError
 		wg         sync.WaitGroup
 	)
-	fail := func(msg string) { errs.Add(1); firstErr.set(msg) }
+	fail := func(msg string) { errs.Add(1); firstErr.Set(msg) }
 	target.Store(1 << 62)
 	watches := make([]watch.Interface, 0, sc.watchers)
 	defer func() {
@@ -207,6 +209,6 @@ rounds:
 	res.writeSecs = writing.Seconds()
 	res.totalSecs = total.Seconds()
 	res.terminated = terminated.Load()
-	res.errors, res.firstError = errs.Load(), firstErr.get()
+	res.errors, res.firstError = errs.Load(), firstErr.Get()
 	return res, nil
 }

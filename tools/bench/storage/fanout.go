@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // runFanout measures WATCH fan-out: c watchers on each of the first
@@ -43,7 +45,7 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 		start     atomic.Int64 // Unix nanos; events stamped earlier are not measured
 		delivered atomic.Int64
 		errs      atomic.Int64
-		firstErr  atomicFirst
+		firstErr  report.FirstError
 		mu        sync.Mutex
 		lat       []time.Duration
 		wg        sync.WaitGroup
@@ -99,7 +101,7 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 					switch ev.Type {
 					case watch.Error:
 						errs.Add(1)
-						firstErr.set(fmt.Sprintf("watch error event: %v", ev.Object))
+						firstErr.Set(fmt.Sprintf("watch error event: %v", ev.Object))
 						continue
 					case watch.Bookmark:
 						continue
@@ -129,7 +131,7 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 		}
 	}
 	if !waitGroupWithin(&initialLeft, cfg.WatchSetupTimeout) {
-		firstErr.set(fmt.Sprintf("initial events not all delivered within %v", cfg.WatchSetupTimeout))
+		firstErr.Set(fmt.Sprintf("initial events not all delivered within %v", cfg.WatchSetupTimeout))
 		errs.Add(1)
 	}
 	row.SetupSeconds = time.Since(setupBegin).Seconds()
@@ -164,7 +166,7 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 	row.EventsDelivered = delivered.Load()
 	row.Ops = row.EventsDelivered
 	row.Errors = errs.Load()
-	row.FirstError = firstErr.get()
+	row.FirstError = firstErr.Get()
 	mu.Lock()
 	defer mu.Unlock()
 	row.fill(before, after, lat, row.Ops)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
@@ -97,23 +96,12 @@ func rowCells(r Row) []string {
 	}
 	return []string{
 		r.Backend, r.Scenario, r.RV, fmt.Sprint(r.Concurrency),
-		num(r.OpsPerSec), fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms),
-		fmt.Sprintf("%.3f", r.CPUPerOpMs), num(r.AllocsPerOp), fmt.Sprintf("%.2f", r.EtcdPerOp),
-		wait50, wait, num(r.ItemsPerOp), strings.Join(notes, "; "),
+		report.Num(r.OpsPerSec), fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms),
+		fmt.Sprintf("%.3f", r.CPUPerOpMs), report.Num(r.AllocsPerOp), fmt.Sprintf("%.2f", r.EtcdPerOp),
+		wait50, wait, report.Num(r.ItemsPerOp), strings.Join(notes, "; "),
 	}
 }
 
-// num prints a figure with three significant digits or as an integer.
-func num(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
-	}
-}
 
 // formatRow is one row as a single progress line.
 func formatRow(r Row) string {
@@ -133,32 +121,20 @@ func formatRow(r Row) string {
 
 // WriteTable prints rows as an aligned table.
 func WriteTable(w io.Writer, rows []Row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, strings.Join(rowHeader, "\t")+"\t")
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(rowCells(r), "\t")+"\t")
-	}
-	return tw.Flush()
+	return report.WriteAligned(w, rowHeader, cellsOf(rows))
 }
 
 // writeRowsMarkdown prints rows as a GitHub markdown table.
 func writeRowsMarkdown(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| "+strings.Join(rowHeader, " | ")+" |")
-	seps := make([]string, len(rowHeader))
-	for i := range seps {
-		seps[i] = "---"
-		if i >= 3 && i < len(rowHeader)-1 {
-			seps[i] = "---:"
-		}
+	report.WriteMarkdownTable(w, rowHeader, cellsOf(rows), 3)
+}
+
+func cellsOf(rows []Row) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = rowCells(r)
 	}
-	fmt.Fprintln(w, "|"+strings.Join(seps, "|")+"|")
-	for _, r := range rows {
-		c := rowCells(r)
-		if c[2] == `""` {
-			c[2] = "`\"\"`"
-		}
-		fmt.Fprintln(w, "| "+strings.Join(c, " | ")+" |")
-	}
+	return out
 }
 
 // headline is one of the storage-level targets (the consistent-read

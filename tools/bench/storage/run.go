@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -441,17 +440,3 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 }
 
 func sortDurations(d []time.Duration) { slices.Sort(d) }
-
-// atomicFirst keeps the first error message it is given.
-type atomicFirst struct {
-	once sync.Once
-	msg  atomic.Value
-}
-
-func (a *atomicFirst) set(msg string) { a.once.Do(func() { a.msg.Store(msg) }) }
-func (a *atomicFirst) get() string {
-	if v, ok := a.msg.Load().(string); ok {
-		return v
-	}
-	return ""
-}

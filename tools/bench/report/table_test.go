@@ -1,0 +1,52 @@
+package report
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestTables(t *testing.T) {
+	header := []string{"backend", "scenario", "rv", "ops/s", "p99 ms", "notes"}
+	rows := [][]string{{"freshcache", "list-node", `""`, "5038", "12.1", "a; b"}, {"upstream", "get", "0", "228043", "0.08", ""}}
+	var md strings.Builder
+	WriteMarkdownTable(&md, header, rows, 3)
+	want := "| backend | scenario | rv | ops/s | p99 ms | notes |\n|---|---|---|---:|---:|---|\n| freshcache | list-node | `\"\"` | 5038 | 12.1 | a; b |\n| upstream | get | 0 | 228043 | 0.08 |  |\n"
+	if md.String() != want {
+		t.Errorf("markdown\n%s\nwant\n%s", md.String(), want)
+	}
+	if rows[0][2] != `""` {
+		t.Error("WriteMarkdownTable changed its input")
+	}
+	var al strings.Builder
+	if err := WriteAligned(&al, header, rows); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(al.String()), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[1], "a; b") {
+		t.Errorf("aligned:\n%s", al.String())
+	}
+}
+
+func TestNum(t *testing.T) {
+	for v, want := range map[float64]string{1234.5: "1234", 100: "100", 12.34: "12.3", 1.234: "1.23", 0: "0.00"} {
+		if got := Num(v); got != want {
+			t.Errorf("Num(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestFirstError(t *testing.T) {
+	var f FirstError
+	if f.Get() != "" {
+		t.Error("zero value not empty")
+	}
+	var wg sync.WaitGroup
+	f.Set("first")
+	for range 8 {
+		wg.Go(func() { f.Set("later") })
+	}
+	wg.Wait()
+	if f.Get() != "first" {
+		t.Errorf("Get() = %q", f.Get())
+	}
+}
