@@ -500,5 +500,4 @@ func (r *loopResult) add(w loopResult) {
 	}
 }
 
-
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

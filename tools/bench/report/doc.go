@@ -9,8 +9,7 @@
 // # Who calls it
 //
 // The benchmark packages (storage, apiserver, cluster, stall, watchlist,
-// kepshape)
-// and cmd/freshcache-bench, which also quotes GitCommit and ThisMachine in
+// kepshape) and cmd/freshcache-bench, which also quotes GitCommit and ThisMachine in
 // the diagnostics it writes itself (trace-wait, netpoll-floor,
 // hollow-nodes).
 //

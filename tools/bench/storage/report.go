@@ -102,7 +102,6 @@ func rowCells(r Row) []string {
 	}
 }
 
-
 // formatRow is one row as a single progress line.
 func formatRow(r Row) string {
 	c := rowCells(r)
