@@ -127,7 +127,7 @@ func kwokRenewsLeases(ctx context.Context, t *testing.T, cs kubernetes.Interface
 			if err != nil {
 				return false, err.Error()
 			}
-			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.After(first[n]) {
+			if l.Spec.RenewTime == nil || !l.Spec.RenewTime.After(first[n]) {
 				stale = append(stale, n)
 			}
 		}

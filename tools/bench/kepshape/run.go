@@ -56,8 +56,10 @@ type Row struct {
 	FirstError string `json:"first_error,omitempty"`
 }
 
-// APICores and EtcdCores are the window's mean cores.
-func (r Row) APICores() float64  { return r.APICPUSec / r.Seconds }
+// APICores is the apiserver's mean cores over the window.
+func (r Row) APICores() float64 { return r.APICPUSec / r.Seconds }
+
+// EtcdCores is etcd's mean cores over the window.
 func (r Row) EtcdCores() float64 { return r.EtcdCPUSec / r.Seconds }
 
 // Run measures every configuration in turn. A configuration that fails
