@@ -49,6 +49,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
 // InformerChildSubcommand is the freshcache-bench subcommand a child runs.
@@ -116,6 +118,9 @@ type InformerStats struct {
 	SyncMs []float64 `json:"sync_ms,omitempty"`
 	// Events counts handler calls (adds, updates, deletes).
 	Events int64 `json:"events"`
+	// CPUSeconds is the child process's own CPU (user + system) over its
+	// life: what the clients cost, kept out of the servers' figures.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// Requests counts the informers' pod requests by kind: "list rv=0",
 	// "list rv=\"\"", "watch" (resuming from an rv), "watch-list"
 	// (sendInitialEvents=true); and "status 429" for every answer that
@@ -131,6 +136,7 @@ func (s *InformerStats) add(o InformerStats) {
 	s.Syncs += o.Syncs
 	s.SyncMs = append(s.SyncMs, o.SyncMs...)
 	s.Events += o.Events
+	s.CPUSeconds += o.CPUSeconds
 	if s.Requests == nil {
 		s.Requests = map[string]int64{}
 	}
@@ -381,6 +387,7 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 	wg.Wait()
 	st.Events = events.Load()
 	st.Requests = counter.snapshot()
+	st.CPUSeconds = procfs.CPUTicks([]int{os.Getpid()}) / procfs.ClockTicksPerSec
 	outMu.Lock()
 	defer outMu.Unlock()
 	return json.NewEncoder(out).Encode(st)

@@ -110,6 +110,9 @@ func TestNodeInformerChildStorm(t *testing.T) {
 	}
 	// Three syncs per informer (start, two storms); each sync adds its
 	// node's pods, and only those: kwok's status updates may add updates.
+	if final.CPUSeconds <= 0 {
+		t.Errorf("the child reports no CPU of its own: %+v", final)
+	}
 	if !final.PerNode || final.Informers != nodes || final.Syncs != 3*nodes {
 		t.Errorf("final stats %+v, want %d per-node informers with 3 syncs each", final, nodes)
 	}
