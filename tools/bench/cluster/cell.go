@@ -450,46 +450,43 @@ func startInformers(ctx context.Context, cfg Config, kubeconfigs, nodes []string
 	}
 	var out []*informerChild
 	slots := 2 * len(kubeconfigs)
-	for s := range slots {
-		n := cfg.Informers/slots + btoi(s < cfg.Informers%slots)
-		if n == 0 {
-			continue
+	// startSplit starts one child per slot (WatchListClient on and off
+	// for each apiserver) for an even share of total, the shares in
+	// order; child says what the child with items [first, first+n) runs,
+	// and the name of its log.
+	startSplit := func(total int, child func(kubeconfig string, gate bool, first, n int) InformerChildConfig, logName string) error {
+		first := 0
+		for s := range slots {
+			n := total/slots + btoi(s < total%slots)
+			if n == 0 {
+				continue
+			}
+			gate, api := s%2 == 0, s/2
+			cc := child(kubeconfigs[api], gate, first, n)
+			first += n
+			log := filepath.Join(dir, "logs", fmt.Sprintf("%s-%d-watchlist-%v.log", logName, api+1, gate))
+			ch, err := startInformerChild(ctx, self, cc, log, cfg.ReadyTimeout)
+			if err != nil {
+				return err
+			}
+			out = append(out, ch)
 		}
-		gate := s%2 == 0
-		api := s / 2
-		cc := InformerChildConfig{Kubeconfig: kubeconfigs[api], WatchListClient: gate, Informers: n, RestartEvery: cfg.InformerRestart, RestartFor: cfg.Warmup + cfg.Window}
-		log := filepath.Join(dir, "logs", fmt.Sprintf("informers-%d-watchlist-%v.log", api+1, gate))
-		ch, err := startInformerChild(ctx, self, cc, log, cfg.ReadyTimeout)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ch)
+		return nil
 	}
-	if !cfg.NodeWatches {
-		return out, nil
+	err := startSplit(cfg.Informers, func(kc string, gate bool, _, n int) InformerChildConfig {
+		return InformerChildConfig{Kubeconfig: kc, WatchListClient: gate, Informers: n, RestartEvery: cfg.InformerRestart, RestartFor: cfg.Warmup + cfg.Window}
+	}, "informers")
+	if err != nil || !cfg.NodeWatches {
+		return out, err
 	}
 	prefix, ok := nodeNamePrefix(nodes)
 	if !ok {
 		return out, fmt.Errorf("cluster: node watches need nodes named <prefix>0 to <prefix>%d, have %v", len(nodes)-1, nodes)
 	}
-	first := 0
-	for s := range slots {
-		n := len(nodes)/slots + btoi(s < len(nodes)%slots)
-		if n == 0 {
-			continue
-		}
-		gate := s%2 == 0
-		api := s / 2
-		cc := InformerChildConfig{Kubeconfig: kubeconfigs[api], WatchListClient: gate, NodePrefix: prefix, NodeFirst: first, NodeCount: n}
-		first += n
-		log := filepath.Join(dir, "logs", fmt.Sprintf("node-watches-%d-watchlist-%v.log", api+1, gate))
-		ch, err := startInformerChild(ctx, self, cc, log, cfg.ReadyTimeout)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ch)
-	}
-	return out, nil
+	err = startSplit(len(nodes), func(kc string, gate bool, first, n int) InformerChildConfig {
+		return InformerChildConfig{Kubeconfig: kc, WatchListClient: gate, NodePrefix: prefix, NodeFirst: first, NodeCount: n}
+	}, "node-watches")
+	return out, err
 }
 
 // nodeNamePrefix is p when nodes are exactly p+"0" to p+"<len-1>", in
