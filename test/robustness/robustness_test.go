@@ -120,6 +120,17 @@ func dump(t *testing.T, res *Result, dir string) {
 		return
 	}
 	t.Logf("report (history, faults, violations, porcupine HTML): %s", dir)
+	// The report directory does not outlive a CI run; the log does. Name
+	// the first few of each violation so a failure there explains itself.
+	for _, n := range checker.Names {
+		for i, d := range res.Report.Details[n] {
+			if i == 3 {
+				t.Logf("%s: %d more", n, len(res.Report.Details[n])-i)
+				break
+			}
+			t.Logf("%s: %v", n, d)
+		}
+	}
 }
 
 // requireEveryFault fails unless every fault kind was injected without

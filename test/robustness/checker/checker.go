@@ -177,6 +177,17 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		// owns: this op is the one that made ev (an Unknown op only if no
 		// acknowledged op claimed it).
 		owns := applied && ((op.Out == record.OK && ev.Rev == op.RV) || (op.Out == record.Unknown && !claimed[ev.Rev]))
+		if marks := raceLostMarks(op, applied, ev, claimed, truth); marks != nil {
+			// A DELETE that marked the pod and then found it deleted by
+			// an update of the marked version: its writes are the marking.
+			for _, s := range marks {
+				claimed[s.Rev] = true
+				mark := op
+				mark.Kind, mark.Value, mark.RV = record.Update, s.Value, s.Rev
+				out = append(out, mark)
+			}
+			continue
+		}
 		// A real kube-apiserver deletes a pod in two writes: it marks it
 		// (deletionTimestamp) and then deletes it, both within the client's
 		// request. The marking is an update in the model. A DELETE whose
@@ -245,6 +256,22 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 func completedDeletions(ops []record.Op, truth *record.Truth) []record.Op {
 	var out []record.Op
 	for i, op := range ops {
+		if op.Kind == record.Delete && op.Out == record.OK && op.RV == op.PreRV && truth.Marked(op.Name, op.PreRV) {
+			// A DELETE of a version already marked for deletion writes
+			// nothing: kube-apiserver reads the pod (rv=""), sees the
+			// deletion pending and answers with what it read
+			// (genericregistry.Store.Delete, pendingGraceful). It is that
+			// read.
+			if out == nil {
+				out = append([]record.Op(nil), ops...)
+			}
+			v, _ := truth.At(op.Name, op.PreRV)
+			read := op
+			read.Kind, read.Mode, read.PreRV = record.Get, record.Consistent, 0
+			read.Found, read.Got = true, v.Value
+			out[i] = read
+			continue
+		}
 		if op.Kind != record.Update || op.Out != record.OK || op.RV != op.PreRV || !truth.Marked(op.Name, op.PreRV) {
 			continue
 		}
@@ -264,6 +291,35 @@ func completedDeletions(ops []record.Op, truth *record.Truth) []record.Op {
 		return ops
 	}
 	return out
+}
+
+// raceLostMarks returns the markings an acknowledged DELETE made when an
+// update of the marked version finished the deletion first, or nil.
+// kube-apiserver marks the pod (deletionTimestamp, grace period 0), then
+// deletes it; a client that read the marked version in between and sent
+// an update deletes it instead (completedDeletions). The DELETE's own
+// delete then finds nothing, and kube-apiserver answers success with the
+// version it marked, whose resourceVersion it has cleared (0), or the one
+// it started from (genericregistry.Store.Delete, ignoreNotFound). Every
+// condition must hold: the deletion is another op's, the markings follow
+// the DELETE's precondition and nobody else claimed them.
+func raceLostMarks(op record.Op, applied bool, ev record.TruthEvent, claimed map[int64]bool, truth *record.Truth) []record.TruthEvent {
+	if op.Kind != record.Delete || op.Out != record.OK || !applied || ev.Rev == op.RV || !claimed[ev.Rev] {
+		return nil
+	}
+	if op.RV != 0 && op.RV != op.PreRV {
+		return nil
+	}
+	chain := truth.SystemChain(op.Name, op.PreRV)
+	if len(chain) == 0 {
+		return nil
+	}
+	for _, s := range chain {
+		if claimed[s.Rev] {
+			return nil
+		}
+	}
+	return chain
 }
 
 // appliedIn finds the event a write produced. Values are unique per write;

@@ -325,6 +325,43 @@ func TestUpdateOfAMarkedPodIsItsDeletion(t *testing.T) {
 	}
 }
 
+// A DELETE marks b (rev 5); before its own delete is sent, a client that
+// read the marked version updates it, and kube-apiserver answers that
+// update by deleting b (rev 7). The DELETE's delete finds nothing, and it
+// is answered with success and the marked version, its resourceVersion
+// cleared. The DELETE made the marking, the update the deletion.
+func TestDeleteThatLostTheRaceToAnUpdateMadeTheMarking(t *testing.T) {
+	run := markedRun(h.Op{ID: 20, Client: 5, Kind: h.Update, Name: "b", Value: "v9", PreRV: 5, Call: 52, Return: 59, Out: h.OK, RV: 5})
+	run.Ops[3].Out, run.Ops[3].RV, run.Ops[3].Err = h.OK, 0, ""
+	run.Ops[3].Return = 62
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+	// Without the update that finished it, the same answer is a lost
+	// deletion: nobody explains rev 7.
+	run.Ops = run.Ops[:len(run.Ops)-1]
+	if r := check(t, run); r.Counts[NothingLost] == 0 {
+		t.Fatalf("nothing-lost found nothing: %v", r.Details)
+	}
+}
+
+// A DELETE whose precondition names a version already marked for
+// deletion writes nothing: kube-apiserver reads the marked pod and
+// answers with it. It is a read of rev 5; the first DELETE deleted b.
+// Answered so with a version that is not marked, it is a lost write.
+func TestDeleteOfAMarkedVersionIsARead(t *testing.T) {
+	run := markedRun(h.Op{ID: 20, Client: 5, Kind: h.Delete, Name: "b", PreRV: 5, Call: 52, Return: 58, Out: h.OK, RV: 5})
+	run.Ops[3].Out, run.Ops[3].RV, run.Ops[3].Err = h.OK, 7, ""
+	run.Ops[3].Return = 87
+	if r := check(t, run); r.Total() != 0 {
+		t.Fatalf("violations: %v", r.Details)
+	}
+	run.Ops[len(run.Ops)-1] = h.Op{ID: 20, Client: 5, Kind: h.Delete, Name: "a", PreRV: 4, Call: 52, Return: 58, Out: h.OK, RV: 4}
+	if r := check(t, run); r.Counts[NothingLost] == 0 {
+		t.Fatalf("nothing-lost found nothing: %v", r.Details)
+	}
+}
+
 // Only an answer at the marked revision is a deletion: the same update
 // acknowledged at a revision of its own, or at the revision of a version
 // nothing marked, was lost.
