@@ -444,7 +444,7 @@ SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-wi
 bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~90 min estimated from the cell time at 10 nodes; not yet run at this size).
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
-bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~15 min estimated; not yet run at this size); writes _output/bench/scale-short.md.
+bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~12 min here after make build); writes _output/bench/scale-short.md.
 	@mkdir -p $(OUT)/bench
 	$(BENCH) scale --bin-dir=$(BIN) $(SCALE_SHORT) --out=$(OUT)/bench/scale-short.md $(BENCH_ARGS)
 

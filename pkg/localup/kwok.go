@@ -34,6 +34,8 @@ const (
 	kwokRole = "freshcache:kwok-controller"
 	// nodeWriters bounds the concurrent creates and deletes of kwok nodes.
 	nodeWriters = 16
+	// adminQPS is the rate limit of local-up's own client.
+	adminQPS = 500
 )
 
 // Kwok is the running kwok controller and the nodes it keeps.

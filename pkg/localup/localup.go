@@ -151,7 +151,12 @@ func Start(ctx context.Context, o *Options, out io.Writer) (_ *Cluster, err erro
 	if err := c.startAPIServers(ctx, bins.apiserver, pts.apiservers, out); err != nil {
 		return nil, err
 	}
-	admin, err := kubernetes.NewForConfig(RESTConfig(c.APIServers[0].URL, c.PKI))
+	// local-up's own writes (kwok nodes, the CoreDNS objects) are a setup
+	// step, not load: client-go's default 5 requests/s would take 200 s to
+	// create 1,000 kwok nodes.
+	adminCfg := RESTConfig(c.APIServers[0].URL, c.PKI)
+	adminCfg.QPS, adminCfg.Burst = adminQPS, adminQPS
+	admin, err := kubernetes.NewForConfig(adminCfg)
 	if err != nil {
 		return nil, err
 	}
