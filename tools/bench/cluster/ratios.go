@@ -33,8 +33,11 @@ type Ratios struct {
 	// same for less. Nil when upstream did none.
 	Work *float64
 	// StormSyncP99 and StormEtcd are the restart storm's all-synced p99
-	// and etcd requests, freshcache-fresh-rv0 / upstream (nil when the
-	// cells had no storm).
+	// and etcd reads (Range), freshcache-fresh-rv0 / upstream (nil when
+	// the cells had no storm). Reads, not every request: the writes etcd
+	// handles during the storm are the churn's and the nodes' leases,
+	// the same for both, and at a few hundred watches they would outweigh
+	// the storm's own requests.
 	StormSyncP99, StormEtcd         *float64
 	StormSyncP99Each, StormEtcdEach []float64
 	// Stale counts, over every freshcache run, the stale answers to reads
@@ -78,7 +81,7 @@ func ComputeRatios(rows []Row) Ratios {
 			}
 			if f.Storm != nil && u.Storm != nil {
 				appendRatio(&r.StormSyncP99Each, f.Storm.SyncP99Ms, u.Storm.SyncP99Ms)
-				appendRatio(&r.StormEtcdEach, f.Storm.EtcdRequests, u.Storm.EtcdRequests)
+				appendRatio(&r.StormEtcdEach, f.Storm.EtcdReads, u.Storm.EtcdReads)
 			}
 		}
 		r.APICPU, r.EtcdReads, r.ListP99, r.Work = medianPtr(r.APICPUEach), medianPtr(r.EtcdReadsEach), medianPtr(r.ListP99Each), medianPtr(work)
@@ -234,7 +237,7 @@ func clusterTargets(r Ratios, scale bool) [][4]string {
 			{"etcd reads (Range + RangeStream), freshcache-fresh-rv0 / upstream", val(r.EtcdReads, r.EtcdReadsEach), "≤ 0.3", cost(r.EtcdReads, 0.3)},
 			{"pod LIST p99, freshcache-fresh-rv0 / upstream", val(r.ListP99, r.ListP99Each), "≤ 1", met(r.ListP99, 1)},
 			{"restart storm, all-synced p99, freshcache-fresh-rv0 / upstream", val(r.StormSyncP99, r.StormSyncP99Each), "≤ 1", met(r.StormSyncP99, 1)},
-			{"restart storm, etcd requests, freshcache-fresh-rv0 / upstream", val(r.StormEtcd, r.StormEtcdEach), "≤ 0.1", met(r.StormEtcd, 0.1)},
+			{"restart storm, etcd reads (Range), freshcache-fresh-rv0 / upstream", val(r.StormEtcd, r.StormEtcdEach), "≤ 0.1", met(r.StormEtcd, 0.1)},
 			{"stale answers freshcache promised fresh", staleVal, "0", staleMet},
 		}
 	}

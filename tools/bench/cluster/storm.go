@@ -148,7 +148,7 @@ func writeStorm(b *strings.Builder, rows []Row) {
 	if len(with) == 0 {
 		return
 	}
-	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm):\n\n" +
+	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column):\n\n" +
 		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s |\n" +
 		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range with {
