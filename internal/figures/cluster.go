@@ -17,10 +17,13 @@ const (
 	modeHA        = "ha"
 )
 
-// clusterReport is `freshcache-bench cluster`.
+// clusterReport is `freshcache-bench cluster`, and `freshcache-bench
+// scale`, which writes the same cells with a restart storm each.
 type clusterReport struct {
 	header
 	Cells []clusterCell `json:"cells"`
+	// file is the report's name in docs/results, for errors.
+	file string
 }
 
 type clusterCell struct {
@@ -35,7 +38,12 @@ type clusterCell struct {
 	Fetches    float64  `json:"revision_fetches"`
 	FetchReads float64  `json:"fetch_reads"`
 	WriteReads float64  `json:"write_reads"`
-	Probe      struct {
+	// Storm is the restart storm after the window (scale cells only).
+	Storm *struct {
+		SyncP99Ms float64 `json:"sync_p99_ms"`
+		EtcdReads float64 `json:"etcd_reads"`
+	} `json:"storm"`
+	Probe struct {
 		Writes int              `json:"writes"`
 		Reads  map[string]int64 `json:"reads"`
 		Stale  map[string]int64 `json:"stale"`
@@ -50,7 +58,19 @@ const (
 	probeListConsistent = `list rv=""`
 )
 
-func (s *Source) cluster() (*clusterReport, error) { return loadJSON[clusterReport](s, "cluster.json") }
+func (s *Source) cluster() (*clusterReport, error) { return s.clusterLike("cluster.json") }
+
+// scale is `freshcache-bench scale`'s report.
+func (s *Source) scale() (*clusterReport, error) { return s.clusterLike("scale.json") }
+
+func (s *Source) clusterLike(file string) (*clusterReport, error) {
+	r, err := loadJSON[clusterReport](s, file)
+	if err != nil {
+		return nil, err
+	}
+	r.file = file
+	return r, nil
+}
 
 // cells are the cells of config in mode at nodes, by repeat.
 func (r *clusterReport) cells(config, mode string, nodes int) []clusterCell {
@@ -75,7 +95,7 @@ func (r *clusterReport) ratioNodes() (int, error) {
 		}
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("%w: cluster.json has no node count where upstream and %s both ran", ErrNotInResults, cfgGate)
+		return 0, fmt.Errorf("%w: %s has no node count where upstream and %s both ran", ErrNotInResults, r.file, cfgGate)
 	}
 	return n, nil
 }
@@ -97,9 +117,23 @@ func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: cluster.json has no pair of cells at %d nodes", ErrNotInResults, n)
+		return nil, fmt.Errorf("%w: %s has no pair of cells at %d nodes", ErrNotInResults, r.file, n)
 	}
 	return out, nil
+}
+
+func stormSyncOf(c clusterCell) (float64, bool) {
+	if c.Storm == nil {
+		return 0, false
+	}
+	return c.Storm.SyncP99Ms, true
+}
+
+func stormReadsOf(c clusterCell) (float64, bool) {
+	if c.Storm == nil {
+		return 0, false
+	}
+	return c.Storm.EtcdReads, true
 }
 
 func cpuOf(c clusterCell) (float64, bool)   { return c.APICPUSec, true }
@@ -191,7 +225,7 @@ func (r *clusterReport) staleRV0Range(config string) ([]float64, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: cluster.json has no rv=0 probe reads of %s", ErrNotInResults, config)
+		return nil, fmt.Errorf("%w: %s has no rv=0 probe reads of %s", ErrNotInResults, r.file, config)
 	}
 	return out, nil
 }

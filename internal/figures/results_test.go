@@ -150,3 +150,52 @@ func TestStorageRows(t *testing.T) {
 		t.Error("a figure whose rows are missing computed without an error")
 	}
 }
+
+// TestScale: scale.json's cells are the cluster benchmark's with a
+// restart storm each; the storm's ratio is of etcd reads, and the
+// ratios pair repeats at the largest node count both ran.
+func TestScale(t *testing.T) {
+	type storm struct {
+		SyncP99Ms float64 `json:"sync_p99_ms"`
+		EtcdReads float64 `json:"etcd_reads"`
+		EtcdReqs  float64 `json:"etcd_requests"`
+	}
+	type scaleCell struct {
+		clusterCell
+		Storm storm `json:"storm"`
+	}
+	mk := func(config string, nodes, repeat int, cpu, reads, p99, sync, stormReads float64) scaleCell {
+		return scaleCell{cell(config, modeSingle, nodes, repeat, cpu, reads, p99, 0, 100), storm{sync, stormReads, stormReads + 500}}
+	}
+	cells := []scaleCell{
+		mk(cfgUpstream, 200, 0, 15.7, 2524, 73.7, 507, 100),
+		mk(cfgGate, 200, 0, 15.7, 2330, 67.5, 504, 4),
+		mk(cfgUpstream, 1000, 1, 50, 4000, 100, 11000, 500),
+		mk(cfgGate, 1000, 1, 45, 2000, 90, 9000, 25),
+		mk(cfgUpstream, 1000, 2, 52, 4000, 100, 12000, 520),
+		mk(cfgGate, 1000, 2, 54, 1000, 120, 13000, 52),
+		mk(cfgFreshcache, 1000, 1, 50, 3000, 100, 10000, 20),
+	}
+	cells[len(cells)-1].Probe.Stale[probeGetZero] = 9 // rv=0 is not promised fresh without the gate
+	data, err := json.Marshal(map[string]any{"git_commit": "4be7237abcdef", "cells": cells})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := NewSource(fstest.MapFS{"docs/results/scale.json": {Data: data}}, nil)
+	for key, want := range map[string]string{
+		"scale.commit":               "`4be7237`",
+		"scale.ratio.nodes":          "1,000",
+		"scale.ratio.pair-count":     "2",
+		"scale.ratio.apiserver-cpu":  "0.97",
+		"scale.ratio.etcd-reads":     "0.38",
+		"scale.ratio.list-p99":       "1.05",
+		"scale.ratio.storm-sync-p99": "0.95",
+		"scale.ratio.storm-etcd":     "0.08",
+		"scale.promised-stale":       "No",
+	} {
+		v, err := src.Value(key)
+		if err != nil || v.Text != want {
+			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, want)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package figures
+
+import "slices"
+
+// The scale benchmark's figures (scale.json, `freshcache-bench scale` on
+// kwok nodes): the closing line's ratios of the gate's cells over
+// upstream's, the restart storm's among them, and the probe's stale
+// answers to reads freshcache promised fresh.
+
+func scaleFigures() []Figure {
+	const file = "scale.json"
+	fig := func(key, what string, get func(*clusterReport) (Value, error)) Figure {
+		return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
+			r, err := s.scale()
+			if err != nil {
+				return Value{}, err
+			}
+			return get(r)
+		}}
+	}
+	ratio := func(name, what string, f func(clusterCell) (float64, bool)) Figure {
+		return fig("scale.ratio."+name, what+", the gate over upstream at the largest node count, median over the pairs", func(r *clusterReport) (Value, error) {
+			rs, err := r.pairRatios(f)
+			return F(median(rs), 2), err
+		})
+	}
+	return slices.Concat([]Figure{
+		commitFigure("scale"),
+		fig("scale.ratio.nodes", "the kwok node count the ratios are at: the largest at which upstream and the gate both ran", func(r *clusterReport) (Value, error) {
+			n, err := r.ratioNodes()
+			return Count(n), err
+		}),
+		fig("scale.ratio.pair-count", "how many pairs of cells the ratios are medians of", func(r *clusterReport) (Value, error) {
+			rs, err := r.pairRatios(cpuOf)
+			return Count(len(rs)), err
+		}),
+		ratio("apiserver-cpu", "apiserver CPU", cpuOf),
+		ratio("etcd-reads", "etcd reads", readsOf),
+		ratio("list-p99", "pod LIST p99", listP99Of),
+		ratio("storm-sync-p99", "restart storm, all-synced p99", stormSyncOf),
+		ratio("storm-etcd", "restart storm, etcd reads", stormReadsOf),
+		fig("scale.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, func(r *clusterReport) (Value, error) {
+			if n := r.promisedStale(); n > 0 {
+				return Count(int(n)), nil
+			}
+			return Text("No"), nil
+		}),
+	})
+}
