@@ -23,8 +23,8 @@ func ReadReport(path string) (Report, error) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Kind != "cluster" {
-		return r, fmt.Errorf("%s: a %q report, not a cluster one", path, r.Kind)
+	if r.Kind != "cluster" && r.Kind != "scale" {
+		return r, fmt.Errorf("%s: a %q report, not a cluster or scale one", path, r.Kind)
 	}
 	return r, nil
 }
@@ -65,6 +65,9 @@ func MergeReports(id report.Identity, runs []Report) (Report, error) {
 		nodes   = map[int]bool{}
 	)
 	for i, r := range runs {
+		if r.Kind != runs[0].Kind {
+			return Report{}, fmt.Errorf("run %d is a %q report and run 1 a %q one", i+1, r.Kind, runs[0].Kind)
+		}
 		if !jsonEqual(sameLoad(r.Settings), load) {
 			return Report{}, fmt.Errorf("run %d (%s) ran another load than run 1: its cells are not comparable", i+1, r.Command)
 		}

@@ -112,4 +112,17 @@ func TestReadClusterReportRoundTrip(t *testing.T) {
 	if _, err := ReadReport(other); err == nil {
 		t.Error("a storage report read as a cluster one")
 	}
+	// A scale report is a cluster report on kwok nodes: it is read, and
+	// merged only with scale reports.
+	scale := filepath.Join(t.TempDir(), "k.json")
+	if err := (Report{Identity: report.Identity{Kind: "scale"}, Cells: []Row{{Config: Upstream, Mode: modeSingle, Nodes: 1000}}}).WriteJSON(scale); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadReport(scale)
+	if err != nil || s.Kind != "scale" {
+		t.Fatalf("scale report read back %+v, %v", s, err)
+	}
+	if _, err := MergeReports(report.Identity{Kind: "scale"}, []Report{s, back}); err == nil || !strings.Contains(err.Error(), "scale") {
+		t.Errorf("a scale and a cluster report merged: %v", err)
+	}
 }

@@ -169,7 +169,9 @@ func mergeCluster(paths []string, out string, notes []string) error {
 		}
 		runs = append(runs, r)
 	}
-	id := report.NewIdentity("cluster")
+	// The merge is of the runs' kind (MergeReports refuses mixed ones):
+	// a scale report renders its storm and its own closing line.
+	id := report.NewIdentity(runs[0].Kind)
 	id.Notes = notes
 	rep, err := cluster.MergeReports(id, runs)
 	if err != nil {
