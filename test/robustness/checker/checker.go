@@ -177,24 +177,16 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		// owns: this op is the one that made ev (an Unknown op only if no
 		// acknowledged op claimed it).
 		owns := applied && ((op.Out == record.OK && ev.Rev == op.RV) || (op.Out == record.Unknown && !claimed[ev.Rev]))
-		if marks := raceLostMarks(op, applied, ev, claimed, truth); marks != nil {
-			// A DELETE that marked the pod and then found it deleted by
-			// an update of the marked version: its writes are the marking.
-			for _, s := range marks {
-				claimed[s.Rev] = true
-				mark := op
-				mark.Kind, mark.Value, mark.RV = record.Update, s.Value, s.Rev
-				out = append(out, mark)
-			}
-			continue
-		}
 		// A real kube-apiserver deletes a pod in two writes: it marks it
 		// (deletionTimestamp) and then deletes it, both within the client's
 		// request. The marking is an update in the model. A DELETE whose
-		// outcome is unknown may have applied the marking only.
+		// outcome is unknown may have applied the marking only; one that
+		// lost the race to an update of the marked version made only the
+		// marking, and is nothing more.
 		chain := truth.SystemChain(op.Name, op.PreRV)
 		partial := !owns && op.Out == record.Unknown && len(chain) > 0 && !claimed[chain[0].Rev]
-		if (owns || partial) && op.Kind == record.Delete {
+		lost := lostRaceToUpdate(op, applied, ev, chain, claimed)
+		if (owns || partial || lost) && op.Kind == record.Delete {
 			for _, s := range chain {
 				claimed[s.Rev] = true
 				mark := op
@@ -205,6 +197,9 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 				out = append(out, mark)
 				op.PreRV = s.Rev
 			}
+		}
+		if lost {
+			continue
 		}
 		switch op.Out {
 		case record.OK:
@@ -293,33 +288,30 @@ func completedDeletions(ops []record.Op, truth *record.Truth) []record.Op {
 	return out
 }
 
-// raceLostMarks returns the markings an acknowledged DELETE made when an
-// update of the marked version finished the deletion first, or nil.
+// lostRaceToUpdate reports whether an acknowledged DELETE made only the
+// markings in chain (the system updates after its precondition) because
+// an update of the marked version finished the deletion first.
 // kube-apiserver marks the pod (deletionTimestamp, grace period 0), then
 // deletes it; a client that read the marked version in between and sent
 // an update deletes it instead (completedDeletions). The DELETE's own
 // delete then finds nothing, and kube-apiserver answers success with the
 // version it marked, whose resourceVersion it has cleared (0), or the one
 // it started from (genericregistry.Store.Delete, ignoreNotFound). Every
-// condition must hold: the deletion is another op's, the markings follow
-// the DELETE's precondition and nobody else claimed them.
-func raceLostMarks(op record.Op, applied bool, ev record.TruthEvent, claimed map[int64]bool, truth *record.Truth) []record.TruthEvent {
+// condition must hold: the deletion is another op's, there are markings
+// and nobody else claimed them.
+func lostRaceToUpdate(op record.Op, applied bool, ev record.TruthEvent, chain []record.TruthEvent, claimed map[int64]bool) bool {
 	if op.Kind != record.Delete || op.Out != record.OK || !applied || ev.Rev == op.RV || !claimed[ev.Rev] {
-		return nil
+		return false
 	}
-	if op.RV != 0 && op.RV != op.PreRV {
-		return nil
-	}
-	chain := truth.SystemChain(op.Name, op.PreRV)
-	if len(chain) == 0 {
-		return nil
+	if (op.RV != 0 && op.RV != op.PreRV) || len(chain) == 0 {
+		return false
 	}
 	for _, s := range chain {
 		if claimed[s.Rev] {
-			return nil
+			return false
 		}
 	}
-	return chain
+	return true
 }
 
 // appliedIn finds the event a write produced. Values are unique per write;

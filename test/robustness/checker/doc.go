@@ -12,7 +12,7 @@
 //     one DELETE, and an update it answered by finishing the deletion of a
 //     marked pod is that deletion (completedDeletions). A DELETE whose
 //     deletion such an update finished first made only the marking
-//     (raceLostMarks), and a DELETE of a version already marked wrote
+//     (lostRaceToUpdate), and a DELETE of a version already marked wrote
 //     nothing: it is the read kube-apiserver answered it from.
 //   - fresh-list: a consistent LIST's RV covers every write acknowledged
 //     before the LIST was called (the cross-key half of linearizability).
