@@ -58,18 +58,19 @@ const (
 	probeListConsistent = `list rv=""`
 )
 
-func (s *Source) cluster() (*clusterReport, error) { return s.clusterLike("cluster.json") }
-
-// scale is `freshcache-bench scale`'s report.
-func (s *Source) scale() (*clusterReport, error) { return s.clusterLike("scale.json") }
-
-func (s *Source) clusterLike(file string) (*clusterReport, error) {
-	r, err := loadJSON[clusterReport](s, file)
-	if err != nil {
-		return nil, err
+// reportFigure returns the builder of figures computed from file, a
+// cluster report (cluster.json, scale.json).
+func reportFigure(file string) func(key, what string, get func(*clusterReport) (Value, error)) Figure {
+	return func(key, what string, get func(*clusterReport) (Value, error)) Figure {
+		return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
+			r, err := loadJSON[clusterReport](s, file)
+			if err != nil {
+				return Value{}, err
+			}
+			r.file = file
+			return get(r)
+		}}
 	}
-	r.file = file
-	return r, nil
 }
 
 // cells are the cells of config in mode at nodes, by repeat.

@@ -10,16 +10,7 @@ import (
 // line computes them, and the probe's stale answers.
 
 func clusterFigures() []Figure {
-	const file = "cluster.json"
-	fig := func(key, what string, get func(*clusterReport) (Value, error)) Figure {
-		return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
-			r, err := s.cluster()
-			if err != nil {
-				return Value{}, err
-			}
-			return get(r)
-		}}
-	}
+	fig := reportFigure("cluster.json")
 	two := func(x float64) Value { return F(x, 2) }
 	ratio := func(name, what string, f func(clusterCell) (float64, bool)) []Figure {
 		return []Figure{

@@ -8,16 +8,7 @@ import "slices"
 // answers to reads freshcache promised fresh.
 
 func scaleFigures() []Figure {
-	const file = "scale.json"
-	fig := func(key, what string, get func(*clusterReport) (Value, error)) Figure {
-		return Figure{Key: key, From: []string{file}, What: what, Get: func(s *Source) (Value, error) {
-			r, err := s.scale()
-			if err != nil {
-				return Value{}, err
-			}
-			return get(r)
-		}}
-	}
+	fig := reportFigure("scale.json")
 	ratio := func(name, what string, f func(clusterCell) (float64, bool)) Figure {
 		return fig("scale.ratio."+name, what+", the gate over upstream at the largest node count, median over the pairs", func(r *clusterReport) (Value, error) {
 			rs, err := r.pairRatios(f)

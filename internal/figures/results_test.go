@@ -47,7 +47,7 @@ func TestDemo(t *testing.T) {
 		"| upstream-watchlist-off | 2 | yes | 1m28s | created after the restart: yes, the first 1.4s after it; seconds in which it ran while the new web-0 (uid b) ran on hollow-0: 58; at the end |\n" +
 		"| upstream-watchlist-on | 1 | no | 1m47s | created after the restart: none |\n"
 	src := NewSource(fstest.MapFS{"docs/results/demo-59848.md": {Data: []byte(md)}}, nil)
-	for key, want := range map[string]string{
+	wantValues(t, src, map[string]string{
 		"demo-59848.upstream.watchlist-off":     "3 of 3",
 		"demo-59848.upstream.first-container-s": "1.4–1.6",
 		"demo-59848.upstream.overlap-s":         "58–59",
@@ -57,12 +57,7 @@ func TestDemo(t *testing.T) {
 		"demo-59848.commit":                     "`950435f`",
 		"demo-59848.date":                       "2026-12-03",
 		"demo-59848.closing-lines":              "```\ndemo-59848 upstream watchlist=off: deleted pod started again: yes (3 of 3 trials)\ndemo-59848 upstream watchlist=on: deleted pod started again: no (0 of 3 trials)\n```",
-	} {
-		v, err := src.Value(key)
-		if err != nil || v.Text != want {
-			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, want)
-		}
-	}
+	})
 }
 
 // cell builds a cluster cell for the tests.
@@ -134,18 +129,13 @@ func TestStorageRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := NewSource(fstest.MapFS{"docs/results/consistent-reads.json": {Data: data}}, nil)
-	for key, want := range map[string]string{
+	wantValues(t, src, map[string]string{
 		"consistent-reads.list-node.fresh-vs-rv0":       "0.69",
 		"consistent-reads.list-node.fresh-vs-rv0.pairs": "0.68–0.76",
 		"consistent-reads.list-node.freshcache.ops":     "6,839–7,763",
 		"consistent-reads.pair-count":                   "three",
 		"consistent-reads.target.list-node-vs-rv0":      "missed",
-	} {
-		v, err := src.Value(key)
-		if err != nil || v.Text != want {
-			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, want)
-		}
-	}
+	})
 	if _, err := src.Value("consistent-reads.list-node.upstream.ops"); err == nil {
 		t.Error("a figure whose rows are missing computed without an error")
 	}
@@ -182,7 +172,7 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := NewSource(fstest.MapFS{"docs/results/scale.json": {Data: data}}, nil)
-	for key, want := range map[string]string{
+	wantValues(t, src, map[string]string{
 		"scale.commit":               "`4be7237`",
 		"scale.ratio.nodes":          "1,000",
 		"scale.ratio.pair-count":     "2",
@@ -192,10 +182,16 @@ func TestScale(t *testing.T) {
 		"scale.ratio.storm-sync-p99": "0.95",
 		"scale.ratio.storm-etcd":     "0.08",
 		"scale.promised-stale":       "No",
-	} {
+	})
+}
+
+// wantValues checks that src gives each key the text want names.
+func wantValues(t *testing.T, src *Source, want map[string]string) {
+	t.Helper()
+	for key, w := range want {
 		v, err := src.Value(key)
-		if err != nil || v.Text != want {
-			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, want)
+		if err != nil || v.Text != w {
+			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, w)
 		}
 	}
 }
