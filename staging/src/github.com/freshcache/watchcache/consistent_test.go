@@ -396,6 +396,7 @@ func (f *fetchCounter) FetchDone(reads int, _ time.Duration, err error) {
 }
 
 func (f *fetchCounter) WriteAnswered(int) {}
+func (f *fetchCounter) HoldEnded(string)  {}
 
 // TestCoalescing: N concurrent consistent reads across two resources that
 // share one oracle cost a handful of revision fetches, not N. The first

@@ -48,6 +48,17 @@ var (
 		StabilityLevel: compbasemetrics.ALPHA,
 	})
 
+	// revisionHolds counts the reads held for a write of this apiserver
+	// before their fetch (oracle.Options.WriteHold), by how the hold
+	// ended: write is a fetch saved.
+	revisionHolds = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "revision_holds_total",
+		Help:           "Rounds of consistent reads held for this apiserver's next write before a revision fetch, by how the hold ended (write|expired|abandoned).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"result"})
+
 	registerOracleOnce sync.Once
 )
 
@@ -55,6 +66,16 @@ var (
 const (
 	FetchSuccess = "success"
 	FetchError   = "error"
+)
+
+// How a hold for a write ended, the result label of revision_holds_total.
+const (
+	// HoldWrite: a write started and covered the held reads.
+	HoldWrite = "write"
+	// HoldExpired: no write started within the hold; a fetch went out.
+	HoldExpired = "expired"
+	// HoldAbandoned: every held caller gave up first.
+	HoldAbandoned = "abandoned"
 )
 
 // OracleRecorder records the revision oracle's fetches on the legacy
@@ -68,7 +89,7 @@ type OracleRecorder struct {
 // a recorder for them.
 func NewOracleRecorder() *OracleRecorder {
 	registerOracleOnce.Do(func() {
-		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch, revisionFetchDuration, readsAnsweredByWrites)
+		legacyregistry.MustRegister(revisionFetches, readsPerRevisionFetch, revisionFetchDuration, readsAnsweredByWrites, revisionHolds)
 	})
 	return &OracleRecorder{
 		success:     revisionFetches.WithLabelValues(FetchSuccess),
@@ -94,4 +115,10 @@ func (r *OracleRecorder) FetchDone(reads int, took time.Duration, err error) {
 // WriteAnswered records reads answered by a write's revision.
 func (r *OracleRecorder) WriteAnswered(reads int) {
 	readsAnsweredByWrites.Add(float64(reads))
+}
+
+// HoldEnded records how a hold for a write ended (HoldWrite, HoldExpired,
+// HoldAbandoned).
+func (r *OracleRecorder) HoldEnded(outcome string) {
+	revisionHolds.WithLabelValues(outcome).Inc()
 }

@@ -46,6 +46,18 @@ func TestOracleRecorder(t *testing.T) {
 		t.Errorf("reads answered by writes +%v, want +5", v-writesBefore)
 	}
 
+	holdsBefore, _ := testutil.GetCounterMetricValue(revisionHolds.WithLabelValues(HoldWrite))
+	expiredBefore, _ := testutil.GetCounterMetricValue(revisionHolds.WithLabelValues(HoldExpired))
+	r.HoldEnded(HoldWrite)
+	r.HoldEnded(HoldWrite)
+	r.HoldEnded(HoldExpired)
+	if v, _ := testutil.GetCounterMetricValue(revisionHolds.WithLabelValues(HoldWrite)); v-holdsBefore != 2 {
+		t.Errorf("holds ended by a write +%v, want +2", v-holdsBefore)
+	}
+	if v, _ := testutil.GetCounterMetricValue(revisionHolds.WithLabelValues(HoldExpired)); v-expiredBefore != 1 {
+		t.Errorf("expired holds +%v, want +1", v-expiredBefore)
+	}
+
 	r.FetchDone(63, 2*time.Millisecond, nil)
 	r.FetchDone(1, 500*time.Microsecond, nil)
 	r.FetchDone(4, 5*time.Second, errors.New("etcdserver: request timed out"))
@@ -77,6 +89,7 @@ func TestOracleRecorder(t *testing.T) {
 		"apiserver_freshcache_reads_per_revision_fetch":        false,
 		"apiserver_freshcache_revision_fetch_duration_seconds": false,
 		"apiserver_freshcache_reads_answered_by_writes_total":  false,
+		"apiserver_freshcache_revision_holds_total":            false,
 	}
 	for _, f := range families {
 		if _, ok := want[f.GetName()]; ok {

@@ -47,6 +47,19 @@ const TraceRegionFetch = "freshcache.fetch"
 // zero. A fetch that takes longer fails, and so do the reads it covered.
 const DefaultFetchTimeout = 5 * time.Second
 
+// DefaultWriteHold is the bound on Options.WriteHold when it is zero. A
+// hold of twice the mean write gap finds a write about 86% of the time
+// when writes arrive as a Poisson stream, so this takes the hold when the
+// process writes at least about 100 times a second; at 1,000 kwok nodes
+// an apiserver writes about that often (leases, node status, churn). It
+// costs a held read at most this much, against a fetch and often a
+// progress request saved.
+const DefaultWriteHold = 20 * time.Millisecond
+
+// minWritesForHold is how many writes the Oracle must have seen before
+// their mean gap is trusted to decide a hold.
+const minWritesForHold = 8
+
 // Recorder receives the Oracle's measurements. Methods must be cheap and safe
 // for concurrent use. metrics.OracleRecorder implements it on the
 // component-base legacy registry.
@@ -61,12 +74,18 @@ type Recorder interface {
 	// Revision calls (reads > 0) that would otherwise have waited for a
 	// fetch (see Write).
 	WriteAnswered(reads int)
+	// HoldEnded is called when a round held for a write (Options.WriteHold)
+	// stops being held: outcome is metrics.HoldWrite when a write started
+	// and covered it, metrics.HoldExpired when the hold ran out and a fetch
+	// went out, metrics.HoldAbandoned when every caller gave up first.
+	HoldEnded(outcome string)
 }
 
 type noopRecorder struct{}
 
 func (noopRecorder) FetchDone(int, time.Duration, error) {}
 func (noopRecorder) WriteAnswered(int)                   {}
+func (noopRecorder) HoldEnded(string)                    {}
 
 // Options configures an Oracle. The zero value means the production
 // defaults.
@@ -85,6 +104,17 @@ type Options struct {
 	// fetch. Negative: never wait; writes still answer rounds that a
 	// fetch has not answered yet.
 	WriteWait time.Duration
+	// WriteHold bounds how long a read that finds the Oracle idle (no
+	// fetch in flight, no wait for writes) is held for the next write of
+	// this process before its fetch goes out; a write that starts in the
+	// hold covers the read, and the Oracle then waits for it as it does
+	// for any covering write (WriteWait). The hold actually taken is
+	// twice the mean gap between this process's recent writes, and none
+	// when that exceeds the bound or writes have stopped, so a process
+	// that writes rarely fetches at once. Reads that arrive while a fetch
+	// is in flight are never held, so a read-heavy process keeps its
+	// throughput. Zero: DefaultWriteHold. Negative: never hold.
+	WriteHold time.Duration
 
 	// UnsafeSerializable makes the fetch a serializable read: the member
 	// answers from its own state, without asking the leader. Its revision
@@ -106,6 +136,9 @@ type Stats struct {
 	// ReadsFromWrites is the number of Revision calls answered by a
 	// write's revision (Write.Succeeded) before any fetch answered them.
 	ReadsFromWrites uint64
+	// Holds is the number of rounds held for a write (Options.WriteHold);
+	// HeldByWrites of those were covered by a write before the hold ended.
+	Holds, HeldByWrites uint64
 }
 
 // Oracle hands out etcd revisions R such that every write that completed
@@ -121,7 +154,11 @@ type Oracle struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // running fetch goroutines
 
-	fetches, failed, reads, fromWrites atomic.Uint64
+	fetches, failed, reads, fromWrites, holds, heldByWrites atomic.Uint64
+
+	// now reads the clock for the write-gap estimate behind the hold
+	// (time.Now; tests replace it before the first call).
+	now func() time.Time
 
 	// testJoined, if set, is called under mu each time a caller joins a
 	// round while a fetch is in flight or not (inFlight). Tests use it
@@ -147,10 +184,19 @@ type Oracle struct {
 		// deferred, if set, ends a wait for writes (see scheduleLocked)
 		// with a fetch.
 		deferred *time.Timer
+		// holding: deferred is a hold (Options.WriteHold) of the one
+		// open round, not yet covered by a write.
+		holding bool
 		// rtt is a moving mean of fetch round trips, the default bound of
 		// that wait.
-		rtt    time.Duration
-		closed bool
+		rtt time.Duration
+		// lastWrite is when the latest write started, writeGap a moving
+		// mean of the gaps between writes, writesSeen how many started
+		// (counting stops at minWritesForHold).
+		lastWrite  time.Time
+		writeGap   time.Duration
+		writesSeen int
+		closed     bool
 	}
 }
 
@@ -227,7 +273,7 @@ func NewFromFunc(get func(ctx context.Context) (int64, error), opts Options) (*O
 }
 
 func buildOracle(get func(ctx context.Context) (int64, error), opts Options) *Oracle {
-	o := &Oracle{get: get, opts: opts}
+	o := &Oracle{get: get, opts: opts, now: time.Now}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	return o
 }
@@ -284,6 +330,7 @@ func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
 		r = &round{done: make(chan struct{}), id: o.mu.lastID}
 		o.mu.join = r
 		o.mu.open = append(o.mu.open, r)
+		o.maybeHoldLocked()
 	}
 	r.waiters++
 	r.reads += reads
@@ -291,7 +338,7 @@ func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
 		o.testJoined(o.mu.inFlight != nil)
 	}
 	// No write in flight covers r (it has not sealed it yet), so this
-	// fetches at once unless one is in flight.
+	// fetches at once unless one is in flight or r is held.
 	o.scheduleLocked(true)
 	o.mu.Unlock()
 
@@ -309,8 +356,9 @@ func (o *Oracle) RevisionFor(ctx context.Context, reads int) (int64, error) {
 // scheduleLocked starts a fetch for the open rounds unless one is in flight
 // or none is open.
 //
-// If mayWait, and every open round is covered by a write in flight, it
-// waits for the writes instead, for at most the wait bound
+// If mayWait and the open round is held for a write (maybeHoldLocked), it
+// leaves the hold running. If mayWait, and every open round is covered by a
+// write in flight, it waits for the writes instead, for at most the wait bound
 // (Options.WriteWait): a write that succeeds answers them without a fetch,
 // and one that fails calls scheduleLocked again. A round cannot be covered
 // when it is created (the write that covers it starts later), so a new
@@ -321,7 +369,13 @@ func (o *Oracle) scheduleLocked(mayWait bool) {
 		return
 	}
 	if len(o.mu.open) == 0 {
+		if o.mu.holding {
+			o.opts.Recorder.HoldEnded(metrics.HoldAbandoned)
+		}
 		o.stopWaitLocked()
+		return
+	}
+	if mayWait && o.mu.holding {
 		return
 	}
 	newest := o.mu.open[len(o.mu.open)-1].id
@@ -336,11 +390,63 @@ func (o *Oracle) scheduleLocked(mayWait bool) {
 	o.startLocked()
 }
 
-// waitEnded ends a wait for writes that lasted the whole bound.
+// maybeHoldLocked holds a round just created, if the Oracle is idle and
+// this process writes often enough (see Options.WriteHold): its fetch
+// waits for the hold to end, unless a write starts first and covers it.
+func (o *Oracle) maybeHoldLocked() {
+	if o.mu.closed || o.mu.inFlight != nil || o.mu.deferred != nil {
+		return
+	}
+	if hold := o.holdLocked(o.now()); hold > 0 {
+		o.mu.holding = true
+		o.mu.deferred = time.AfterFunc(hold, o.waitEnded)
+		o.holds.Add(1)
+	}
+}
+
+// holdLocked is the hold for a new round: twice the mean gap between
+// writes, or zero when that is above the bound. The gap since the latest
+// write counts as a gap, so that a process whose writes stopped stops
+// holding at once.
+func (o *Oracle) holdLocked(now time.Time) time.Duration {
+	bound := o.opts.WriteHold
+	if bound < 0 || o.mu.writesSeen < minWritesForHold {
+		return 0
+	}
+	if bound == 0 {
+		bound = DefaultWriteHold
+	}
+	hold := 2 * max(o.mu.writeGap, now.Sub(o.mu.lastWrite))
+	if hold > bound {
+		return 0
+	}
+	return max(hold, time.Microsecond)
+}
+
+// noteWriteLocked feeds a write's start into the write-gap estimate.
+func (o *Oracle) noteWriteLocked(now time.Time) {
+	if o.mu.writesSeen > 0 {
+		gap := max(now.Sub(o.mu.lastWrite), 0)
+		if o.mu.writesSeen == 1 {
+			o.mu.writeGap = gap
+		} else {
+			o.mu.writeGap += (gap - o.mu.writeGap) / 8
+		}
+	}
+	o.mu.lastWrite = now
+	o.mu.writesSeen = min(o.mu.writesSeen+1, minWritesForHold)
+}
+
+// waitEnded ends a wait for writes, or a hold, that lasted the whole
+// bound.
 func (o *Oracle) waitEnded() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.mu.deferred = nil
+	if o.mu.holding {
+		o.mu.holding = false
+		o.opts.Recorder.HoldEnded(metrics.HoldExpired)
+	}
 	o.scheduleLocked(false)
 }
 
@@ -349,6 +455,7 @@ func (o *Oracle) stopWaitLocked() {
 		o.mu.deferred.Stop()
 		o.mu.deferred = nil
 	}
+	o.mu.holding = false
 }
 
 // coveredLocked is the newest round id a write in flight covers, or 0.
@@ -497,6 +604,8 @@ func (o *Oracle) Stats() Stats {
 		FailedFetches:   o.failed.Load(),
 		Reads:           o.reads.Load(),
 		ReadsFromWrites: o.fromWrites.Load(),
+		Holds:           o.holds.Load(),
+		HeldByWrites:    o.heldByWrites.Load(),
 	}
 }
 

@@ -81,7 +81,20 @@ type fetchRecord struct {
 type recorder struct {
 	mu      sync.Mutex
 	fetches []fetchRecord
-	writes  []int // reads answered, one per WriteAnswered
+	writes  []int    // reads answered, one per WriteAnswered
+	holds   []string // outcomes, one per HoldEnded
+}
+
+func (r *recorder) HoldEnded(outcome string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holds = append(r.holds, outcome)
+}
+
+func (r *recorder) holdOutcomes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.holds...)
 }
 
 func (r *recorder) WriteAnswered(reads int) {

@@ -1,5 +1,7 @@
 package oracle
 
+import "github.com/freshcache/watchcache/metrics"
+
 // A Write is one write request of this process to the Oracle's etcd
 // cluster, announced by WriteStarting just before it is sent. etcd orders
 // every write in one revision sequence, and a write sent after a caller
@@ -21,12 +23,24 @@ type Write struct {
 func (o *Oracle) WriteStarting() *Write {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.mu.closed || len(o.mu.open) == 0 {
+	if o.mu.closed {
+		return nil
+	}
+	o.noteWriteLocked(o.now())
+	if len(o.mu.open) == 0 {
 		return nil
 	}
 	o.mu.join = nil
 	w := &Write{o: o, covers: o.mu.lastID}
 	o.mu.writes = append(o.mu.writes, w)
+	if o.mu.holding {
+		// The hold found its write: from now on the round waits for
+		// this write as for any covering one (WriteWait), or fetches.
+		o.stopWaitLocked()
+		o.heldByWrites.Add(1)
+		o.opts.Recorder.HoldEnded(metrics.HoldWrite)
+		o.scheduleLocked(true)
+	}
 	return w
 }
 

@@ -190,10 +190,25 @@ func TestWriteEdges(t *testing.T) {
 // Without any gate: readers that each write and then ask for a revision,
 // beside writers whose writes the Oracle is told about. Every answer covers
 // the reader's own completed write, whether a fetch or a write answered it.
+// It runs with the default hold, with none, and with a hold long enough
+// to be taken whenever writers are active.
 func TestConcurrentReadsAndAnnouncedWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+	}{
+		{"default hold", 0},
+		{"no hold", -1},
+		{"long hold", time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) { concurrentReadsAndAnnouncedWrites(t, Options{WriteHold: tc.hold}) })
+	}
+}
+
+func concurrentReadsAndAnnouncedWrites(t *testing.T, opts Options) {
 	const readers, writers, rounds = 32, 8, 20
 	_, c := startEtcd(t)
-	o := newOracle(t, c, Options{})
+	o := newOracle(t, c, opts)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	errs := make(chan error, readers*rounds+writers)
@@ -250,5 +265,8 @@ func TestConcurrentReadsAndAnnouncedWrites(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Logf("%d reads: %d by %d fetches, %d by writes", readers*rounds, st.Reads, st.Fetches, st.ReadsFromWrites)
+	if st.HeldByWrites > st.Holds || (opts.WriteHold < 0 && st.Holds != 0) {
+		t.Fatalf("stats %+v: holds inconsistent with WriteHold %v", st, opts.WriteHold)
+	}
+	t.Logf("%d reads: %d by %d fetches, %d by writes; %d holds, %d found a write", readers*rounds, st.Reads, st.Fetches, st.ReadsFromWrites, st.Holds, st.HeldByWrites)
 }
