@@ -48,6 +48,9 @@ type apiMetrics struct {
 	// writeReads counts the reads a write's revision answered
 	// (reads_answered_by_writes_total, RevisionsFromWrites).
 	writeReads float64
+	// holds counts revision_holds_total by result (write, expired,
+	// abandoned): reads held for the apiserver's next write.
+	holds map[string]float64
 	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
@@ -114,6 +117,10 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
 	a.freshReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_total")
 	a.writeReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
+	a.holds = map[string]float64{}
+	servermetrics.EachSeries(mfs, "apiserver_freshcache_revision_holds_total", func(m *dto.Metric) {
+		a.holds[promtext.Label(m, "result")] += m.GetCounter().GetValue()
+	})
 	return a
 }
 
@@ -271,6 +278,8 @@ type windowDelta struct {
 	FetchSec, FetchReads, FreshReads float64
 	// WriteReads is the window's part of writeReads.
 	WriteReads float64
+	// Holds is the window's part of holds, by result.
+	Holds map[string]float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -288,6 +297,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
 		APIEtcdOps:  map[string]float64{},
 		ProgressBy:  map[string]float64{},
+		Holds:       map[string]float64{},
 	}
 	for i := range after.api {
 		if i >= len(before.api) {
@@ -320,6 +330,9 @@ func diffSamples(before, after clusterSample) windowDelta {
 		d.FetchSec += a.fetchSec - b.fetchSec
 		d.FetchReads += a.fetchReads - b.fetchReads
 		d.WriteReads += a.writeReads - b.writeReads
+		for k, v := range subMaps(a.holds, b.holds) {
+			d.Holds[k] += v
+		}
 		d.FreshReads += a.freshReads - b.freshReads
 	}
 	return d

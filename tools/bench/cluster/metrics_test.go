@@ -153,6 +153,9 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 			{Name: ptrTo("apiserver_freshcache_reads_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(7, "resource", "pods", "outcome", "cache"), counter(1, "resource", "pods", "outcome", "fallback"),
 			}},
+			{Name: ptrTo("apiserver_freshcache_revision_holds_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(fetchReads, "result", "write"), counter(2, "result", "expired"),
+			}},
 		}
 	}
 	before := apiMetricsFrom(scrape(3, 0.5, 20), Freshcache)
@@ -169,6 +172,12 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	}
 	if d.FetchSec != 0.25 || d.FetchReads != 12 || d.FreshReads != 0 {
 		t.Errorf("window fetch seconds %v, reads %v, fresh reads %v", d.FetchSec, d.FetchReads, d.FreshReads)
+	}
+	if after.holds["write"] != 32 || after.holds["expired"] != 2 {
+		t.Errorf("holds %v", after.holds)
+	}
+	if len(d.Holds) != 1 || d.Holds["write"] != 12 {
+		t.Errorf("window holds %v, want only write 12", d.Holds)
 	}
 }
 

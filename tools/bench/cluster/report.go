@@ -203,7 +203,7 @@ func writeClusterFreshness(b *strings.Builder, rows []Row) {
 	if len(mine) == 0 {
 		return
 	}
-	b.WriteString("\n## freshcache's freshness work in the window\n\nFrom freshcache's own metrics, every resource: `reads_total` (reads that needed freshness), `revision_fetches_total`, the sums of `reads_per_revision_fetch` (reads answered) and `revision_fetch_duration_seconds`, `progress_requests_total` by resource (the three that sent most), and `progress_stalls_total`: requests no notification answered within the stall time (100 ms from 3fa7bdb, 250 ms before it; etcd drops one while a watch on the stream is not synced), each followed by another. \"answered by writes\" is `reads_answered_by_writes_total`: reads whose revision came from a write the apiserver sent after they arrived (RevisionsFromWrites, from the commit after 4c5a104), which spares their fetch. A fetch answers every read that arrived before it was sent, so reads per fetch grow with the rate of fresh reads times a fetch's round trip. \"If independent\" is what the cost model assumes for that rate and round trip: rate×rtt + e^(−rate×rtt) reads per fetch; reads that arrive together (the probe sends four at once) share more.\n\n| configuration | mode | nodes | fresh reads (/s) | fetches | reads per fetch | answered by writes | if independent | fetch mean ms | progress requests | stalls | most progress requests |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("\n## freshcache's freshness work in the window\n\nFrom freshcache's own metrics, every resource: `reads_total` (reads that needed freshness), `revision_fetches_total`, the sums of `reads_per_revision_fetch` (reads answered) and `revision_fetch_duration_seconds`, `progress_requests_total` by resource (the three that sent most), and `progress_stalls_total`: requests no notification answered within the stall time (100 ms from 3fa7bdb, 250 ms before it; etcd drops one while a watch on the stream is not synced), each followed by another. \"answered by writes\" is `reads_answered_by_writes_total`: reads whose revision came from a write the apiserver sent after they arrived (RevisionsFromWrites, from the commit after 4c5a104), which spares their fetch. \"held: by a write / expired\" is `revision_holds_total`: rounds of reads that found no fetch in flight and were held for the apiserver's next write (twice the mean write gap, at most 20 ms; from 95f9255), by whether a write came (a fetch saved) or the hold ran out (a fetch sent late). A fetch answers every read that arrived before it was sent, so reads per fetch grow with the rate of fresh reads times a fetch's round trip. \"If independent\" is what the cost model assumes for that rate and round trip: rate×rtt + e^(−rate×rtt) reads per fetch; reads that arrive together (the probe sends four at once) share more.\n\n| configuration | mode | nodes | fresh reads (/s) | fetches | reads per fetch | answered by writes | held: by a write / expired | if independent | fetch mean ms | progress requests | stalls | most progress requests |\n|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
 	for _, r := range mine {
 		var top []string
 		keys := sortedKeys(r.ProgressByResource)
@@ -216,8 +216,12 @@ func writeClusterFreshness(b *strings.Builder, rows []Row) {
 			rate = r.FreshReads / r.WindowSeconds
 		}
 		rtt := r.FetchSeconds / r.RevisionFetches
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.0f | %.2f | %.2f | %.0f | %.0f | %s |\n", r.Config, r.modeLabel(), r.Nodes, r.FreshReads, rate,
-			r.RevisionFetches, r.FetchReads/r.RevisionFetches, r.WriteReads, ratio(rate, sharedFetchRate(rate, rtt)), 1000*rtt, r.ProgressRequests, r.ProgressStalls, strings.Join(top, ", "))
+		held := "–"
+		if len(r.Holds) > 0 {
+			held = fmt.Sprintf("%.0f / %.0f", r.Holds["write"], r.Holds["expired"])
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f (%.1f) | %.0f | %.2f | %.0f | %s | %.2f | %.2f | %.0f | %.0f | %s |\n", r.Config, r.modeLabel(), r.Nodes, r.FreshReads, rate,
+			r.RevisionFetches, r.FetchReads/r.RevisionFetches, r.WriteReads, held, ratio(rate, sharedFetchRate(rate, rtt)), 1000*rtt, r.ProgressRequests, r.ProgressStalls, strings.Join(top, ", "))
 	}
 }
 

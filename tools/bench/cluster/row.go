@@ -72,8 +72,12 @@ type Row struct {
 	FetchReads float64 `json:"fetch_reads"`
 	// WriteReads are the fresh reads a write's revision answered instead
 	// of a fetch (RevisionsFromWrites); absent in older runs.
-	WriteReads   float64 `json:"write_reads,omitempty"`
-	FetchSeconds float64 `json:"fetch_seconds"`
+	WriteReads float64 `json:"write_reads,omitempty"`
+	// Holds counts the rounds of fresh reads held for the apiserver's
+	// next write (revision_holds_total), by how the hold ended: write (a
+	// fetch saved), expired, abandoned; absent before the hold existed.
+	Holds        map[string]float64 `json:"revision_holds,omitempty"`
+	FetchSeconds float64            `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
 	// and scope, every apiserver summed.
@@ -178,6 +182,9 @@ func (r *Row) fillWindow(d windowDelta) {
 	}
 	r.FreshReads, r.FetchReads, r.FetchSeconds = d.FreshReads, d.FetchReads, d.FetchSec
 	r.WriteReads = d.WriteReads
+	if len(d.Holds) > 0 {
+		r.Holds = d.Holds
+	}
 	for _, k := range sortedKeys(d.requests) {
 		if q, ok := quantilesOf(k, d.requests[k]); ok {
 			r.Latency = append(r.Latency, q)
