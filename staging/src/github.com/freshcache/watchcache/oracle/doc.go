@@ -43,18 +43,17 @@
 // # Holding a read for the next write
 //
 // A write only covers the callers that arrived before it started, so a
-// caller that finds no fetch in flight would fetch at once and leave the
+// caller that finds the Oracle idle would fetch at once and leave the
 // writes no chance. When this process writes often, that caller's round
-// is held instead (Options.WriteHold; hold_test.go): its fetch waits for
-// twice the mean gap between recent writes, capped at the bound
-// (DefaultWriteHold), which at Poisson arrivals finds a write about 86% of
-// the time. A write that starts in the hold covers the round, which then
-// waits for it as above; a hold that ends without one sends the fetch. A
-// round created while older ones wait for their covering writes is held
-// in place of that wait. No round is held when the mean gap exceeds the
-// bound or writes have stopped, nor behind a fetch in flight: a process
-// whose reads keep a fetch in flight shares fetches already, and holding
-// would only slow it.
+// is held instead (Options.WriteHold; hold_test.go): its fetch waits
+// for twice the mean gap between recent writes, which at Poisson arrivals
+// finds a write about 86% of the time. A write that starts in the hold
+// covers the round, which then waits for it as above; a hold that ends
+// without one sends the fetch. The hold is taken only when it fits in the
+// bound (DefaultWriteHold) and writes have not stopped, and never for a
+// caller that arrives while a fetch is in flight: a process whose reads
+// keep a fetch in flight shares fetches already, and holding would only
+// slow it.
 //
 // # Why linearizable
 //

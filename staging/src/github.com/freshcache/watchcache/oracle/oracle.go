@@ -49,12 +49,11 @@ const DefaultFetchTimeout = 5 * time.Second
 
 // DefaultWriteHold is the bound on Options.WriteHold when it is zero. A
 // hold of twice the mean write gap finds a write about 86% of the time
-// when writes arrive as a Poisson stream, and one of the whole gap 63%;
-// so this holds whenever the process writes at least 50 times a second,
-// and for twice the gap from 100 a second. At 1,000 kwok nodes an
-// apiserver writes about 200 times a second, in waves (leases, node
-// status, churn). It costs a held read at most this much, against a fetch
-// and often a progress request saved.
+// when writes arrive as a Poisson stream, so this takes the hold when the
+// process writes at least about 100 times a second; at 1,000 kwok nodes
+// an apiserver writes about that often (leases, node status, churn). It
+// costs a held read at most this much, against a fetch and often a
+// progress request saved.
 const DefaultWriteHold = 20 * time.Millisecond
 
 // minWritesForHold is how many writes the Oracle must have seen before
@@ -105,16 +104,16 @@ type Options struct {
 	// fetch. Negative: never wait; writes still answer rounds that a
 	// fetch has not answered yet.
 	WriteWait time.Duration
-	// WriteHold bounds how long a read that finds no fetch in flight is
-	// held for the next write of this process before its fetch goes out;
-	// a write that starts in the hold covers the read, and the Oracle then
-	// waits for it as it does for any covering write (WriteWait). The
-	// hold actually taken is twice the mean gap between this process's
-	// recent writes, capped at the bound, and none when the gap itself
-	// exceeds the bound or writes have stopped, so a process that writes
-	// rarely fetches at once. Reads that arrive while a fetch is in flight
-	// are never held, so a read-heavy process keeps its throughput. Zero:
-	// DefaultWriteHold. Negative: never hold.
+	// WriteHold bounds how long a read that finds the Oracle idle (no
+	// fetch in flight, no wait for writes) is held for the next write of
+	// this process before its fetch goes out; a write that starts in the
+	// hold covers the read, and the Oracle then waits for it as it does
+	// for any covering write (WriteWait). The hold actually taken is
+	// twice the mean gap between this process's recent writes, and none
+	// when that exceeds the bound or writes have stopped, so a process
+	// that writes rarely fetches at once. Reads that arrive while a fetch
+	// is in flight are never held, so a read-heavy process keeps its
+	// throughput. Zero: DefaultWriteHold. Negative: never hold.
 	WriteHold time.Duration
 
 	// UnsafeSerializable makes the fetch a serializable read: the member
@@ -391,18 +390,14 @@ func (o *Oracle) scheduleLocked(mayWait bool) {
 	o.startLocked()
 }
 
-// maybeHoldLocked holds a round just created, if no fetch is in flight and
+// maybeHoldLocked holds a round just created, if the Oracle is idle and
 // this process writes often enough (see Options.WriteHold): its fetch
 // waits for the hold to end, unless a write starts first and covers it.
-// A round created while older ones wait for their covering writes is held
-// too, in place of that wait: the next write covers them all, and a write
-// of theirs that fails leaves them to the hold's fetch.
 func (o *Oracle) maybeHoldLocked() {
-	if o.mu.closed || o.mu.inFlight != nil || o.mu.holding {
+	if o.mu.closed || o.mu.inFlight != nil || o.mu.deferred != nil {
 		return
 	}
 	if hold := o.holdLocked(o.now()); hold > 0 {
-		o.stopWaitLocked()
 		o.mu.holding = true
 		o.mu.deferred = time.AfterFunc(hold, o.waitEnded)
 		o.holds.Add(1)
@@ -410,9 +405,9 @@ func (o *Oracle) maybeHoldLocked() {
 }
 
 // holdLocked is the hold for a new round: twice the mean gap between
-// writes, capped at the bound, or zero when the gap itself is above the
-// bound. The gap since the latest write counts as a gap, so that a
-// process whose writes stopped stops holding at once.
+// writes, or zero when that is above the bound. The gap since the latest
+// write counts as a gap, so that a process whose writes stopped stops
+// holding at once.
 func (o *Oracle) holdLocked(now time.Time) time.Duration {
 	bound := o.opts.WriteHold
 	if bound < 0 || o.mu.writesSeen < minWritesForHold {
@@ -421,11 +416,11 @@ func (o *Oracle) holdLocked(now time.Time) time.Duration {
 	if bound == 0 {
 		bound = DefaultWriteHold
 	}
-	gap := max(o.mu.writeGap, now.Sub(o.mu.lastWrite))
-	if gap > bound {
+	hold := 2 * max(o.mu.writeGap, now.Sub(o.mu.lastWrite))
+	if hold > bound {
 		return 0
 	}
-	return max(min(2*gap, bound), time.Microsecond)
+	return max(hold, time.Microsecond)
 }
 
 // noteWriteLocked feeds a write's start into the write-gap estimate.
