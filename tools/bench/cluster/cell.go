@@ -155,6 +155,8 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 	if err != nil {
 		return row, err
 	}
+	profiles := startWindowProfiles(ctx, cfg, probe.apis)
+	defer profiles.stop()
 	end := time.Now().Add(cfg.Window)
 	target := readTarget{nodes: nodes}
 	for _, a := range apis {
@@ -206,6 +208,7 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 			return row, fmt.Errorf("cluster: kube-apiserver-%d (pid %d) is gone; its log: %s", i+1, p, lu.Ready.APIServers[i].Log)
 		}
 	}
+	profiles.collect(&row, dir)
 	if cfg.Storm {
 		var stormed []*informerChild
 		for _, ch := range children {

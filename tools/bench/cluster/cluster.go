@@ -132,6 +132,11 @@ type Config struct {
 	// are created while at most this many of their pods are not yet
 	// Running (0: all at once).
 	SetupInflightPods int
+	// CPUProfile takes one CPU profile of every kube-apiserver over the
+	// measured window, writes it into the cell's data directory and
+	// stores its split by part in Row.APICPUParts (profile.go): when a
+	// target is missed, the report shows where the apiservers' CPU went.
+	CPUProfile bool `json:"cpu_profile,omitempty"`
 	// LocalUpArgs are passed to every cluster's local-up after the
 	// configuration's own flags (e.g. --consistent-read-timeout-action).
 	LocalUpArgs []string

@@ -36,8 +36,9 @@
 //     and the freshness probe, which writes a pod and reads it back at once
 //     four ways (clients.go);
 //  5. samples of every server's /metrics and /proc CPU around the window
-//     (metrics.go), the restart storm when asked for, then the idle
-//     cluster and each read kind alone
+//     (metrics.go) and, with Config.CPUProfile, a CPU profile of each
+//     apiserver over it, split by part (profile.go); the restart storm
+//     when asked for, then the idle cluster and each read kind alone
 //     (calibration), which the cost model (model.go) turns into an
 //     estimate at KEP-2340's 5,000 nodes.
 //

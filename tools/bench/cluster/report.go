@@ -103,6 +103,7 @@ func WriteMarkdown(w io.Writer, r Report, plots []string) error {
 		fmt.Fprintf(&b, "\n![%s](%s)\n", strings.TrimSuffix(p, ".png"), p)
 	}
 	writeClusterMain(&b, r.Cells)
+	writeAPICPUParts(&b, r.Cells)
 	writeClusterEtcd(&b, r.Cells)
 	writeClusterFreshness(&b, r.Cells)
 	writeClusterWaitParts(&b, r.Cells)

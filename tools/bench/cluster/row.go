@@ -39,6 +39,14 @@ type Row struct {
 	// which includes the start-up and the initial rollout.
 	APIPeakRSSMB []float64 `json:"apiserver_peak_rss_mb"`
 	APIHWMMB     []float64 `json:"apiserver_hwm_mb"`
+	// APICPUParts is the apiservers' CPU seconds in the window by part
+	// (cpusplit.APIServer: freshcache's pprof labels, then functions),
+	// from one CPU profile of each over the window, summed;
+	// APIProfiledSec is the profiles' total, to set beside APICPUSec.
+	// Absent without Config.CPUProfile, when a profile failed (a note
+	// says why), and in older runs.
+	APICPUParts    map[string]float64 `json:"apiserver_cpu_parts,omitempty"`
+	APIProfiledSec float64            `json:"apiserver_profiled_cpu_seconds,omitempty"`
 	// EtcdCPUSec is local-up's process: every embedded etcd member, plus
 	// local-up's own supervision (not subtracted; it is idle but for
 	// reaping and health checks at start).

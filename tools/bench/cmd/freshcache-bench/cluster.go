@@ -93,6 +93,7 @@ func runClusterKind(ctx context.Context, name string, args []string, d clusterDe
 	fs.Float64Var(&cfg.CalibListAllRate, "calibration-list-all-rate", 4, "requests per second of the calibrated LISTs of every pod")
 	fs.DurationVar(&cfg.ReadyTimeout, "ready-timeout", 10*time.Minute, "bound on local-up's start, on the Deployments' rollout and on the informers' first sync")
 	fs.IntVar(&cfg.SetupInflightPods, "setup-inflight-pods", d.setupInflight, "before the warm-up, Deployments are created while at most this many of their pods are not yet Running; 0 creates them all at once")
+	fs.BoolVar(&cfg.CPUProfile, "apiserver-cpuprofile", true, "take a CPU profile of every kube-apiserver over the measured window (kube-apiserver-<i>.cpu.pprof in the cell's data directory, kept with --keep-data or --data-dir) and add its split by part (freshcache's pprof labels, then functions) to the report")
 	fs.StringArrayVar(&cfg.LocalUpArgs, "local-up-arg", nil, "a flag passed to every cluster's local-up after the configuration's own, e.g. --local-up-arg=--consistent-read-timeout-action=reject (repeatable)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed afterwards, when empty")
 	fs.BoolVar(&keep, "keep-data", false, "keep the temporary data directory (logs of every component)")

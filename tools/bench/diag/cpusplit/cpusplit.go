@@ -11,7 +11,7 @@ import (
 	"github.com/freshcache/watchcache/metrics"
 )
 
-// The parts, in the order Split tries them on each sample.
+// Storage's parts, in the order Split tries them on each sample.
 const (
 	// Wait is the reader's own freshness wait: registering with the
 	// freshness driver, the Machine, the wait metrics.
@@ -42,57 +42,78 @@ const (
 	// Cache is the caches' own goroutines: reflectors, watch streams,
 	// event dispatch, the freshness driver's timer.
 	Cache = "caches and watch streams"
+)
+
+// Parts every rule set ends with.
+const (
 	// Runtime is the scheduler and the rest of the Go runtime.
 	Runtime = "Go runtime (scheduler, other)"
 	// Other is anything no rule matched.
 	Other = "other"
 )
 
+// RuleSet is one kind of process's parts: which of freshcache's pprof
+// labels go to which part, and the function rules tried on the samples
+// without a label. Storage and APIServer are the two; a process of
+// another shape needs its own, since a rule's order encodes what a
+// goroutine of that process is for.
+type RuleSet struct {
+	// labels maps freshcache's pprof labels (its public contract,
+	// metrics.Profile*) to parts. A labelled sample is classified by its
+	// label alone: renaming a function of the library cannot move its CPU.
+	labels map[string]string
+	// rules are tried in order; the first with a pattern matching a
+	// function anywhere on the sample's stack takes it.
+	rules []rule
+	// match says whether a function name matches a rule's pattern.
+	match func(function, pattern string) bool
+}
+
 type rule struct {
 	part string
 	// column is the part's short name, for table headers.
 	column string
-	// any: the sample matches when a function on its stack contains one
-	// of these substrings.
+	// any: the sample matches when a function on its stack matches one
+	// of these patterns (RuleSet.match).
 	any []string
 }
 
-// labelParts maps freshcache's pprof labels (its public contract,
-// metrics.Profile*) to parts. A labelled sample is classified by its label
-// alone: renaming a function of the library cannot move its CPU.
-var labelParts = map[string]string{
-	metrics.ProfileWait:        Wait,
-	metrics.ProfileFetch:       Fetch,
-	metrics.ProfileProgress:    Fetch,
-	metrics.ProfileReflector:   Cache,
-	metrics.ProfileFanout:      Cache,
-	metrics.ProfileDriver:      Cache,
-	metrics.ProfileConsistency: Cache,
-}
-
-// rules are tried in order on samples without freshcache's label; a
-// client loop is recognised first so that what it calls (a gRPC call of
-// an upstream read, say) stays with it.
-var rules = []rule{
-	{Wait, "wait", nil}, // label only
-	{Op, "op", []string{"freshcache/tools/bench/storage.(*Env).workers"}},
-	{Fetch, "fetch senders", nil}, // label only
-	{GCIdle, "GC idle Ps", []string{"runtime.gcDrainMarkWorkerIdle"}},
-	{GCMark, "GC mark", []string{"runtime.gcBgMarkWorker"}},
-	{GCSweep, "GC sweep", []string{"runtime.bgsweep", "runtime.bgscavenge"}},
-	{Harness, "harness", []string{"freshcache/tools/bench/storage."}},
-	{EtcdServer, "etcd server", []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
-	{GRPCClient, "gRPC client", []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
-	// Upstream's cacher, and etcd3 store goroutines no labelled goroutine
-	// started (freshcache's inherit its labels).
-	{Cache, "caches", []string{"k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
-	{Runtime, "runtime", []string{"runtime."}},
+// Storage is the rule set of a freshcache-bench storage process (see the
+// package doc). Its patterns are substrings of function names.
+var Storage = &RuleSet{
+	labels: map[string]string{
+		metrics.ProfileWait:        Wait,
+		metrics.ProfileFetch:       Fetch,
+		metrics.ProfileProgress:    Fetch,
+		metrics.ProfileReflector:   Cache,
+		metrics.ProfileFanout:      Cache,
+		metrics.ProfileDriver:      Cache,
+		metrics.ProfileConsistency: Cache,
+	},
+	// A client loop is recognised first so that what it calls (a gRPC
+	// call of an upstream read, say) stays with it.
+	rules: []rule{
+		{Wait, "wait", nil}, // label only
+		{Op, "op", []string{"freshcache/tools/bench/storage.(*Env).workers"}},
+		{Fetch, "fetch senders", nil}, // label only
+		{GCIdle, "GC idle Ps", []string{"runtime.gcDrainMarkWorkerIdle"}},
+		{GCMark, "GC mark", []string{"runtime.gcBgMarkWorker"}},
+		{GCSweep, "GC sweep", []string{"runtime.bgsweep", "runtime.bgscavenge"}},
+		{Harness, "harness", []string{"freshcache/tools/bench/storage."}},
+		{EtcdServer, "etcd server", []string{"google.golang.org/grpc.(*Server)", "transport.NewServerTransport", "transport.(*http2Server)", "go.etcd.io/etcd/server/", "go.etcd.io/raft/", "go.etcd.io/bbolt"}},
+		{GRPCClient, "gRPC client", []string{"transport.NewHTTP2Client", "transport.(*http2Client)", "google.golang.org/grpc.(*ccBalancerWrapper)", "google.golang.org/grpc.(*addrConn)"}},
+		// Upstream's cacher, and etcd3 store goroutines no labelled
+		// goroutine started (freshcache's inherit its labels).
+		{Cache, "caches", []string{"k8s.io/apiserver/pkg/storage", "go.etcd.io/etcd/client/v3"}},
+		{Runtime, "runtime", []string{"runtime."}},
+	},
+	match: strings.Contains,
 }
 
 // Column is the short name of part, for a table header; an unknown part
 // is its own name.
-func Column(part string) string {
-	for _, r := range rules {
+func (rs *RuleSet) Column(part string) string {
+	for _, r := range rs.rules {
 		if r.part == part {
 			return r.column
 		}
@@ -101,9 +122,9 @@ func Column(part string) string {
 }
 
 // Parts lists every part in the order Split tries them, Other last.
-func Parts() []string {
-	out := make([]string, 0, len(rules)+1)
-	for _, r := range rules {
+func (rs *RuleSet) Parts() []string {
+	out := make([]string, 0, len(rs.rules)+1)
+	for _, r := range rs.rules {
 		out = append(out, r.part)
 	}
 	return append(out, Other)
@@ -112,7 +133,7 @@ func Parts() []string {
 // Split returns the CPU time of p's samples per part (parts without
 // samples are left out) and the total. p must be a CPU profile (a sample
 // type "cpu" in nanoseconds).
-func Split(p *profile.Profile) (map[string]time.Duration, time.Duration, error) {
+func (rs *RuleSet) Split(p *profile.Profile) (map[string]time.Duration, time.Duration, error) {
 	idx := -1
 	for i, st := range p.SampleType {
 		if st.Type == "cpu" && st.Unit == "nanoseconds" {
@@ -126,14 +147,14 @@ func Split(p *profile.Profile) (map[string]time.Duration, time.Duration, error) 
 	var total time.Duration
 	for _, s := range p.Sample {
 		d := time.Duration(s.Value[idx])
-		parts[classify(s)] += d
+		parts[rs.classify(s)] += d
 		total += d
 	}
 	return parts, total, nil
 }
 
 // ReadFile parses the CPU profile at path and splits it.
-func ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
+func (rs *RuleSet) ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err
@@ -143,23 +164,39 @@ func ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("cpusplit: %s: %w", path, err)
 	}
-	return Split(p)
+	return rs.Split(p)
 }
 
-func classify(s *profile.Sample) string {
+// Column, Parts, Split and ReadFile are Storage's, for its callers.
+func Column(part string) string { return Storage.Column(part) }
+
+// Parts is Storage.Parts.
+func Parts() []string { return Storage.Parts() }
+
+// Split is Storage.Split.
+func Split(p *profile.Profile) (map[string]time.Duration, time.Duration, error) {
+	return Storage.Split(p)
+}
+
+// ReadFile is Storage.ReadFile.
+func ReadFile(path string) (map[string]time.Duration, time.Duration, error) {
+	return Storage.ReadFile(path)
+}
+
+func (rs *RuleSet) classify(s *profile.Sample) string {
 	for _, v := range s.Label[metrics.ProfileLabel] {
-		if part, ok := labelParts[v]; ok {
+		if part, ok := rs.labels[v]; ok {
 			return part
 		}
 	}
-	for _, r := range rules {
+	for _, r := range rs.rules {
 		for _, loc := range s.Location {
 			for _, line := range loc.Line {
 				if line.Function == nil {
 					continue
 				}
-				for _, sub := range r.any {
-					if strings.Contains(line.Function.Name, sub) {
+				for _, pat := range r.any {
+					if rs.match(line.Function.Name, pat) {
 						return r.part
 					}
 				}

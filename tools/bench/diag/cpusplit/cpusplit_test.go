@@ -74,7 +74,7 @@ func TestClassify(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := build([][]string{tc.stack})
-			if got := classify(p.Sample[0]); got != tc.want {
+			if got := Storage.classify(p.Sample[0]); got != tc.want {
 				t.Errorf("classify(%v) = %q, want %q", tc.stack, got, tc.want)
 			}
 		})
@@ -125,7 +125,7 @@ func TestSplitRejectsOtherProfiles(t *testing.T) {
 
 func TestPartsListsEveryRuleAndOther(t *testing.T) {
 	got := Parts()
-	if len(got) != len(rules)+1 || got[len(got)-1] != Other || got[0] != Wait {
+	if len(got) != len(Storage.rules)+1 || got[len(got)-1] != Other || got[0] != Wait {
 		t.Errorf("Parts() = %v", got)
 	}
 	seen, cols := map[string]bool{}, map[string]bool{}
