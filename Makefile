@@ -442,7 +442,7 @@ SCALE_NODES ?= 1000
 SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
 bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~2 h 10 min here: a 1,000-node cell takes about 14 min, 8 of them starting the pods).
-	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
+	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=20m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~12 min here after make build); writes _output/bench/scale-short.md.
 	@mkdir -p $(OUT)/bench

@@ -254,7 +254,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		o, err := oracle.NewFromFunc(func(ctx context.Context) (int64, error) {
 			rv, err := cfg.Storage.GetCurrentResourceVersion(ctx)
 			return int64(rv), err
-		}, oracle.Options{})
+		}, oracle.Options{WriteHold: oracle.GateWriteHold()})
 		if err != nil {
 			return nil, fmt.Errorf("watchcache: revision oracle: %w", err)
 		}

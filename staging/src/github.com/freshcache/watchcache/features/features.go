@@ -46,6 +46,15 @@ const (
 	// it, so its revision is as good a bound as a fetch's. When off, every
 	// revision comes from a fetch.
 	RevisionsFromWrites featuregate.Feature = "RevisionsFromWrites"
+
+	// HoldReadsForWrites holds a consistent read that finds no revision
+	// fetch in flight for this kube-apiserver's next write, when it writes
+	// often (twice the mean gap between its writes, if that fits in
+	// 20 ms), so that the write's revision answers the read and no fetch
+	// is sent (oracle.Options.WriteHold). It needs RevisionsFromWrites.
+	// Alpha: it sheds etcd reads at 1,000 nodes, but its effect on the
+	// rest of the cluster's work has not been measured side by side yet.
+	HoldReadsForWrites featuregate.Feature = "HoldReadsForWrites"
 )
 
 // introducedIn is the Kubernetes minor version our gates are pinned to, so
@@ -71,6 +80,9 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		},
 		RevisionsFromWrites: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
+		},
+		HoldReadsForWrites: {
+			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
 		},
 	}
 }

@@ -18,6 +18,7 @@ func TestGateDefaults(t *testing.T) {
 		{string(CacheInconsistencyDetection), true},
 		{string(DirectEtcdWatch), false},
 		{string(RevisionsFromWrites), true},
+		{string(HoldReadsForWrites), false},
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for _, c := range cases {
