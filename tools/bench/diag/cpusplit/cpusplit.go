@@ -167,7 +167,8 @@ func (rs *RuleSet) ReadFile(path string) (map[string]time.Duration, time.Duratio
 	return rs.Split(p)
 }
 
-// Column, Parts, Split and ReadFile are Storage's, for its callers.
+// Column is Storage.Column; it, Parts, Split and ReadFile serve the
+// storage benchmark, their first caller.
 func Column(part string) string { return Storage.Column(part) }
 
 // Parts is Storage.Parts.
