@@ -45,7 +45,7 @@
 // A write only covers the callers that arrived before it started, so a
 // caller that finds the Oracle idle would fetch at once and leave the
 // writes no chance. When this process writes often, that caller's round
-// is held instead (Options.WriteHold; hold_test.go): its fetch waits
+// is held instead (Options.WriteHold; hold.go, hold_test.go): its fetch waits
 // for twice the mean gap between recent writes, which at Poisson arrivals
 // finds a write about 86% of the time. A write that starts in the hold
 // covers the round, which then waits for it as above; a hold that ends

@@ -47,19 +47,6 @@ const TraceRegionFetch = "freshcache.fetch"
 // zero. A fetch that takes longer fails, and so do the reads it covered.
 const DefaultFetchTimeout = 5 * time.Second
 
-// DefaultWriteHold is the bound on Options.WriteHold when it is zero. A
-// hold of twice the mean write gap finds a write about 86% of the time
-// when writes arrive as a Poisson stream, so this takes the hold when the
-// process writes at least about 100 times a second; at 1,000 kwok nodes
-// an apiserver writes about that often (leases, node status, churn). It
-// costs a held read at most this much, against a fetch and often a
-// progress request saved.
-const DefaultWriteHold = 20 * time.Millisecond
-
-// minWritesForHold is how many writes the Oracle must have seen before
-// their mean gap is trusted to decide a hold.
-const minWritesForHold = 8
-
 // Recorder receives the Oracle's measurements. Methods must be cheap and safe
 // for concurrent use. metrics.OracleRecorder implements it on the
 // component-base legacy registry.
@@ -388,53 +375,6 @@ func (o *Oracle) scheduleLocked(mayWait bool) {
 		}
 	}
 	o.startLocked()
-}
-
-// maybeHoldLocked holds a round just created, if the Oracle is idle and
-// this process writes often enough (see Options.WriteHold): its fetch
-// waits for the hold to end, unless a write starts first and covers it.
-func (o *Oracle) maybeHoldLocked() {
-	if o.mu.closed || o.mu.inFlight != nil || o.mu.deferred != nil {
-		return
-	}
-	if hold := o.holdLocked(o.now()); hold > 0 {
-		o.mu.holding = true
-		o.mu.deferred = time.AfterFunc(hold, o.waitEnded)
-		o.holds.Add(1)
-	}
-}
-
-// holdLocked is the hold for a new round: twice the mean gap between
-// writes, or zero when that is above the bound. The gap since the latest
-// write counts as a gap, so that a process whose writes stopped stops
-// holding at once.
-func (o *Oracle) holdLocked(now time.Time) time.Duration {
-	bound := o.opts.WriteHold
-	if bound < 0 || o.mu.writesSeen < minWritesForHold {
-		return 0
-	}
-	if bound == 0 {
-		bound = DefaultWriteHold
-	}
-	hold := 2 * max(o.mu.writeGap, now.Sub(o.mu.lastWrite))
-	if hold > bound {
-		return 0
-	}
-	return max(hold, time.Microsecond)
-}
-
-// noteWriteLocked feeds a write's start into the write-gap estimate.
-func (o *Oracle) noteWriteLocked(now time.Time) {
-	if o.mu.writesSeen > 0 {
-		gap := max(now.Sub(o.mu.lastWrite), 0)
-		if o.mu.writesSeen == 1 {
-			o.mu.writeGap = gap
-		} else {
-			o.mu.writeGap += (gap - o.mu.writeGap) / 8
-		}
-	}
-	o.mu.lastWrite = now
-	o.mu.writesSeen = min(o.mu.writesSeen+1, minWritesForHold)
 }
 
 // waitEnded ends a wait for writes, or a hold, that lasted the whole
