@@ -1,11 +1,8 @@
 package cpusplit
 
 import (
-	"bytes"
 	"testing"
 	"time"
-
-	"github.com/google/pprof/profile"
 
 	"github.com/freshcache/watchcache/metrics"
 )
@@ -95,30 +92,7 @@ func TestSplitAPIServerThroughTheWireFormat(t *testing.T) {
 		{"label:" + metrics.ProfileFetch, invoke, kvGet},                                                  // 3 ms
 		{"k8s.io/apiserver/pkg/storage/etcd3.(*store).GetCurrentResourceVersion"},                         // 4 ms
 	})
-	var buf bytes.Buffer
-	if err := p.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := profile.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, total, err := APIServer.Split(parsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]time.Duration{APIWait: time.Millisecond, APIGC: 2 * time.Millisecond, APIFetch: 7 * time.Millisecond}
-	if len(parts) != len(want) {
-		t.Errorf("parts = %v, want %v", parts, want)
-	}
-	for k, v := range want {
-		if parts[k] != v {
-			t.Errorf("part %q = %v, want %v", k, parts[k], v)
-		}
-	}
-	if total != 10*time.Millisecond {
-		t.Errorf("total = %v, want 10ms", total)
-	}
+	wantSplit(t, APIServer.Split, p, map[string]time.Duration{APIWait: time.Millisecond, APIGC: 2 * time.Millisecond, APIFetch: 7 * time.Millisecond})
 }
 
 // TestRuleSetsListEveryPartOnce: each rule set's parts are distinct, end

@@ -51,6 +51,15 @@ func writesEvery(o *Oracle, clk *fakeClock, n int, gap time.Duration) {
 	}
 }
 
+// withWriteGaps gives o a fake clock and a history of n writes gap apart,
+// so its hold is known, and returns the clock, left at the last write.
+func withWriteGaps(o *Oracle, n int, gap time.Duration) *fakeClock {
+	clk := &fakeClock{t: epoch}
+	o.now = clk.now
+	writesEvery(o, clk, n, gap)
+	return clk
+}
+
 // allJoins signals every caller that joins a round, in flight or not.
 func allJoins(o *Oracle) <-chan struct{} {
 	ch := make(chan struct{}, 1024)
@@ -81,9 +90,7 @@ func TestHoldLength(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := buildOracle(nil, Options{WriteHold: tc.hold})
-			clk := &fakeClock{t: epoch}
-			o.now = clk.now
-			writesEvery(o, clk, tc.writes, tc.gap)
+			clk := withWriteGaps(o, tc.writes, tc.gap)
 			o.mu.Lock()
 			got := o.holdLocked(clk.now().Add(tc.idle))
 			o.mu.Unlock()
@@ -103,9 +110,7 @@ func TestHoldIsAnsweredByTheNextWrite(t *testing.T) {
 	// can end this hold. WriteWait keeps the write's wait from fetching.
 	rec := &recorder{}
 	o := newOracle(t, c, Options{WriteHold: time.Minute, WriteWait: time.Minute, Recorder: rec})
-	clk := &fakeClock{t: epoch}
-	o.now = clk.now
-	writesEvery(o, clk, 10, 20*time.Second)
+	withWriteGaps(o, 10, 20*time.Second)
 	joined := allJoins(o)
 
 	a := goRevision(context.Background(), o)
@@ -142,9 +147,7 @@ func TestHoldEnds(t *testing.T) {
 		_, c := startEtcd(t)
 		rec := &recorder{}
 		o := newOracle(t, c, Options{WriteHold: time.Minute, Recorder: rec})
-		clk := &fakeClock{t: epoch}
-		o.now = clk.now
-		writesEvery(o, clk, 10, time.Millisecond) // a 2 ms hold
+		withWriteGaps(o, 10, time.Millisecond) // a 2 ms hold
 		before := put(t, c, "/before")
 		r := await(t, goRevision(context.Background(), o))
 		if r.err != nil || r.rev < before {
@@ -159,9 +162,7 @@ func TestHoldEnds(t *testing.T) {
 		_, c := startEtcd(t)
 		rec := &recorder{}
 		o := newOracle(t, c, Options{WriteHold: time.Minute, WriteWait: time.Minute, Recorder: rec})
-		clk := &fakeClock{t: epoch}
-		o.now = clk.now
-		writesEvery(o, clk, 10, 20*time.Second) // a 40 s hold
+		withWriteGaps(o, 10, 20*time.Second) // a 40 s hold
 		joined := allJoins(o)
 		a := goRevision(context.Background(), o)
 		waitJoins(t, joined, 1)
@@ -181,9 +182,7 @@ func TestHoldEnds(t *testing.T) {
 		g := newGatedKV(c)
 		rec := &recorder{}
 		o := newOracle(t, c, Options{WriteHold: time.Minute, Recorder: rec})
-		clk := &fakeClock{t: epoch}
-		o.now = clk.now
-		writesEvery(o, clk, 10, 20*time.Second)
+		withWriteGaps(o, 10, 20*time.Second)
 		joined := allJoins(o)
 		ctx, cancel := context.WithCancel(context.Background())
 		a := goRevision(ctx, o)
@@ -215,9 +214,7 @@ func TestNoHoldBehindAFetch(t *testing.T) {
 	_, c := startEtcd(t)
 	g := newGatedKV(c)
 	o := newOracle(t, c, Options{WriteHold: time.Minute})
-	clk := &fakeClock{t: epoch}
-	o.now = clk.now
-	writesEvery(o, clk, 10, 20*time.Second) // a 40 s hold, past waitLimit
+	clk := withWriteGaps(o, 10, 20*time.Second) // a 40 s hold, past waitLimit
 	last := clk.now()
 	clk.set(last.Add(time.Hour)) // writes stopped: A is not held
 	joined := joins(o)
