@@ -8,13 +8,15 @@
 // A Writer encodes and writes one object (Put); Load writes a whole data
 // set with concurrent writers; Update is a steady background load of
 // updates at a fixed rate. The callers say what object i is: this package
-// knows keys and encodings, not data sets.
+// knows keys and encodings, not data sets. ConfigMap is the one object
+// shape the configmap scenarios (kep-2340, stall, watchlist) share: their
+// names, labels and data, with the fixed metadata around them.
 //
 // # Who calls it
 //
 // The storage benchmark (package storage: its Env and background writers,
-// which the apiserver benchmark shares) and the stall and watchlist
-// scenarios.
+// which the apiserver benchmark shares) and the kep-2340, stall and
+// watchlist scenarios.
 //
 // # What it guarantees
 //

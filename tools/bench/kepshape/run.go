@@ -14,7 +14,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -201,16 +200,9 @@ func namespace(n int) string { return fmt.Sprintf("kep-%02d", n) }
 // configMap is object i: a 1 KiB value, labels that Selector never
 // matches.
 func configMap(ns, name string, i int, value string) *v1.ConfigMap {
-	return &v1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns,
-			UID:               types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", i)),
-			CreationTimestamp: metav1.Unix(1735689600, 0),
-			Labels:            map[string]string{"app": "kep-2340", "shard": fmt.Sprint(i % 100)},
-		},
-		Data: map[string]string{"value": value},
-	}
+	return etcdload.ConfigMap(ns, name, int64(i),
+		map[string]string{"app": "kep-2340", "shard": fmt.Sprint(i % 100)},
+		map[string]string{"value": value})
 }
 
 // listResults are one phase's LISTs.

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/freshcache/freshcache/tools/bench/etcdload"
 )
@@ -48,17 +47,12 @@ func (s *store) configMap(i int, gen int64) *v1.ConfigMap {
 	for j := range b {
 		b[j] = letters[r.IntN(len(letters))]
 	}
-	return &v1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: objectName(i), Namespace: Namespace,
-			UID:               types.UID(fmt.Sprintf("00000000-0000-4000-a000-%012d", i)),
-			CreationTimestamp: metav1.Unix(1735689600+int64(i), 0),
-			Labels:            map[string]string{"app": fmt.Sprintf("app-%03d", i%97)},
-			Annotations:       map[string]string{"bench.freshcache.io/gen": fmt.Sprint(gen)},
-		},
-		Data: map[string]string{"payload": string(b)},
-	}
+	cm := etcdload.ConfigMap(Namespace, objectName(i), int64(i),
+		map[string]string{"app": fmt.Sprintf("app-%03d", i%97)},
+		map[string]string{"payload": string(b)})
+	cm.CreationTimestamp = metav1.Unix(etcdload.Created.Unix()+int64(i), 0)
+	cm.Annotations = map[string]string{"bench.freshcache.io/gen": fmt.Sprint(gen)}
+	return cm
 }
 
 func (s *store) put(ctx context.Context, i int) error {

@@ -52,16 +52,8 @@ func (s *store) close() { _ = s.w.Close() }
 
 // configMap builds a configmap whose data changes with every write (gen).
 func (s *store) configMap(ns, name string, gen int64) *v1.ConfigMap {
-	return &v1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: ns,
-			UID:               types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012d", gen)),
-			CreationTimestamp: metav1.Unix(1735689600, 0),
-			Labels:            map[string]string{"app": "watchlist-bench"},
-		},
-		Data: map[string]string{"value": s.value, "gen": fmt.Sprint(gen)},
-	}
+	return etcdload.ConfigMap(ns, name, gen, map[string]string{"app": "watchlist-bench"},
+		map[string]string{"value": s.value, "gen": fmt.Sprint(gen)})
 }
 
 func (s *store) secret(name string, gen int64) *v1.Secret {
@@ -70,7 +62,7 @@ func (s *store) secret(name string, gen int64) *v1.Secret {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: smallNamespace,
 			UID:               types.UID(fmt.Sprintf("00000000-0000-4000-9000-%012d", gen)),
-			CreationTimestamp: metav1.Unix(1735689600, 0),
+			CreationTimestamp: etcdload.Created,
 		},
 		Type: v1.SecretTypeOpaque,
 		Data: map[string][]byte{"value": []byte(s.value), "gen": []byte(fmt.Sprint(gen))},
