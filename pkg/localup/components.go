@@ -86,21 +86,7 @@ func (c *Cluster) startComponent(s componentSpec) (*Component, error) {
 	if err := WriteClientKubeconfig(kubeconfig, c.APIServers[0].URL, c.PKI, s.name, s.user); err != nil {
 		return nil, err
 	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--bind-address=" + c.Options.BindAddress,
-		"--secure-port=" + strconv.Itoa(s.port),
-		"--tls-cert-file=" + c.PKI.ServingCertFor(s.name),
-		"--tls-private-key-file=" + c.PKI.ServingKeyFor(s.name),
-		"--leader-elect=true",
-	}
-	if q := c.Options.ControllerQPS; q > 0 {
-		v := strconv.FormatFloat(q, 'f', -1, 64)
-		args = append(args, "--kube-api-qps="+v, "--kube-api-burst="+strconv.Itoa(int(math.Ceil(q))))
-	}
-	args = append(args, s.args(c)...)
+	args := c.componentArgs(s, kubeconfig)
 	p, err := StartProcess(s.name, s.binary, filepath.Join(c.dataDir, "logs", s.name+".log"), args)
 	if err != nil {
 		return nil, err
@@ -112,6 +98,26 @@ func (c *Cluster) startComponent(s componentSpec) (*Component, error) {
 		User:       s.user,
 		Kubeconfig: kubeconfig,
 	}, nil
+}
+
+// componentArgs are s's flags, with kubeconfig as its identity.
+func (c *Cluster) componentArgs(s componentSpec, kubeconfig string) []string {
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=" + c.Options.BindAddress,
+		"--secure-port=" + strconv.Itoa(s.port),
+		"--tls-cert-file=" + c.PKI.ServingCertFor(s.name),
+		"--tls-private-key-file=" + c.PKI.ServingKeyFor(s.name),
+		"--leader-elect=" + strconv.FormatBool(c.Options.LeaderElect),
+	}
+	if q := c.Options.ControllerQPS; q > 0 {
+		v := strconv.FormatFloat(q, 'f', -1, 64)
+		args = append(args, "--kube-api-qps="+v, "--kube-api-burst="+strconv.Itoa(int(math.Ceil(q))))
+	}
+	args = append(args, s.args(c)...)
+	return args
 }
 
 // servingHosts are the names the controllers' serving certificates are

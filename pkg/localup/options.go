@@ -59,6 +59,12 @@ type Options struct {
 	// scheduler's --kube-api-qps and --kube-api-burst (their own defaults
 	// are 20/30 and 50/100): thousands of pods roll out at this pace.
 	ControllerQPS float64
+	// LeaderElect runs kube-controller-manager and kube-scheduler with
+	// --leader-elect, as a kubeadm control plane does. With it, a
+	// controller that cannot renew its lease within its deadline (an
+	// apiserver overloaded on purpose) exits, and local-up then stops the
+	// whole cluster; a benchmark that overloads the apiserver turns it off.
+	LeaderElect bool
 	// ControllerManagerBinary and SchedulerBinary are the binaries to run;
 	// empty means next to local-up, then $PATH.
 	ControllerManagerBinary string
@@ -143,6 +149,7 @@ func NewOptions() *Options {
 		ReadyTimeout:      3 * time.Minute,
 		ShutdownGrace:     30 * time.Second,
 		Controllers:       true,
+		LeaderElect:       true,
 		Nodes:             2,
 		NodeNamePrefix:    "hollow-",
 		RealNodeIP:        realnode.DefaultNodeIP,
@@ -169,6 +176,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	fs.BoolVar(&o.Controllers, "controllers", o.Controllers, "Run kube-controller-manager and kube-scheduler (against the first kube-apiserver), each with its own identity.")
 	fs.Float64Var(&o.ControllerQPS, "controller-kube-api-qps", o.ControllerQPS, "When positive, the kube-controller-manager's and kube-scheduler's --kube-api-qps and --kube-api-burst, as scale tests raise them for thousands of pods; 0 keeps their defaults.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run kube-controller-manager and kube-scheduler with --leader-elect, as a kubeadm control plane does. A controller that cannot renew its lease exits, and local-up then stops the cluster: a benchmark that overloads the apiserver on purpose sets it false.")
 	fs.StringVar(&o.ControllerManagerBinary, "kube-controller-manager", o.ControllerManagerBinary, "Path of the kube-controller-manager binary. Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.SchedulerBinary, "kube-scheduler", o.SchedulerBinary, "Path of the kube-scheduler binary. Default: next to local-up, then $PATH.")
 	fs.IntVar(&o.Nodes, "nodes", o.Nodes, fmt.Sprintf("Number of kubemark hollow nodes: the real kubelet on a fake container runtime, one process each (0 to %d).", MaxNodes))

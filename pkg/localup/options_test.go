@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,5 +210,30 @@ func writeExecutable(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLeaderElect: the controllers elect a leader by default, as in a
+// kubeadm control plane, and not with --leader-elect=false.
+func TestLeaderElect(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--leader-elect=true"},
+		{[]string{"--leader-elect=false"}, "--leader-elect=false"},
+	} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("local-up", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		c := &Cluster{Options: o}
+		for _, spec := range []componentSpec{c.controllerManagerSpec("kcm", 1), c.schedulerSpec("sched", 2)} {
+			if args := c.componentArgs(spec, "kubeconfig"); !slices.Contains(args, tc.want) {
+				t.Errorf("%v: %s args %v lack %s", tc.args, spec.name, args, tc.want)
+			}
+		}
 	}
 }

@@ -95,12 +95,12 @@ func TestLocalUpArgsComeLast(t *testing.T) {
 	}
 }
 
-// TestLocalUpArgsKwok: kwok nodes replace the hollow ones, and the
-// controllers' QPS reaches local-up.
+// TestLocalUpArgsKwok: kwok nodes replace the hollow ones, the
+// controllers' QPS reaches local-up, and they run without leader election.
 func TestLocalUpArgsKwok(t *testing.T) {
 	cfg := Config{ReadyTimeout: time.Minute, NodeKind: NodesKwok, ControllerQPS: 150}
 	got := cfg.localUpArgs(cell{Upstream, modeSingle, 1000, 2})
-	want := []string{"--controllers=true", "--nodes=0", "--kwok-nodes=1000", "--ready-timeout=1m0s", "--controller-kube-api-qps=150",
+	want := []string{"--controllers=true", "--leader-elect=false", "--nodes=0", "--kwok-nodes=1000", "--ready-timeout=1m0s", "--controller-kube-api-qps=150",
 		"--watch-cache-implementation=upstream"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("local-up args %v, want %v", got, want)
