@@ -3,6 +3,7 @@ package cluster
 import (
 	"image/png"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -168,13 +169,16 @@ func TestClusterReportAndPlots(t *testing.T) {
 		t.Fatalf("%d models, %d estimates", len(rep.Models), len(rep.Estimates))
 	}
 	dir := t.TempDir()
-	plots, err := Plot(rows, dir, "cluster")
-	if err != nil || len(plots) != len(clusterPlots) {
+	plots, err := Plot(rows, dir, "cluster", "")
+	if err != nil || len(plots) != 1 || filepath.Base(plots[0]) != "cluster.png" {
 		t.Fatalf("plots %v, %v", plots, err)
 	}
 	checkPNGs(t, plots)
+	if none, err := Plot([]Row{{Config: Upstream, Nodes: 2}}, dir, "empty", NodesKwok); err != nil || none != nil {
+		t.Errorf("rows with nothing to draw: %v, %v; want no file", none, err)
+	}
 	var b strings.Builder
-	if err := WriteMarkdown(&b, rep, []string{"cluster-apiserver-cpu.png"}); err != nil {
+	if err := WriteMarkdown(&b, rep, []string{"cluster.png"}); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -182,7 +186,7 @@ func TestClusterReportAndPlots(t *testing.T) {
 		"cluster-bench ratios: apiserver-cpu=0.75 etcd-reads=1.00 list-p99=0.75 stale=0",
 		"## Per configuration", "## etcd requests in the window", "## Pod request latency by verb and scope",
 		"## Calibration", "## Cost model: 5000 nodes", "What the extrapolation assumes", "## What this cannot measure",
-		"![cluster-apiserver-cpu](cluster-apiserver-cpu.png)", "| freshcache-fresh-rv0 | ha | 4 |",
+		"![cluster](cluster.png)", "| freshcache-fresh-rv0 | ha | 4 |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)

@@ -97,7 +97,7 @@ func runClusterKind(ctx context.Context, name string, args []string, d clusterDe
 	fs.StringArrayVar(&cfg.LocalUpArgs, "local-up-arg", nil, "a flag passed to every cluster's local-up after the configuration's own, e.g. --local-up-arg=--consistent-read-timeout-action=reject (repeatable)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "local-up data directories go here; a temporary one, removed afterwards, when empty")
 	fs.BoolVar(&keep, "keep-data", false, "keep the temporary data directory (logs of every component)")
-	fs.StringVar(&out, "out", d.out, "markdown report; its JSON and plots go next to it (NAME.json, NAME-*.png)")
+	fs.StringVar(&out, "out", d.out, "markdown report; its JSON and plots go next to it (NAME.json, NAME.png)")
 	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
 	fs.StringSliceVar(&merge, "from-json", nil, "run nothing: write one report from the cells of these reports' JSON (runs of the same load, no cell in two of them)")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
@@ -189,7 +189,7 @@ func writeClusterOutputs(rep cluster.Report, out string) error {
 	}
 	rows := rep.Cells
 	dir, base := filepath.Dir(out), strings.TrimSuffix(filepath.Base(out), ".md")
-	plots, perr := cluster.Plot(rows, dir, base)
+	plots, perr := cluster.Plot(rows, dir, base, rep.Settings.NodeKind)
 	var rel []string
 	for _, p := range plots {
 		rel = append(rel, filepath.Base(p))
@@ -201,7 +201,7 @@ func writeClusterOutputs(rep cluster.Report, out string) error {
 	}
 	merr := cluster.WriteMarkdown(w, rep, rel)
 	derr := done()
-	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plots\n", out, filepath.Join(dir, base), len(plots))
+	fmt.Fprintf(os.Stderr, "# wrote %s, %s.json and %d plot(s)\n", out, filepath.Join(dir, base), len(plots))
 	if rep.Settings.NodeKind == cluster.NodesKwok {
 		fmt.Println(cluster.ComputeRatios(rows).ScaleLine())
 	} else {
