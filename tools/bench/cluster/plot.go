@@ -21,7 +21,7 @@ import (
 // clusterPlot is one panel: a value per row, absent when ok is false.
 type clusterPlot struct {
 	title, ylabel string
-	value               func(Row) (float64, bool)
+	value         func(Row) (float64, bool)
 }
 
 var clusterPlots = []clusterPlot{
