@@ -320,9 +320,13 @@ $(BENCH): FORCE
 
 FORCE:
 
-bench: $(BENCH) ## Short side-by-side benchmark (<10 min): storage level + heap per object; refreshes docs/results.
+# bench's heap check at 20,000 pods goes to _output/bench: bench-full's
+# memory-full measures the same 20,000 pods next to 100,000, and
+# docs/results keeps one file set per scenario.
+bench: $(BENCH) ## Short side-by-side benchmark (<10 min): storage level (refreshes docs/results/storage.*) + heap per object at 20,000 pods (_output/bench/memory.md).
 	$(BENCH) storage $(BENCH_SHORT) --name=storage --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
-	$(BENCH) memory --pods=20000 --nodes=200 --name=memory --out-dir=$(BENCH_OUT)
+	@mkdir -p $(OUT)/bench
+	$(BENCH) memory --pods=20000 --nodes=200 --name=memory --out-dir=$(OUT)/bench
 
 # bench-full runs the etcd backend on fewer scenarios at the large shapes:
 # every etcd LIST decodes every pod (~0.8 s of CPU per LIST at 20k pods).
@@ -405,7 +409,7 @@ bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 
 # count, and HA (2 kube-apiservers, 3 etcd members) at CLUSTER_HA_NODES, all
 # under the same seeded load: Deployment churn, LIST clients at rv="" and
 # rv=0, informers with and without WatchListClient, a freshness probe
-# (freshcache-bench cluster; docs/results/cluster.md, plots cluster-*.png).
+# (freshcache-bench cluster; docs/results/cluster.md, its figure cluster.png).
 # It ends with one line: cluster-bench ratios: apiserver-cpu=... etcd-reads=...
 # list-p99=... stale=... Run it on a quiet machine; CLUSTER_NODES lists the
 # node counts. 100 nodes is past this 2-core machine's edge: in three runs
@@ -441,7 +445,7 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 SCALE_NODES ?= 1000
 SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
-bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~2 h 10 min here: a 1,000-node cell takes about 14 min, 8 of them starting the pods).
+bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~2 h 35 min here: a 1,000-node cell takes about 17 min, 10-12 of them starting the pods).
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=20m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~12 min here after make build); writes _output/bench/scale-short.md.
