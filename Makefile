@@ -445,7 +445,7 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 SCALE_NODES ?= 1000
 SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
-bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~2 h 35 min here: a 1,000-node cell takes about 17 min, 10-12 of them starting the pods).
+bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~3 h here: a 1,000-node cell takes 17-22 min, 10-15 of them starting the pods).
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=20m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~12 min here after make build); writes _output/bench/scale-short.md.
