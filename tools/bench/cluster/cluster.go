@@ -302,13 +302,14 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 // localUpArgs are local-up's flags for c.
 func (cfg Config) localUpArgs(c cell) []string {
-	args := []string{"--controllers=true", "--nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
+	args := []string{"--controllers=true", "--nodes=" + strconv.Itoa(c.nodes)}
 	if cfg.NodeKind == NodesKwok {
 		// No leader election: upstream's restart storm can hold a lease
 		// renewal past its deadline, and a controller that loses its
 		// lease exits, which stops the cluster and loses the cell.
-		args = []string{"--controllers=true", "--leader-elect=false", "--nodes=0", "--kwok-nodes=" + strconv.Itoa(c.nodes), "--ready-timeout=" + cfg.ReadyTimeout.String()}
+		args = []string{"--controllers=true", "--leader-elect=false", "--nodes=0", "--kwok-nodes=" + strconv.Itoa(c.nodes)}
 	}
+	args = append(args, "--ready-timeout="+cfg.ReadyTimeout.String())
 	if cfg.ControllerQPS > 0 {
 		args = append(args, "--controller-kube-api-qps="+strconv.FormatFloat(cfg.ControllerQPS, 'f', -1, 64))
 	}
