@@ -9,6 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/klog/v2"
 
+	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/oracle"
 )
 
@@ -31,9 +32,17 @@ type WriteAnnouncer interface {
 // own read, without a write) never reaches the transformer. When the call
 // succeeds, the last attempt was a write, and the object carries the
 // revision etcd committed it at.
+//
+// Two parties hear of the write: the revision source (WriteAnnouncer),
+// which answers reads waiting for a revision with it, and the cache's
+// reflector, for which the revision of a write of the store's, one key in
+// one transaction, is whole the moment its event arrives.
 type writeProbe struct {
 	announcer WriteAnnouncer
 	w         *oracle.Write
+	reflector *reflector.Reflector
+	// sent: the reflector has been told of the attempt in flight.
+	sent bool
 }
 
 type writeProbeKey struct{}
@@ -44,17 +53,22 @@ func (c *Cache) probeWrite(ctx context.Context) (context.Context, *writeProbe) {
 	if c.announcer == nil {
 		return ctx, nil
 	}
-	p := &writeProbe{announcer: c.announcer}
+	p := &writeProbe{announcer: c.announcer, reflector: c.reflector}
 	return context.WithValue(ctx, writeProbeKey{}, p), p
 }
 
-// sending marks a write request about to be sent.
+// sending marks a write request about to be sent. An attempt before it,
+// if any, was refused: it wrote nothing.
 func (p *writeProbe) sending() {
 	if p == nil {
 		return
 	}
 	p.w.Failed()
 	p.w = p.announcer.WriteStarting()
+	if !p.sent {
+		p.reflector.WriteSending()
+		p.sent = true
+	}
 }
 
 // retrying withdraws the write of an attempt the store starts over.
@@ -64,21 +78,30 @@ func (p *writeProbe) retrying() {
 	}
 	p.w.Failed()
 	p.w = nil
+	if p.sent {
+		p.reflector.WriteEnded(0)
+		p.sent = false
+	}
 }
 
 // end ends the call's write with its outcome.
 func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versioner) {
-	if p == nil || p.w == nil {
+	if p == nil {
 		return
+	}
+	var rv uint64
+	if err == nil && obj != nil && (p.sent || p.w != nil) {
+		if v, verr := versioner.ObjectResourceVersion(obj); verr == nil {
+			rv = v
+		}
+	}
+	if p.sent {
+		p.reflector.WriteEnded(rv)
+		p.sent = false
 	}
 	w := p.w
 	p.w = nil
-	if err != nil || obj == nil {
-		w.Failed()
-		return
-	}
-	rv, verr := versioner.ObjectResourceVersion(obj)
-	if verr != nil || rv == 0 {
+	if rv == 0 {
 		w.Failed()
 		return
 	}

@@ -46,6 +46,22 @@
 // the same client, metadata and require-leader flag as the watch, so they
 // reach its stream.
 //
+// # Own writes
+//
+// The etcd3 store writes one key per etcd transaction (Create,
+// GuaranteedUpdate and Delete each send a single-key txn), so a revision
+// the apiserver's own store wrote holds exactly one event. The cache tells
+// the reflector when it sends such a write and, once it is answered, the
+// revision etcd committed it at (WriteSending, WriteEnded). When the watch
+// holds one event at such a revision, the revision is whole: it goes to
+// the sink at once, with no progress round trip. etcd sends a write's
+// answer and its watch event together, so either may come first; while a
+// write of the cache's is in flight, a held single event waits up to
+// OwnWriteGrace for its answer before RevisionPending asks for progress,
+// and a late answer still completes it. A revision of two or more events,
+// or of anybody else's write (another apiserver, an etcd client), waits
+// for a later event or a progress notification as before.
+//
 // # Guarantees
 //
 //   - Whole transactions: etcd gives every key of one transaction the same
@@ -53,9 +69,9 @@
 //     each watch response holds whole revisions, and each revision goes to
 //     the sink in one Apply on arrival. The etcd3 store hands events over
 //     one by one, so through it the reflector holds the events of a
-//     revision and hands them over in one Apply once a later event or a
-//     progress notification at or beyond it proves the revision complete;
-//     while it waits it calls Config.RevisionPending, so that a progress
+//     revision and hands them over in one Apply once a later event, a
+//     progress notification at or beyond it, or the cache's own write of it
+//     (Own writes) proves the revision complete; while it waits it calls Config.RevisionPending, so that a progress
 //     request is sent at once. A watch that ends inside a revision drops
 //     the part it holds; the next watch, from the sink's revision, delivers
 //     the revision again.

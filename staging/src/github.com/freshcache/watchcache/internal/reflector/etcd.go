@@ -161,7 +161,9 @@ func (r *Reflector) watchEtcd(ctx context.Context) watchEnd {
 		case <-ctx.Done():
 			return watchEnd{}
 		case reason := <-r.relist:
-			return watchEnd{relist: reason, requested: true, progressed: progressed, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
+			end := r.relistRequested(reason)
+			end.progressed = progressed
+			return end
 		case resp, ok = <-wch:
 		}
 		if !ok {

@@ -100,8 +100,11 @@ type Config struct {
 	// revision rv, has nothing more to hand over right now, and nothing
 	// proves yet that rv is complete (another event of the same etcd
 	// transaction may still be on its way). It must not block; it should
-	// see to a progress request, whose notification completes rv. Nil:
-	// rv completes with the next event or notification only.
+	// see to a progress request, whose notification completes rv. It is
+	// not called for a revision of one event that the cache's own write
+	// committed (WriteEnded), and only after OwnWriteGrace for one that
+	// a write in flight may have. Nil: rv completes with the next event,
+	// notification or own write only.
 	RevisionPending func(rv uint64)
 	// TransientRetry bounds how long transient watch errors are retried
 	// without a relist. Zero: DefaultTransientRetry.
@@ -137,6 +140,8 @@ type Reflector struct {
 	lateAt uint64
 	// sizes: with Etcd, the stored size of every key's value.
 	sizes storedSizes
+	// own holds the revisions of the cache's own writes (WriteEnded).
+	own ownWrites
 	// transientSince is when the current run of transient watch errors
 	// began; zero while watches make progress. Only the Run goroutine
 	// uses it.
@@ -166,7 +171,9 @@ func New(cfg Config) *Reflector {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Discard{}
 	}
-	return &Reflector{cfg: cfg, listed: make(chan struct{}), relist: make(chan string, 1)}
+	r := &Reflector{cfg: cfg, listed: make(chan struct{}), relist: make(chan string, 1)}
+	r.own.wake = make(chan struct{}, 1)
+	return r
 }
 
 // Listed is closed once the initial list is in the sink.
@@ -469,14 +476,24 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 			why watchEnd
 		)
 		if len(batch) > 0 {
+			whole := false
 			select {
 			case ev, ok = <-w.ResultChan():
 			default:
-				// Nothing more for now: ask etcd to prove batchRV complete.
-				if r.cfg.RevisionPending != nil {
-					r.cfg.RevisionPending(batchRV)
+				// Nothing more for now: batchRV is complete if the cache's
+				// own write committed it; if not, etcd is asked to prove
+				// it complete.
+				if r.wholeOwnWrite(batchRV, len(batch)) {
+					whole = true
+				} else {
+					ev, ok, why, whole = r.awaitWhole(ctx, w, batchRV, len(batch))
 				}
-				ev, ok, why = r.next(ctx, w)
+			}
+			if whole {
+				if err := flush(); err != nil {
+					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+				}
+				continue
 			}
 		} else {
 			ev, ok, why = r.next(ctx, w)

@@ -679,7 +679,7 @@ func (e *env) waitSink(t *testing.T, what string, cond func() bool) {
 
 // putTxn puts the pods in one etcd transaction, as another etcd client
 // could: the apiserver itself writes one key per transaction.
-func (e *env) putTxn(ctx context.Context, t *testing.T, names ...string) {
+func (e *env) putTxn(ctx context.Context, t *testing.T, names ...string) uint64 {
 	t.Helper()
 	var ops []clientv3.Op
 	for _, n := range names {
@@ -689,7 +689,9 @@ func (e *env) putTxn(ctx context.Context, t *testing.T, names ...string) {
 		}
 		ops = append(ops, clientv3.OpPut(etcd3testing.PathPrefix()+"/pods/ns/"+n, string(data)))
 	}
-	if _, err := e.client.Txn(ctx).Then(ops...).Commit(); err != nil {
+	resp, err := e.client.Txn(ctx).Then(ops...).Commit()
+	if err != nil {
 		t.Fatal(err)
 	}
+	return uint64(resp.Header.Revision)
 }

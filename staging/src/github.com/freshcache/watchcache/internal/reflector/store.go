@@ -170,10 +170,15 @@ func (r *Reflector) next(ctx context.Context, w watch.Interface) (watch.Event, b
 	case <-ctx.Done():
 		return watch.Event{}, false, watchEnd{}
 	case reason := <-r.relist:
-		return watch.Event{}, false, watchEnd{relist: reason, requested: true, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
+		return watch.Event{}, false, r.relistRequested(reason)
 	case ev, ok := <-w.ResultChan():
 		return ev, ok, watchEnd{}
 	}
+}
+
+// relistRequested is how a watch ends when Relist asked for reason.
+func (r *Reflector) relistRequested(reason string) watchEnd {
+	return watchEnd{relist: reason, requested: true, err: fmt.Errorf("relist %s: %s", r.cfg.Prefix, reason)}
 }
 
 func (r *Reflector) open(ctx context.Context, from uint64) (watch.Interface, error) {
