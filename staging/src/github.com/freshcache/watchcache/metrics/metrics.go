@@ -45,6 +45,13 @@ var (
 		Help:           "Watchers the cache closed because they did not keep up (reason=slow) or because it relisted (reason=relist).",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, append(append([]string(nil), labels...), "reason"))
+	revisionsCompleted = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "revisions_completed_total",
+		Help:           "Revisions the cache held until something proved them whole (etcd gives every key of a transaction one revision), by what did: a later event (by=event), a progress notification (by=progress) or this apiserver's own single-key write of it (by=own_write). Only progress costs a round trip to etcd.",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource", "by"})
 	relists = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -97,7 +104,7 @@ var (
 // Register adds the metrics to the legacy registry. It is idempotent.
 func Register() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, relists, watchRetries, catchUp, protocolErrors, consistencyChecks, inconsistencies)
+		legacyregistry.MustRegister(resourceVersion, eventsReceived, watchers, terminatedWatchers, revisionsCompleted, relists, watchRetries, catchUp, protocolErrors, consistencyChecks, inconsistencies)
 	})
 }
 
@@ -114,6 +121,17 @@ const (
 	RelistError        = "error"
 	RelistRetryBudget  = "retry_budget"
 	RelistInconsistent = "inconsistent"
+)
+
+// What proved a held revision whole, for RevisionCompleted.
+const (
+	// CompletedByEvent: an event of a later revision arrived.
+	CompletedByEvent = "event"
+	// CompletedByProgress: a progress notification at or beyond it.
+	CompletedByProgress = "progress"
+	// CompletedByOwnWrite: this apiserver's own single-key write
+	// committed it.
+	CompletedByOwnWrite = "own_write"
 )
 
 // Results for ConsistencyChecked.
@@ -144,6 +162,10 @@ type Recorder interface {
 	// progress notification) after a run of transient watch errors, the
 	// time since the first of them.
 	CaughtUp(d time.Duration)
+	// RevisionCompleted counts one revision the reflector held, reading
+	// etcd through the etcd3 store, until something proved it whole, by
+	// what did (CompletedBy*).
+	RevisionCompleted(by string)
 	// ProtocolError counts one input the freshness Machine refused (a bug
 	// of the driver).
 	ProtocolError()
@@ -188,6 +210,12 @@ func For(gr schema.GroupResource) Recorder {
 		// Created now, so that the series exists at 0 and an alert on its
 		// increase fires on the first inconsistency.
 		inconsistent: inconsistencies.WithLabelValues(gr.Group, gr.Resource),
+		// One per revision held: looked up once.
+		completed: map[string]compbasemetrics.CounterMetric{
+			CompletedByEvent:    revisionsCompleted.WithLabelValues(gr.Group, gr.Resource, CompletedByEvent),
+			CompletedByProgress: revisionsCompleted.WithLabelValues(gr.Group, gr.Resource, CompletedByProgress),
+			CompletedByOwnWrite: revisionsCompleted.WithLabelValues(gr.Group, gr.Resource, CompletedByOwnWrite),
+		},
 	}
 }
 
@@ -199,6 +227,7 @@ type legacy struct {
 	progress        compbasemetrics.CounterMetric
 	stalls          compbasemetrics.CounterMetric
 	inconsistent    compbasemetrics.CounterMetric
+	completed       map[string]compbasemetrics.CounterMetric
 }
 
 func (l *legacy) ResourceVersion(rv uint64) { l.rv.Set(float64(rv)) }
@@ -209,6 +238,16 @@ func (l *legacy) ProtocolError()            { protocolErrors.WithLabelValues(l.g
 func (l *legacy) CaughtUp(d time.Duration) {
 	catchUp.WithLabelValues(l.group, l.resource).Observe(d.Seconds())
 }
+
+// RevisionCompleted counts one held revision proven whole, by what did.
+func (l *legacy) RevisionCompleted(by string) {
+	if c, ok := l.completed[by]; ok {
+		c.Inc()
+		return
+	}
+	revisionsCompleted.WithLabelValues(l.group, l.resource, by).Inc()
+}
+
 func (l *legacy) Relisted(reason string) {
 	relists.WithLabelValues(l.group, l.resource, reason).Inc()
 }
@@ -239,6 +278,9 @@ func (Discard) WatcherTerminated(string) {}
 
 // Relisted records nothing.
 func (Discard) Relisted(string) {}
+
+// RevisionCompleted records nothing.
+func (Discard) RevisionCompleted(string) {}
 
 // WatchRetried records nothing.
 func (Discard) WatchRetried() {}

@@ -3,6 +3,7 @@ package reflector_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache/internal/reflector"
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // ownWriter is a reflector whose RevisionPending only counts: no progress
@@ -25,15 +27,36 @@ type ownWriter struct {
 	clock   *clocktesting.FakeClock
 	pending atomic.Int64
 	asked   chan uint64
+	done    *completions
+}
+
+// completions counts RevisionCompleted by what proved the revision whole.
+type completions struct {
+	metrics.Discard
+	mu sync.Mutex
+	by map[string]int
+}
+
+func (c *completions) RevisionCompleted(by string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.by[by]++
+}
+
+func (c *completions) count(by string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.by[by]
 }
 
 func startOwnWriter(ctx context.Context, t *testing.T) *ownWriter {
 	t.Helper()
-	o := &ownWriter{env: start(t), clock: clocktesting.NewFakeClock(time.Now()), asked: make(chan uint64, 64)}
+	o := &ownWriter{env: start(t), clock: clocktesting.NewFakeClock(time.Now()), asked: make(chan uint64, 64),
+		done: &completions{by: map[string]int{}}}
 	for i := 0; i < 3; i++ {
 		o.create(ctx, t, "pod-"+strconv.Itoa(i))
 	}
-	o.r = o.runWith(t, reflector.Config{Clock: o.clock, RevisionPending: func(rv uint64) {
+	o.r = o.runWith(t, reflector.Config{Clock: o.clock, Metrics: o.done, RevisionPending: func(rv uint64) {
 		o.pending.Add(1)
 		o.asked <- rv
 	}})
@@ -122,18 +145,22 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 		pending int64
 		// events is the size of the last apply: the case's write.
 		events int
+		// by is what proves the case's write whole (metrics.CompletedBy*).
+		by string
 	}{
 		{
 			name: "answer and event in any order",
 			run: func(t *testing.T, o *ownWriter) {
 				o.reaches(t, o.ownCreate(ctx, t, "own", nil))
 			},
+			by: metrics.CompletedByOwnWrite,
 		},
 		{
 			name: "event first, answer within the grace",
 			run: func(t *testing.T, o *ownWriter) {
 				o.reaches(t, o.ownCreate(ctx, t, "own", func(uint64) { o.graceWaiting(t) }))
 			},
+			by: metrics.CompletedByOwnWrite,
 		},
 		{
 			name: "event first, answer after the grace",
@@ -148,6 +175,7 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 				o.reaches(t, rv)
 			},
 			pending: 1,
+			by:      metrics.CompletedByOwnWrite,
 		},
 		{
 			name: "a write of somebody else's",
@@ -158,6 +186,7 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 				o.reaches(t, rv)
 			},
 			pending: 1,
+			by:      metrics.CompletedByProgress,
 		},
 		{
 			name: "an own write that failed leaves nothing in flight",
@@ -176,6 +205,7 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 				o.reaches(t, rv)
 			},
 			pending: 1,
+			by:      metrics.CompletedByProgress,
 		},
 		{
 			name: "two keys at a revision a write claims",
@@ -189,6 +219,7 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 			},
 			pending: 1,
 			events:  2,
+			by:      metrics.CompletedByProgress,
 		},
 	}
 	for _, tc := range cases {
@@ -199,6 +230,16 @@ func TestOwnWriteIsWholeOnArrival(t *testing.T) {
 			o.checkMonotonic(t)
 			if got := o.pending.Load(); got != tc.pending {
 				t.Fatalf("RevisionPending called %d times, want %d", got, tc.pending)
+			}
+			// The case's one write, and nothing before it, was held.
+			for _, by := range []string{metrics.CompletedByOwnWrite, metrics.CompletedByProgress, metrics.CompletedByEvent} {
+				want := 0
+				if by == tc.by {
+					want = 1
+				}
+				if got := o.done.count(by); got != want {
+					t.Fatalf("revisions completed by %s: %d, want %d", by, got, want)
+				}
 			}
 			want := tc.events
 			if want == 0 {

@@ -460,10 +460,13 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 		batch   []Event
 		batchRV uint64
 	)
-	flush := func() error {
+	// flush hands the batch over, now proven whole by by
+	// (metrics.CompletedBy*).
+	flush := func(by string) error {
 		if len(batch) == 0 {
 			return nil
 		}
+		r.cfg.Metrics.RevisionCompleted(by)
 		err := r.cfg.Sink.Apply(batchRV, batch)
 		batch = batch[:0]
 		return err
@@ -490,7 +493,7 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 				}
 			}
 			if whole {
-				if err := flush(); err != nil {
+				if err := flush(metrics.CompletedByOwnWrite); err != nil {
 					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 				}
 				continue
@@ -516,7 +519,7 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 		}
 		if ev.Type == watch.Bookmark {
 			if len(batch) > 0 && rv >= batchRV {
-				if err := flush(); err != nil {
+				if err := flush(metrics.CompletedByProgress); err != nil {
 					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 				}
 			}
@@ -530,7 +533,7 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 			continue
 		}
 		if len(batch) > 0 && rv != batchRV {
-			if err := flush(); err != nil {
+			if err := flush(metrics.CompletedByEvent); err != nil {
 				return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 			}
 		}
