@@ -51,6 +51,9 @@ type apiMetrics struct {
 	// holds counts revision_holds_total by result (write, expired,
 	// abandoned): reads held for the apiserver's next write.
 	holds map[string]float64
+	// completed counts revisions_completed_total by what proved a held
+	// revision whole (event, progress, own_write).
+	completed map[string]float64
 	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
@@ -120,6 +123,10 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.holds = map[string]float64{}
 	servermetrics.EachSeries(mfs, "apiserver_freshcache_revision_holds_total", func(m *dto.Metric) {
 		a.holds[promtext.Label(m, "result")] += m.GetCounter().GetValue()
+	})
+	a.completed = map[string]float64{}
+	servermetrics.EachSeries(mfs, "apiserver_freshcache_revisions_completed_total", func(m *dto.Metric) {
+		a.completed[promtext.Label(m, "by")] += m.GetCounter().GetValue()
 	})
 	return a
 }
@@ -280,6 +287,8 @@ type windowDelta struct {
 	WriteReads float64
 	// Holds is the window's part of holds, by result.
 	Holds map[string]float64
+	// Completed is the window's part of completed, by what proved it.
+	Completed map[string]float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -298,6 +307,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		APIEtcdOps:  map[string]float64{},
 		ProgressBy:  map[string]float64{},
 		Holds:       map[string]float64{},
+		Completed:   map[string]float64{},
 	}
 	for i := range after.api {
 		if i >= len(before.api) {
@@ -332,6 +342,9 @@ func diffSamples(before, after clusterSample) windowDelta {
 		d.WriteReads += a.writeReads - b.writeReads
 		for k, v := range subMaps(a.holds, b.holds) {
 			d.Holds[k] += v
+		}
+		for k, v := range subMaps(a.completed, b.completed) {
+			d.Completed[k] += v
 		}
 		d.FreshReads += a.freshReads - b.freshReads
 	}

@@ -156,6 +156,11 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 			{Name: ptrTo("apiserver_freshcache_revision_holds_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(fetchReads, "result", "write"), counter(2, "result", "expired"),
 			}},
+			{Name: ptrTo("apiserver_freshcache_revisions_completed_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(podsProgress, "group", "", "resource", "pods", "by", "own_write"),
+				counter(podsProgress, "group", "coordination.k8s.io", "resource", "leases", "by", "own_write"),
+				counter(5, "group", "", "resource", "pods", "by", "progress"),
+			}},
 		}
 	}
 	before := apiMetricsFrom(scrape(3, 0.5, 20), Freshcache)
@@ -178,6 +183,12 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	}
 	if len(d.Holds) != 1 || d.Holds["write"] != 12 {
 		t.Errorf("window holds %v, want only write 12", d.Holds)
+	}
+	if after.completed["own_write"] != 16 || after.completed["progress"] != 5 {
+		t.Errorf("revisions completed %v, want own_write 16 (two resources) and progress 5", after.completed)
+	}
+	if len(d.Completed) != 1 || d.Completed["own_write"] != 10 {
+		t.Errorf("window revisions completed %v, want only own_write 10", d.Completed)
 	}
 }
 

@@ -84,8 +84,12 @@ type Row struct {
 	// Holds counts the rounds of fresh reads held for the apiserver's
 	// next write (revision_holds_total), by how the hold ended: write (a
 	// fetch saved), expired, abandoned; absent before the hold existed.
-	Holds        map[string]float64 `json:"revision_holds,omitempty"`
-	FetchSeconds float64            `json:"fetch_seconds"`
+	Holds map[string]float64 `json:"revision_holds,omitempty"`
+	// RevisionsCompleted counts the revisions freshcache's reflectors
+	// held until something proved them whole (revisions_completed_total),
+	// by what did: event, progress, own_write; absent in older runs.
+	RevisionsCompleted map[string]float64 `json:"revisions_completed,omitempty"`
+	FetchSeconds       float64            `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
 	// and scope, every apiserver summed.
@@ -192,6 +196,9 @@ func (r *Row) fillWindow(d windowDelta) {
 	r.WriteReads = d.WriteReads
 	if len(d.Holds) > 0 {
 		r.Holds = d.Holds
+	}
+	if len(d.Completed) > 0 {
+		r.RevisionsCompleted = d.Completed
 	}
 	for _, k := range sortedKeys(d.requests) {
 		if q, ok := quantilesOf(k, d.requests[k]); ok {
