@@ -268,7 +268,7 @@ func (a *apiTarget) fill(r *Row, before, after serverSample, lat []time.Duration
 	if r.Ops > 0 {
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
 		r.ServerCPUPerOpMs = (after.cpu - before.cpu) * 1000 / float64(r.Ops)
-		r.EtcdPerOp = r.Etcd.Requests() / float64(r.Ops)
+		r.EtcdPerOp = (after.sent - before.sent) / float64(r.Ops)
 		r.ServerGCsPerKOp = (after.gcs - before.gcs) * 1000 / float64(r.Ops)
 	}
 	r.ServerHeapMiB = after.heap / (1 << 20)

@@ -26,6 +26,11 @@ type serverSample struct {
 	cpu  float64
 	wait quantile.Histogram
 	etcd servermetrics.EtcdCounters
+	// sent is what the server itself says it asked etcd: its store's
+	// etcd_requests_total, and freshcache's revision fetches and progress
+	// requests (upstream's cacher exports no count of its progress
+	// requests, at most ten a second while consistent reads wait).
+	sent float64
 	// heap is the server's go_memstats_heap_inuse_bytes; gcs its
 	// go_gc_duration_seconds count (GC cycles so far).
 	heap, gcs float64
@@ -56,6 +61,9 @@ func (a *apiTarget) sample(ctx context.Context) (serverSample, error) {
 		impl = impl[:i]
 	}
 	s.wait = servermetrics.HistogramFrom(mfs, servermetrics.WaitMetric(impl), "pods")
+	s.sent = servermetrics.CounterFrom(mfs, "etcd_requests_total") +
+		servermetrics.CounterFrom(mfs, "apiserver_freshcache_revision_fetches_total") +
+		servermetrics.CounterFrom(mfs, servermetrics.FreshcacheProgress)
 	emfs, err := servermetrics.Scrape(ctx, http.DefaultClient, strings.TrimSuffix(a.etcdURL, "/")+"/metrics")
 	if err != nil {
 		return s, err

@@ -25,9 +25,12 @@ type Row struct {
 	// ServerCPUPerOpMs is the kube-apiserver's process_cpu_seconds_total
 	// (its own /metrics) per op.
 	ServerCPUPerOpMs float64 `json:"server_cpu_per_op_ms"`
-	// EtcdPerOp is etcd requests (Range + Txn + Watch stream messages, from
-	// the etcd server's /metrics) per op. Only the server under test is
-	// loaded while its rows run; the other one idles.
+	// EtcdPerOp is, per op, the etcd requests the server under test
+	// counts itself: its store's etcd_requests_total, freshcache's revision
+	// fetches and progress requests (upstream's cacher does not count its
+	// progress requests). Etcd is the etcd server's own counters, which
+	// also count the other server: idle, but a freshcache server asks for
+	// progress after each background write it did not send.
 	EtcdPerOp float64                    `json:"etcd_requests_per_op"`
 	Etcd      servermetrics.EtcdCounters `json:"etcd"`
 	// ServerHeapMiB is the server's go_memstats_heap_inuse_bytes at the
