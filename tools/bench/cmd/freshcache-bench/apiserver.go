@@ -50,6 +50,8 @@ func runAPIServer(ctx context.Context, args []string) error {
 	report.Notes = append(cm.notes, notes...)
 	report.Notes = append(report.Notes, fmt.Sprintf("shape: %d pods on %d nodes; %v per row; background %g pod and %g lease writes/s straight to etcd; watch: %g pod writes/s on %d nodes",
 		cfg.Shape.Pods, cfg.Shape.Nodes, cfg.Duration, cfg.Load.PodWritesPerSec, cfg.Load.LeaseWritesPerSec, cfg.WatchWritesPerSec, cfg.WatchNodes))
+	report.Notes = append(report.Notes, "etcd req/op: what the server under test counts itself, per op: its store's etcd_requests_total, and freshcache's revision fetches and progress requests (upstream's cacher does not count its progress requests). "+
+		"freshcache asks etcd for progress after each write it did not send itself, to apply that revision whole at once: the background's writes go straight to etcd, so its rows carry about one progress request per background write, most visible in the 1-client rv=0 rows")
 	for _, n := range notes {
 		fmt.Fprintln(os.Stderr, "# note:", n)
 	}
