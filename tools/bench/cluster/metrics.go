@@ -120,15 +120,18 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
 	a.freshReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_total")
 	a.writeReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
-	a.holds = map[string]float64{}
-	servermetrics.EachSeries(mfs, "apiserver_freshcache_revision_holds_total", func(m *dto.Metric) {
-		a.holds[promtext.Label(m, "result")] += m.GetCounter().GetValue()
-	})
-	a.completed = map[string]float64{}
-	servermetrics.EachSeries(mfs, "apiserver_freshcache_revisions_completed_total", func(m *dto.Metric) {
-		a.completed[promtext.Label(m, "by")] += m.GetCounter().GetValue()
-	})
+	a.holds = counterByLabel(mfs, "apiserver_freshcache_revision_holds_total", "result")
+	a.completed = counterByLabel(mfs, "apiserver_freshcache_revisions_completed_total", "by")
 	return a
+}
+
+// counterByLabel sums counter name's series by the value of label.
+func counterByLabel(mfs []*dto.MetricFamily, name, label string) map[string]float64 {
+	out := map[string]float64{}
+	servermetrics.EachSeries(mfs, name, func(m *dto.Metric) {
+		out[promtext.Label(m, label)] += m.GetCounter().GetValue()
+	})
+	return out
 }
 
 // counterByResource sums counter name by its resource and group labels,

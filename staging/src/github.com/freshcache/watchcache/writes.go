@@ -90,7 +90,9 @@ func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versio
 		return
 	}
 	var rv uint64
-	if err == nil && obj != nil && (p.sent || p.w != nil) {
+	// The oracle's Write is taken with every send, so a write was sent
+	// exactly when sent is set (the Write may be nil: a closed oracle).
+	if err == nil && obj != nil && p.sent {
 		if v, verr := versioner.ObjectResourceVersion(obj); verr == nil {
 			rv = v
 		}
