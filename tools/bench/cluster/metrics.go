@@ -54,6 +54,9 @@ type apiMetrics struct {
 	// completed counts revisions_completed_total by what proved a held
 	// revision whole (event, progress, own_write).
 	completed map[string]float64
+	// advances counts own_write_advances_total: catch-ups proven by the
+	// ledger of the apiserver's own writes, without a progress request.
+	advances float64
 	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
@@ -122,6 +125,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.writeReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_answered_by_writes_total")
 	a.holds = counterByLabel(mfs, "apiserver_freshcache_revision_holds_total", "result")
 	a.completed = counterByLabel(mfs, "apiserver_freshcache_revisions_completed_total", "by")
+	a.advances = servermetrics.CounterFrom(mfs, "apiserver_freshcache_own_write_advances_total")
 	return a
 }
 
@@ -292,6 +296,8 @@ type windowDelta struct {
 	Holds map[string]float64
 	// Completed is the window's part of completed, by what proved it.
 	Completed map[string]float64
+	// Advances is the window's part of advances.
+	Advances float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -350,6 +356,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 			d.Completed[k] += v
 		}
 		d.FreshReads += a.freshReads - b.freshReads
+		d.Advances += a.advances - b.advances
 	}
 	return d
 }

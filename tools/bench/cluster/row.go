@@ -89,6 +89,10 @@ type Row struct {
 	// held until something proved them whole (revisions_completed_total),
 	// by what did: event, progress, own_write; absent in older runs.
 	RevisionsCompleted map[string]float64 `json:"revisions_completed,omitempty"`
+	// OwnWriteAdvances counts the times a cache caught up with a read's
+	// revision on the ledger of the apiserver's own writes, without a
+	// progress request (own_write_advances_total, ProgressFromOwnWrites).
+	OwnWriteAdvances float64 `json:"own_write_advances,omitempty"`
 	FetchSeconds       float64            `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
@@ -200,6 +204,7 @@ func (r *Row) fillWindow(d windowDelta) {
 	if len(d.Completed) > 0 {
 		r.RevisionsCompleted = d.Completed
 	}
+	r.OwnWriteAdvances = d.Advances
 	for _, k := range sortedKeys(d.requests) {
 		if q, ok := quantilesOf(k, d.requests[k]); ok {
 			r.Latency = append(r.Latency, q)

@@ -67,6 +67,12 @@ type Config struct {
 	// decorator sets it from the etcd version guard.
 	ConsistentReadsDisabled string
 
+	// StoragePrefix is storagebackend.Config.Prefix ("/registry"), under
+	// which the etcd3 store lays out ResourcePrefix's keys. The cache needs
+	// it to name the etcd keys of its writes in the cluster's ledger
+	// (ProgressFromOwnWrites); empty leaves the cache out of the ledger.
+	StoragePrefix string
+
 	// Etcd, when set, makes the reflector list and watch etcd with this
 	// source's client itself instead of through Storage (the DirectEtcdWatch
 	// gate), so that every revision reaches the cache whole on arrival,
@@ -132,6 +138,15 @@ type Cache struct {
 	// announcer is told about the cache's writes (RevisionsFromWrites), or
 	// is nil.
 	announcer WriteAnnouncer
+	// ledger is the cluster's record of this process's writes
+	// (ProgressFromOwnWrites; ledger.go), or nil. storageRoot and
+	// etcdPrefix are the etcd key of the storage prefix and of the
+	// resource's keys, both ending in "/".
+	ledger                  *oracle.Ledger
+	storageRoot, etcdPrefix string
+	// applied is signalled (capacity 1) whenever the published state
+	// moves, for a catch-up waiting on the ledger (settle).
+	applied chan struct{}
 	// gates shape LIST planning; resolved once in New.
 	gates plan.Gates
 	// disabledReason is Config.ConsistentReadsDisabled.
@@ -262,6 +277,16 @@ func New(opts Options, cfg Config) (*Cache, error) {
 	}
 	if a, ok := source.(WriteAnnouncer); ok && r.revisionsFromWrites {
 		c.announcer = a
+		if l, ok := source.(interface{ Ledger() *oracle.Ledger }); ok && r.progressFromOwnWrites && !untrusted && cfg.StoragePrefix != "" {
+			c.ledger = l.Ledger()
+			c.storageRoot = storageRoot(cfg.StoragePrefix)
+			c.etcdPrefix = reflector.EtcdKey(cfg.StoragePrefix, c.prefix)
+		}
+	}
+	var settle func(context.Context, int64)
+	if c.ledger != nil {
+		c.applied = make(chan struct{}, 1)
+		settle = c.settle
 	}
 	c.driver = newDriver(driverConfig{
 		Source:     source,
@@ -271,6 +296,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Metrics:    c.metrics,
 		Name:       cfg.GroupResource.String(),
 		NoProgress: untrusted,
+		Settle:     settle,
 		Stop:       c.stop,
 	})
 	if c.disabledReason != "" {
@@ -417,6 +443,7 @@ func (s *sink) Apply(rv uint64, evs []reflector.Event) error {
 		return err
 	}
 	s.driver.applied(rv)
+	(*Cache)(s).signalApplied()
 	return nil
 }
 
@@ -483,11 +510,23 @@ func (s *sink) Progress(rv uint64) {
 	c := (*Cache)(s)
 	if rv > c.RV() {
 		c.mu.Lock()
-		c.mu.writer.Advance(rv)
-		c.fanout.Progress(rv)
-		c.history.Tick()
-		c.publishLocked(c.latest.Load().AtRV(rv))
+		c.advanceLocked(rv)
 		c.mu.Unlock()
 	}
 	c.driver.progressNotified(rv)
+}
+
+// advanceLocked moves the state, with no change, to revision rv, which
+// nothing of the resource changed since the state's revision, and tells
+// the watchers. It does nothing if the state is at rv or later: a caller
+// other than the reflector (settle) may come after the reflector moved it.
+func (c *Cache) advanceLocked(rv uint64) bool {
+	if rv <= c.mu.writer.RV() {
+		return false
+	}
+	c.mu.writer.Advance(rv)
+	c.fanout.Progress(rv)
+	c.history.Tick()
+	c.publishLocked(c.latest.Load().AtRV(rv))
+	return true
 }

@@ -90,6 +90,7 @@ type recorder struct {
 	reads    map[string]int // verb/requested/outcome
 	progress int
 	stalls   int
+	advances int // AdvancedByOwnWrites
 	disabled []string
 	// waits and releases are the observed durations, by verb/requested.
 	waits, releases map[string][]time.Duration
@@ -129,6 +130,12 @@ func (r *recorder) ProgressRequest() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.progress++
+}
+
+func (r *recorder) AdvancedByOwnWrites() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advances++
 }
 
 func (r *recorder) ProgressStalled() {

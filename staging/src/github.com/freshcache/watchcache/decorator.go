@@ -91,6 +91,7 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 			IndexerFuncs:            triggerFuncs,
 			Indexers:                indexers,
 			ConsistentReadsDisabled: disabled,
+			StoragePrefix:           storageConfig.Prefix,
 		}
 		if orc != nil {
 			cfg.Oracle = orc // a nil *Oracle must not become a non-nil interface

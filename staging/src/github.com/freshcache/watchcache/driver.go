@@ -84,6 +84,8 @@ type driver struct {
 	name     string
 	// noProgress: progress notifications are not trusted (driverConfig).
 	noProgress bool
+	// settle: driverConfig.Settle, or nil.
+	settle func(ctx context.Context, rev int64)
 
 	stop <-chan struct{}
 	// ctx is cancelled when the cache stops; fetches and progress requests
@@ -122,6 +124,10 @@ type driverConfig struct {
 	// (etcd version guard), so no wait may rely on one: the Machine never
 	// asks for a progress request and waits end by events or deadlines.
 	NoProgress bool
+	// Settle, if set, is called with each revision a fetch returns before
+	// the Machine hears of it: it may bring the cache to the revision
+	// without a progress request (Cache.settle), and then calls advanced.
+	Settle func(ctx context.Context, rev int64)
 	// Stop is the cache's stop channel.
 	Stop <-chan struct{}
 }
@@ -129,7 +135,7 @@ type driverConfig struct {
 func newDriver(cfg driverConfig) *driver {
 	m, _ := freshness.New(freshness.Options{NoProgress: cfg.NoProgress}) // valid: no initial revision
 	d := &driver{source: cfg.Source, progress: cfg.Progress, clock: cfg.Clock, timeout: cfg.Timeout, rec: cfg.Metrics,
-		name: cfg.Name, noProgress: cfg.NoProgress, stop: cfg.Stop, kick: make(chan struct{}, 1)}
+		name: cfg.Name, noProgress: cfg.NoProgress, settle: cfg.Settle, stop: cfg.Stop, kick: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	d.mu.m = m
 	d.mu.waiters = make(map[freshness.ReadID]chan verdict)
@@ -236,6 +242,16 @@ func (d *driver) progressNotified(rv uint64) {
 	d.mu.Unlock()
 }
 
+// advanced reports that the cache moved to rv without a progress
+// notification (Cache.advance): a notification as far as the Machine is
+// concerned, but one that answers no progress request.
+func (d *driver) advanced(rv uint64) {
+	d.mu.Lock()
+	d.mu.m.ProgressNotified(int64(rv))
+	d.processLocked()
+	d.mu.Unlock()
+}
+
 // requestProgress sends a progress request on the cache's stream, unless
 // one is in flight already: that one answers the caller too. It returns
 // the send's error. Either way the notification reaches the cache (and its
@@ -327,6 +343,9 @@ func (d *driver) deliverLocked(id freshness.ReadID, v verdict) {
 func (d *driver) fetch(reads int) {
 	defer d.wg.Done()
 	rev, err := d.source.RevisionFor(d.ctx, reads)
+	if err == nil && d.settle != nil {
+		d.settle(d.ctx, rev)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch {

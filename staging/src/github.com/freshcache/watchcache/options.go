@@ -135,6 +135,15 @@ type Options struct {
 	// the gate once, when NewStorageDecorator is called (or in New).
 	RevisionsFromWrites *bool
 
+	// ProgressFromOwnWrites overrides the feature gate of the same name: a
+	// cache behind a read's revision advances to it without a progress
+	// request when every revision in between is one of this process's
+	// writes of another resource (oracle.Ledger). It takes effect only
+	// with RevisionsFromWrites, an Oracle that has a Ledger, and
+	// Config.StoragePrefix set. Nil: read the gate once, when
+	// NewStorageDecorator is called (or in New).
+	ProgressFromOwnWrites *bool
+
 	// InconsistencyCheckPeriod is the pause between the end of one round
 	// of the inconsistency detector and the start of the next, stretched
 	// by up to half at random. Each round lists the resource from etcd
@@ -194,6 +203,8 @@ type resolved struct {
 	directEtcdWatch bool
 	// revisionsFromWrites is the RevisionsFromWrites gate.
 	revisionsFromWrites bool
+	// progressFromOwnWrites is the ProgressFromOwnWrites gate.
+	progressFromOwnWrites bool
 }
 
 func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
@@ -257,6 +268,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.detectInconsistency = gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	r.directEtcdWatch = gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
 	r.revisionsFromWrites = gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
+	r.progressFromOwnWrites = gate(o.ProgressFromOwnWrites, features.ProgressFromOwnWrites)
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
@@ -277,10 +289,12 @@ func (o Options) withGatesResolved() Options {
 	id := gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
 	de := gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
 	rw := gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
+	pw := gate(o.ProgressFromOwnWrites, features.ProgressFromOwnWrites)
 	o.ConsistentReadsFromCache = &cr
 	o.FreshResourceVersionZero = &fz
 	o.InconsistencyDetection = &id
 	o.DirectEtcdWatch = &de
 	o.RevisionsFromWrites = &rw
+	o.ProgressFromOwnWrites = &pw
 	return o
 }

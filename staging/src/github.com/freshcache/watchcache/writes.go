@@ -37,23 +37,34 @@ type WriteAnnouncer interface {
 // which answers reads waiting for a revision with it, and the cache's
 // reflector, for which the revision of a write of the store's, one key in
 // one transaction, is whole the moment its event arrives.
+//
+// With ProgressFromOwnWrites a third party hears of it: the cluster's
+// ledger (oracle.Ledger), which records the revision with the etcd key the
+// store wrote, for every cache of the cluster to prove itself current by.
 type writeProbe struct {
-	announcer WriteAnnouncer
+	announcer WriteAnnouncer // nil without RevisionsFromWrites
 	w         *oracle.Write
 	reflector *reflector.Reflector
-	// sent: the reflector has been told of the attempt in flight.
+	ledger    *oracle.Ledger // nil without ProgressFromOwnWrites
+	// key is the etcd key the store writes, "" if unknown.
+	key string
+	// sent: the reflector and the ledger have been told of the attempt in
+	// flight.
 	sent bool
 }
 
 type writeProbeKey struct{}
 
-// probeWrite returns ctx carrying a probe for one write call, or ctx and
-// nil when writes do not answer reads.
-func (c *Cache) probeWrite(ctx context.Context) (context.Context, *writeProbe) {
+// probeWrite returns ctx carrying a probe for one write call of key, or
+// ctx and nil when writes answer no reads.
+func (c *Cache) probeWrite(ctx context.Context, key string) (context.Context, *writeProbe) {
 	if c.announcer == nil {
 		return ctx, nil
 	}
 	p := &writeProbe{announcer: c.announcer, reflector: c.reflector}
+	if c.ledger != nil {
+		p.ledger, p.key = c.ledger, c.etcdKey(key)
+	}
 	return context.WithValue(ctx, writeProbeKey{}, p), p
 }
 
@@ -67,6 +78,7 @@ func (p *writeProbe) sending() {
 	p.w = p.announcer.WriteStarting()
 	if !p.sent {
 		p.reflector.WriteSending()
+		p.ledger.Sending()
 		p.sent = true
 	}
 }
@@ -80,6 +92,7 @@ func (p *writeProbe) retrying() {
 	p.w = nil
 	if p.sent {
 		p.reflector.WriteEnded(0)
+		p.ledger.Ended(0, "")
 		p.sent = false
 	}
 }
@@ -99,6 +112,9 @@ func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versio
 	}
 	if p.sent {
 		p.reflector.WriteEnded(rv)
+		// Before the revision answers reads (Succeeded), so that the
+		// caches those reads wait on can prove themselves current by it.
+		p.ledger.Ended(int64(rv), p.key)
 		p.sent = false
 	}
 	w := p.w
@@ -140,7 +156,7 @@ func (t announcingTransformer) TransformToStorage(ctx context.Context, data []by
 
 // Create implements storage.Interface; it goes to etcd.
 func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
-	ctx, probe := c.probeWrite(ctx)
+	ctx, probe := c.probeWrite(ctx, key)
 	err := c.cfg.Storage.Create(ctx, key, obj, out, ttl)
 	probe.end(err, out, c.cfg.Versioner)
 	if err != nil {
@@ -191,7 +207,7 @@ func (c *Cache) suggestion(key string) runtime.Object {
 // Delete implements storage.Interface; it goes to etcd with the cached
 // object as the suggestion, as upstream's cacher does.
 func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, _ runtime.Object, opts storage.DeleteOptions) error {
-	ctx, probe := c.probeWrite(ctx)
+	ctx, probe := c.probeWrite(ctx, key)
 	validate := validateDeletion
 	if probe != nil && validateDeletion != nil {
 		// The store sends the deletion as soon as the validator agrees.
@@ -217,7 +233,7 @@ func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, prec
 // GuaranteedUpdate implements storage.Interface; it goes to etcd with the
 // cached object as the suggestion.
 func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, _ runtime.Object) error {
-	ctx, probe := c.probeWrite(ctx)
+	ctx, probe := c.probeWrite(ctx, key)
 	update := tryUpdate
 	if probe != nil {
 		update = func(in runtime.Object, meta storage.ResponseMeta) (runtime.Object, *uint64, error) {

@@ -19,6 +19,7 @@ func TestGateDefaults(t *testing.T) {
 		{string(DirectEtcdWatch), false},
 		{string(RevisionsFromWrites), true},
 		{string(HoldReadsForWrites), false},
+		{string(ProgressFromOwnWrites), false},
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
 	for _, c := range cases {

@@ -191,6 +191,10 @@ type Recorder interface {
 	// answered within the stall time (etcd drops a request while a watch
 	// on the stream is catching up), so that another was asked for.
 	ProgressStalled()
+	// AdvancedByOwnWrites counts one time the cache caught up with a
+	// read's revision without a progress request: every revision in
+	// between was this process's own write of another resource.
+	AdvancedByOwnWrites()
 	// ConsistentReadsDisabled records that the cache delegates its
 	// consistent reads to etcd, and why (e.g. ReasonEtcdVersion).
 	ConsistentReadsDisabled(reason string)
@@ -204,6 +208,7 @@ func For(gr schema.GroupResource) Recorder {
 	return &legacy{group: gr.Group, resource: gr.Resource,
 		progress: progressRequests.WithLabelValues(gr.Group, gr.Resource),
 		stalls:   progressStalls.WithLabelValues(gr.Group, gr.Resource),
+		advances: ownWriteAdvances.WithLabelValues(gr.Group, gr.Resource),
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
 		watchers: watchers.WithLabelValues(gr.Group, gr.Resource),
@@ -226,6 +231,7 @@ type legacy struct {
 	watchers        compbasemetrics.GaugeMetric
 	progress        compbasemetrics.CounterMetric
 	stalls          compbasemetrics.CounterMetric
+	advances        compbasemetrics.CounterMetric
 	inconsistent    compbasemetrics.CounterMetric
 	completed       map[string]compbasemetrics.CounterMetric
 }

@@ -81,6 +81,13 @@ var (
 		Help:           "Watch progress requests the cache sent to etcd on its own watch stream.",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, labels)
+	ownWriteAdvances = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "own_write_advances_total",
+		Help:           "Times the cache caught up with a read's revision without a progress request, because every revision in between was this apiserver's own write of another resource (ProgressFromOwnWrites).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, labels)
 	progressStalls = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -101,7 +108,7 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, ownWriteAdvances, consistentReadsDisabled)
 	})
 }
 
@@ -131,6 +138,9 @@ func (l *legacy) ProgressRequest() { l.progress.Inc() }
 // ProgressStalled counts one progress request declared lost.
 func (l *legacy) ProgressStalled() { l.stalls.Inc() }
 
+// AdvancedByOwnWrites counts one catch-up proven by the ledger.
+func (l *legacy) AdvancedByOwnWrites() { l.advances.Inc() }
+
 // ConsistentReadsDisabled sets the consistent_reads_disabled gauge.
 func (l *legacy) ConsistentReadsDisabled(reason string) {
 	consistentReadsDisabled.WithLabelValues(l.group, l.resource, reason).Set(1)
@@ -150,6 +160,9 @@ func (Discard) ProgressRequest() {}
 
 // ProgressStalled records nothing.
 func (Discard) ProgressStalled() {}
+
+// AdvancedByOwnWrites records nothing.
+func (Discard) AdvancedByOwnWrites() {}
 
 // ConsistentReadsDisabled records nothing.
 func (Discard) ConsistentReadsDisabled(string) {}

@@ -55,6 +55,17 @@
 // keep a fetch in flight shares fetches already, and holding would only
 // slow it.
 //
+// # The ledger of own writes
+//
+// Oracle.Ledger records the revision and the key of every write this
+// process makes to the cluster through a cache (ledger.go). The etcd3 store
+// writes one key per transaction, so a cache at revision c that needs R is
+// at R already when every revision in (c, R] is one of those writes, of a
+// key outside the cache's prefix: the cache advances without a progress
+// request (the ProgressFromOwnWrites gate). A revision the ledger lacks
+// (another apiserver's write, a lease expiry, the compactor) proves
+// nothing, and the cache asks etcd as before.
+//
 // # Why linearizable
 //
 // A serializable range is answered by the member from its own state. A

@@ -143,6 +143,9 @@ type Oracle struct {
 
 	fetches, failed, reads, fromWrites, holds, heldByWrites atomic.Uint64
 
+	// ledger records this process's writes to the cluster (Ledger).
+	ledger *Ledger
+
 	// now reads the clock for the write-gap estimate behind the hold
 	// (time.Now; tests replace it before the first call).
 	now func() time.Time
@@ -260,10 +263,14 @@ func NewFromFunc(get func(ctx context.Context) (int64, error), opts Options) (*O
 }
 
 func buildOracle(get func(ctx context.Context) (int64, error), opts Options) *Oracle {
-	o := &Oracle{get: get, opts: opts, now: time.Now}
+	o := &Oracle{get: get, opts: opts, now: time.Now, ledger: NewLedger()}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	return o
 }
+
+// Ledger returns the record of this process's writes to the Oracle's etcd
+// cluster, which every cache of the cluster shares (see Ledger).
+func (o *Oracle) Ledger() *Ledger { return o.ledger }
 
 func (opts Options) withDefaults() (Options, error) {
 	if opts.FetchTimeout < 0 {

@@ -266,6 +266,7 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 		Indexers:                indexers,
 		Oracle:                  s.Oracle,
 		ConsistentReadsDisabled: s.Disabled,
+		StoragePrefix:           etcd3testing.PathPrefix(),
 		Etcd:                    direct,
 	})
 	if err != nil {

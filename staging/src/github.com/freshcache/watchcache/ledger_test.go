@@ -1,0 +1,167 @@
+package watchcache_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"k8s.io/apiserver/pkg/apis/example"
+	"k8s.io/apiserver/pkg/storage"
+	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+
+	"github.com/freshcache/watchcache"
+	"github.com/freshcache/watchcache/internal/testing/cachetest"
+	"github.com/freshcache/watchcache/oracle"
+)
+
+// TestProgressFromOwnWrites: two caches of one etcd share an Oracle and so
+// its ledger. After writes of the leases cache, a consistent LIST of pods
+// needs the pod cache at the last lease's revision. With the gate on, and
+// every revision in between a lease written through this process, the pod
+// cache gets there without a progress request. A revision the ledger
+// lacks (a write straight to etcd), the gate off, or a pod written through
+// the cache whose event the pod cache has not applied yet, all leave it to
+// a progress request, and the LIST still holds every pod.
+func TestProgressFromOwnWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gate bool
+		// foreign: one lease is written straight to etcd, past the ledger.
+		foreign bool
+		// podHeld: a pod is written through the pod cache while its watch
+		// is held back, before the leases.
+		podHeld bool
+		// wantAdvance: the pod cache catches up on the ledger, with no
+		// progress request.
+		wantAdvance bool
+	}{
+		{name: "leases written through the cache", gate: true, wantAdvance: true},
+		{name: "gate off", gate: false},
+		{name: "a lease written straight to etcd", gate: true, foreign: true},
+		{name: "a pod written whose event is held back", gate: true, podHeld: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+			o, err := oracle.New(server.V3Client.Client, oracle.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(o.Close)
+			gate := tc.gate
+			opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(),
+				ProgressFromOwnWrites: &gate, ConsistentReadTimeout: longWait})
+			rec := newRecorder()
+			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec), cachetest.ThroughStore)
+			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"), cachetest.ThroughStore)
+			ctx := context.Background()
+
+			p0 := create(t, pods.Cache, "ns", "p0", "")
+			waitFor(t, "the pod cache to apply p0", func() bool { return pods.Cache.RV() >= rvOf(t, p0.ResourceVersion) })
+			want := map[string]bool{"p0": true}
+			progressBefore := pods.Gate.ProgressRequests()
+			if tc.podHeld {
+				pods.Gate.Pause()
+				create(t, pods.Cache, "ns", "p1", "")
+				want["p1"] = true
+			}
+			// The leases cache never applies its leases: it would ask for
+			// progress on the watch stream both caches share if its own
+			// write's answer came late, and the notification would move
+			// the pod cache too.
+			leases.Gate.Pause()
+			var last uint64
+			for i := range 5 {
+				l := mkPod("ns", fmt.Sprintf("l%d", i), "")
+				out := &example.Pod{}
+				if err := leases.Cache.Create(ctx, "/leases/ns/"+l.Name, l, out, 0); err != nil {
+					t.Fatal(err)
+				}
+				last = rvOf(t, out.ResourceVersion)
+			}
+			if tc.foreign {
+				resp, err := server.V3Client.Client.Put(ctx, etcd3testing.AddPrefix("/leases/ns/foreign"), encodePod(t, mkPod("ns", "foreign", "")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				last = uint64(resp.Header.Revision)
+			}
+			if tc.podHeld {
+				// The LIST's progress request is held too: the pod cache
+				// can only answer once the watch delivers p1.
+				go func() {
+					waitFor(t, "the LIST to ask for progress", func() bool { return pods.Gate.ProgressRequests() > progressBefore })
+					pods.Gate.Resume()
+				}()
+			}
+			got, at := consistentNames(t, pods.Cache)
+			if len(got) != len(want) {
+				t.Fatalf("consistent LIST holds %v, want %v", got, want)
+			}
+			for n := range want {
+				if !got[n] {
+					t.Fatalf("consistent LIST holds %v, want %v", got, want)
+				}
+			}
+			if at < last {
+				t.Fatalf("consistent LIST at %d, before the last lease at %d", at, last)
+			}
+			progress := pods.Gate.ProgressRequests() - progressBefore
+			rec.mu.Lock()
+			advances := rec.advances
+			rec.mu.Unlock()
+			switch {
+			case tc.wantAdvance && (progress != 0 || advances == 0):
+				t.Fatalf("%d progress requests and %d advances on the ledger; want none and at least one", progress, advances)
+			case !tc.wantAdvance && (progress == 0 || advances != 0):
+				t.Fatalf("%d progress requests and %d advances on the ledger; want at least one and none", progress, advances)
+			}
+		})
+	}
+}
+
+// TestLedgerNamesTheKeysEtcdHolds: the key a write through the cache
+// records in the ledger is the etcd key the store wrote, at the revision
+// etcd committed it at, for Create, GuaranteedUpdate and Delete alike.
+func TestLedgerNamesTheKeysEtcdHolds(t *testing.T) {
+	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
+	o, err := oracle.New(server.V3Client.Client, oracle.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(), ProgressFromOwnWrites: on()})
+	e := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.ThroughStore)
+	ctx := context.Background()
+	key := etcdKey("ns", "a")
+	otherPrefix := etcd3testing.AddPrefix("/leases/")
+	podPrefix := etcd3testing.AddPrefix("/pods/")
+
+	created := create(t, e.Cache, "ns", "a", "")
+	rev := int64(rvOf(t, created.ResourceVersion))
+	resp, err := server.V3Client.Client.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 || resp.Kvs[0].ModRevision != rev {
+		t.Fatalf("etcd holds %v (%v) at %s, want the pod written at %d", resp, err, key, rev)
+	}
+	check := func(what string, rev int64) {
+		t.Helper()
+		if got := o.Ledger().Prove(otherPrefix, rev-1, rev); got != oracle.Proven {
+			t.Fatalf("%s at %d: the ledger proves %d for another prefix, want Proven", what, rev, got)
+		}
+		if got := o.Ledger().Prove(podPrefix, rev-1, rev); got != oracle.Pending {
+			t.Fatalf("%s at %d: the ledger proves %d for the pods' prefix, want Pending (the pod's own write)", what, rev, got)
+		}
+	}
+	check("create", rev)
+
+	updated := &example.Pod{}
+	if err := e.Cache.GuaranteedUpdate(ctx, cachetest.PodKey(created), updated, false, nil, setNode("node-b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	check("update", int64(rvOf(t, updated.ResourceVersion)))
+
+	deleted := &example.Pod{}
+	if err := e.Cache.Delete(ctx, cachetest.PodKey(created), deleted, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("delete", int64(rvOf(t, deleted.ResourceVersion)))
+}

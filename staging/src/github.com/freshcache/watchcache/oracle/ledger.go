@@ -1,0 +1,160 @@
+package oracle
+
+import (
+	"strings"
+	"sync"
+)
+
+// LedgerSpan is how many of the latest revisions a Ledger remembers. A
+// cache proves itself current only over a span of revisions no longer than
+// this: a read's revision is a few writes ahead of the cache, not
+// thousands.
+const LedgerSpan = 4096
+
+// A Ledger records the revisions of this process's own writes to one etcd
+// cluster, and the one key each wrote. The etcd3 store writes one key per
+// transaction, so a revision one of its writes committed changed that key
+// and nothing else. A cache whose state is at revision from, and which
+// needs to be at to, is there already when every revision in (from, to] is
+// in the ledger with a key outside the cache's prefix: no event of its own
+// can lie between. Then the cache may advance to to without asking etcd for
+// a progress notification (Prove).
+//
+// Every cache of the cluster shares the Oracle's Ledger, so the writes of
+// one resource let every other resource's cache advance. A revision the
+// ledger lacks (another apiserver's write, a lease expiry, the compactor's
+// own transaction, a write whose answer was lost) proves nothing: the
+// cache asks etcd as before.
+//
+// A nil *Ledger records nothing and proves nothing. Safe for concurrent
+// use; mu is a leaf lock.
+type Ledger struct {
+	mu struct {
+		sync.Mutex
+		// ring[rev%LedgerSpan] is the latest write recorded at a revision
+		// with that remainder; allocated on the first write.
+		ring []ledgerEntry
+		// inflight counts writes sent (Sending) and not yet ended.
+		inflight int
+		// changed is closed, and replaced, when a write ends.
+		changed chan struct{}
+	}
+}
+
+type ledgerEntry struct {
+	rev int64
+	key string
+}
+
+// Proof is what a Ledger can say about a span of revisions.
+type Proof uint8
+
+const (
+	// Unproven: a revision of the span is none of this process's writes
+	// that the ledger knows of, and no write in flight can fill it, or the
+	// span is longer than LedgerSpan.
+	Unproven Proof = iota
+	// Proven: every revision of the span is a write of this process to a
+	// key outside the prefix.
+	Proven
+	// Pending: not proven yet, but it may soon be. Either writes of this
+	// process are in flight, as many as the revisions the ledger lacks, or
+	// a revision of the span is this process's write of a key under the
+	// prefix, whose event the cache has yet to apply (after which the span
+	// starts past it). Ask again when the ledger changes (Changed) or the
+	// cache applies an event.
+	Pending
+)
+
+// NewLedger returns an empty Ledger. Every Oracle has one (Oracle.Ledger).
+func NewLedger() *Ledger { return &Ledger{} }
+
+// Sending announces a write of one key, in a transaction of its own, that
+// is about to be sent to etcd. End every Sending with one Ended.
+func (l *Ledger) Sending() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.mu.inflight++
+	l.mu.Unlock()
+}
+
+// Ended ends a write Sending announced: rev is the revision etcd committed
+// it at and key the etcd key it wrote, or rev is 0 when nothing was
+// written (refused, failed, withdrawn) or when the revision or the key is
+// unknown.
+func (l *Ledger) Ended(rev int64, key string) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	if rev > 0 && key != "" {
+		if l.mu.ring == nil {
+			l.mu.ring = make([]ledgerEntry, LedgerSpan)
+		}
+		e := &l.mu.ring[rev%LedgerSpan]
+		if rev > e.rev {
+			*e = ledgerEntry{rev: rev, key: key}
+		}
+	}
+	if l.mu.inflight > 0 {
+		l.mu.inflight--
+	}
+	if l.mu.changed != nil {
+		close(l.mu.changed)
+		l.mu.changed = nil
+	}
+	l.mu.Unlock()
+}
+
+// Changed returns a channel that is closed when the next write ends. Take
+// it before Prove, so that no change between the two goes unseen.
+func (l *Ledger) Changed() <-chan struct{} {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.changed == nil {
+		l.mu.changed = make(chan struct{})
+	}
+	return l.mu.changed
+}
+
+// Prove reports whether every revision in (from, to] is a write of this
+// process to a key that does not start with prefix (an etcd key prefix,
+// ending in "/"). An empty span is Proven.
+func (l *Ledger) Prove(prefix string, from, to int64) Proof {
+	if l == nil {
+		return Unproven
+	}
+	if to <= from {
+		return Proven
+	}
+	if to-from > LedgerSpan {
+		return Unproven
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	missing, own := 0, false
+	for rev := from + 1; rev <= to; rev++ {
+		var e ledgerEntry
+		if l.mu.ring != nil {
+			e = l.mu.ring[rev%LedgerSpan]
+		}
+		switch {
+		case e.rev != rev:
+			missing++
+		case strings.HasPrefix(e.key, prefix):
+			own = true
+		}
+	}
+	switch {
+	case missing == 0 && !own:
+		return Proven
+	case missing > l.mu.inflight:
+		return Unproven
+	}
+	return Pending
+}
