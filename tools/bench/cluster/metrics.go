@@ -57,6 +57,9 @@ type apiMetrics struct {
 	// advances counts own_write_advances_total: catch-ups proven by the
 	// ledger of the apiserver's own writes, without a progress request.
 	advances float64
+	// rejected counts the apiserver's 429s by who sent them (the
+	// reject* keys).
+	rejected map[string]float64
 	// parts are the pieces of a fresh read's wait, by WaitPart* name:
 	// freshcache's release (read_release_seconds, pods) and either
 	// implementation's revision fetch (freshcache's revision_fetch_duration
@@ -126,7 +129,38 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.holds = counterByLabel(mfs, "apiserver_freshcache_revision_holds_total", "result")
 	a.completed = counterByLabel(mfs, "apiserver_freshcache_revisions_completed_total", "by")
 	a.advances = servermetrics.CounterFrom(mfs, "apiserver_freshcache_own_write_advances_total")
+	a.rejected = rejectionsFrom(mfs)
 	return a
+}
+
+// Who answered a request 429, for rejectionsFrom.
+const (
+	// rejectAll is every 429 the apiserver answered
+	// (apiserver_request_total with code 429).
+	rejectAll = "all"
+	// rejectAPF: API priority and fairness turned the request away
+	// (apiserver_flowcontrol_rejected_requests_total).
+	rejectAPF = "priority and fairness"
+	// rejectFresh: freshcache's freshness wait did
+	// (apiserver_freshcache_reads_total, outcome rejected or over_budget).
+	rejectFresh = "freshness wait"
+)
+
+// rejectionsFrom counts a scrape's 429s by who sent them (reject*).
+func rejectionsFrom(mfs []*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	servermetrics.EachSeries(mfs, "apiserver_request_total", func(m *dto.Metric) {
+		if promtext.Label(m, "code") == "429" {
+			out[rejectAll] += m.GetCounter().GetValue()
+		}
+	})
+	out[rejectAPF] = servermetrics.CounterFrom(mfs, "apiserver_flowcontrol_rejected_requests_total")
+	servermetrics.EachSeries(mfs, "apiserver_freshcache_reads_total", func(m *dto.Metric) {
+		if o := promtext.Label(m, "outcome"); o == "rejected" || o == "over_budget" {
+			out[rejectFresh] += m.GetCounter().GetValue()
+		}
+	})
+	return out
 }
 
 // counterByLabel sums counter name's series by the value of label.
@@ -298,6 +332,8 @@ type windowDelta struct {
 	Completed map[string]float64
 	// Advances is the window's part of advances.
 	Advances float64
+	// Rejected is the window's part of rejected, by who answered 429.
+	Rejected map[string]float64
 }
 
 func (d windowDelta) etcdReads() float64 {
@@ -317,6 +353,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		ProgressBy:  map[string]float64{},
 		Holds:       map[string]float64{},
 		Completed:   map[string]float64{},
+		Rejected:    map[string]float64{},
 	}
 	for i := range after.api {
 		if i >= len(before.api) {
@@ -357,6 +394,9 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		d.FreshReads += a.freshReads - b.freshReads
 		d.Advances += a.advances - b.advances
+		for k, v := range subMaps(a.rejected, b.rejected) {
+			d.Rejected[k] += v
+		}
 	}
 	return d
 }

@@ -152,6 +152,16 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 			{Name: ptrTo("apiserver_freshcache_reads_per_revision_fetch"), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{hist(fetchReads, 10)}},
 			{Name: ptrTo("apiserver_freshcache_reads_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(7, "resource", "pods", "outcome", "cache"), counter(1, "resource", "pods", "outcome", "fallback"),
+				counter(podsProgress, "resource", "pods", "outcome", "rejected"), counter(1, "resource", "pods", "outcome", "over_budget"),
+			}},
+			{Name: ptrTo("apiserver_freshcache_own_write_advances_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(2*podsProgress, "group", "", "resource", "pods"), counter(1, "group", "", "resource", "events"),
+			}},
+			{Name: ptrTo("apiserver_request_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(100, "verb", "LIST", "code", "200"), counter(3*podsProgress, "verb", "LIST", "code", "429"),
+			}},
+			{Name: ptrTo("apiserver_flowcontrol_rejected_requests_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(podsProgress, "priority_level", "workload-low", "reason", "queue-full"),
 			}},
 			{Name: ptrTo("apiserver_freshcache_revision_holds_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(fetchReads, "result", "write"), counter(2, "result", "expired"),
@@ -168,14 +178,14 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	if after.progress != 12 || after.progressBy["pods"] != 8 || after.progressBy["leases.coordination.k8s.io"] != 4 {
 		t.Errorf("progress %v by resource %v", after.progress, after.progressBy)
 	}
-	if after.fetchSec != 0.75 || after.fetchReads != 32 || after.freshReads != 8 {
+	if after.fetchSec != 0.75 || after.fetchReads != 32 || after.freshReads != 17 {
 		t.Errorf("fetch seconds %v, reads %v, fresh reads %v", after.fetchSec, after.fetchReads, after.freshReads)
 	}
 	d := diffSamples(clusterSample{apiTicks: []float64{0}, api: []apiMetrics{before}}, clusterSample{apiTicks: []float64{0}, api: []apiMetrics{after}})
 	if len(d.ProgressBy) != 1 || d.ProgressBy["pods"] != 5 {
 		t.Errorf("window progress by resource %v, want only pods 5", d.ProgressBy)
 	}
-	if d.FetchSec != 0.25 || d.FetchReads != 12 || d.FreshReads != 0 {
+	if d.FetchSec != 0.25 || d.FetchReads != 12 || d.FreshReads != 5 {
 		t.Errorf("window fetch seconds %v, reads %v, fresh reads %v", d.FetchSec, d.FetchReads, d.FreshReads)
 	}
 	if after.holds["write"] != 32 || after.holds["expired"] != 2 {
@@ -189,6 +199,15 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	}
 	if len(d.Completed) != 1 || d.Completed["own_write"] != 10 {
 		t.Errorf("window revisions completed %v, want only own_write 10", d.Completed)
+	}
+	if after.advances != 17 || d.Advances != 10 {
+		t.Errorf("own-write advances %v, in the window %v; want 17 and 10", after.advances, d.Advances)
+	}
+	if after.rejected[rejectAll] != 24 || after.rejected[rejectAPF] != 8 || after.rejected[rejectFresh] != 9 {
+		t.Errorf("429s by who sent them %v", after.rejected)
+	}
+	if len(d.Rejected) != 3 || d.Rejected[rejectAll] != 15 || d.Rejected[rejectAPF] != 5 || d.Rejected[rejectFresh] != 5 {
+		t.Errorf("window 429s %v, want all 15, priority and fairness 5, freshness wait 5", d.Rejected)
 	}
 }
 

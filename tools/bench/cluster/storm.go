@@ -40,6 +40,10 @@ type StormStats struct {
 	APIPeakRSSMB []float64 `json:"apiserver_peak_rss_mb"`
 	// Status429 counts the watches' requests answered 429.
 	Status429 int64 `json:"status_429"`
+	// Rejected counts the apiservers' 429s during the storm by who sent
+	// them: "all", "priority and fairness", "freshness wait" (the
+	// reject* keys); absent in older runs.
+	Rejected map[string]float64 `json:"rejected"`
 }
 
 // StormGate is the storm of the watches of one WatchListClient value.
@@ -84,6 +88,7 @@ func runStorm(ctx context.Context, children []*informerChild, probe *clusterProb
 	d := diffSamples(before, after)
 	s.EtcdHandled, s.APIEtcdOps, s.APICPUSec, s.APIPeakRSSMB = d.EtcdHandled, d.APIEtcdOps, d.APICPUSec, peak
 	s.EtcdReads = d.etcdReads()
+	s.Rejected = d.Rejected
 	for m, v := range d.EtcdHandled {
 		if m != "Watch.Watch" {
 			s.EtcdRequests += v
@@ -149,17 +154,21 @@ func writeStorm(b *strings.Builder, rows []Row) {
 		return
 	}
 	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column):\n\n" +
-		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s | apiserver 429s: all / priority and fairness / freshness wait |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range with {
 		s := r.Storm
 		gate := map[bool]string{true: "–", false: "–"}
 		for _, g := range s.ByGate {
 			gate[g.WatchListClient] = fmt.Sprintf("%.0f", g.SyncP99Ms)
 		}
-		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d |\n",
+		rejected := "–"
+		if s.Rejected != nil {
+			rejected = fmt.Sprintf("%.0f / %.0f / %.0f", s.Rejected[rejectAll], s.Rejected[rejectAPF], s.Rejected[rejectFresh])
+		}
+		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s |\n",
 			r.Config, repeatSuffix(r), r.Nodes, s.Watches, s.Seconds, s.SyncP50Ms, s.SyncP99Ms, s.SyncMaxMs, gate[true], gate[false],
-			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429)
+			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429, rejected)
 	}
 }
 

@@ -162,7 +162,8 @@ type Cache struct {
 	mu struct {
 		sync.Mutex
 		// writer is the mutable state; only the reflector goroutine calls
-		// its mutating methods, always under mu.
+		// its mutating methods, always under mu, except Advance, which the
+		// catch-up on the ledger (advance) calls too.
 		writer *store.Writer
 		// listed counts Replace calls, to tell the first list from relists.
 		listed int

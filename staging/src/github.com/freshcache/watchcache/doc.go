@@ -24,7 +24,10 @@
 // internal/reflector goroutine is the single writer of the in-memory state: it lists,
 // then watches etcd on the cache's own gRPC stream, and publishes a new
 // snapshot after every etcd revision it has whole (all keys of a
-// transaction). internal/fanout delivers events to watchers.
+// transaction). The one other publisher is the catch-up on the ledger of
+// own writes (ledger.go, gate ProgressFromOwnWrites), which moves the
+// unchanged state to a later revision under Cache.mu, as a progress
+// notification would. internal/fanout delivers events to watchers.
 //
 // # Consistent reads (docs/design.md, "The protocol")
 //
@@ -106,7 +109,8 @@
 // driver.mu (the freshness Machine) is a leaf: it is never held while
 // another lock is taken, and the reflector reports to it after releasing
 // Cache.mu. oracle.Registry.mu is taken before oracle.Oracle.mu, and
-// neither is held while the cache's locks are. Readers of snapshots take no
+// neither is held while the cache's locks are. oracle.Ledger's lock is a
+// leaf, and the catch-up on it waits holding none. Readers of snapshots take no
 // lock; waiters select on a channel of their own, ctx.Done() and the
 // cache's stop channel.
 //
