@@ -443,8 +443,11 @@ func (s *sink) Apply(rv uint64, evs []reflector.Event) error {
 	if err := s.apply(rv, evs); err != nil {
 		return err
 	}
-	s.driver.applied(rv)
-	(*Cache)(s).signalApplied()
+	c := (*Cache)(s)
+	if target := s.driver.applied(rv); target > int64(rv) {
+		c.catchUp(target)
+	}
+	c.signalApplied()
 	return nil
 }
 

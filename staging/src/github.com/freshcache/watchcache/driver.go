@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/trace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -86,6 +87,9 @@ type driver struct {
 	noProgress bool
 	// settle: driverConfig.Settle, or nil.
 	settle func(ctx context.Context, rev int64)
+	// lastRev is the newest revision a fetch returned: no read waits for
+	// more.
+	lastRev atomic.Int64
 
 	stop <-chan struct{}
 	// ctx is cancelled when the cache stops; fetches and progress requests
@@ -215,11 +219,17 @@ func (d *driver) await(ctx context.Context, rd freshness.Read) (verdict, error) 
 }
 
 // applied reports that every event up to rv is in the published state.
-func (d *driver) applied(rv uint64) {
+// It returns, while reads still wait for the cache, a revision at or
+// beyond every one of theirs (the newest a fetch returned), else 0.
+func (d *driver) applied(rv uint64) int64 {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.mu.m.EventApplied(int64(rv))
 	d.processLocked()
-	d.mu.Unlock()
+	if d.mu.m.Status().Waiting == 0 {
+		return 0
+	}
+	return d.lastRev.Load()
 }
 
 // revisionPending reports events of rv that nothing proves complete yet
@@ -344,6 +354,9 @@ func (d *driver) fetch(reads int) {
 	defer d.wg.Done()
 	rev, err := d.source.RevisionFor(d.ctx, reads)
 	if err == nil && d.settle != nil {
+		if rev > d.lastRev.Load() {
+			d.lastRev.Store(rev) // only fetch goroutines write it, one at a time
+		}
 		d.settle(d.ctx, rev)
 	}
 	d.mu.Lock()

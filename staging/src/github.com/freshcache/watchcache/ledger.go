@@ -79,6 +79,18 @@ func (c *Cache) settle(ctx context.Context, rev int64) {
 	}
 }
 
+// catchUp is settle without the wait, for the reflector goroutine: once
+// an event is applied while reads still wait for target, the revisions
+// left between may all be other resources' own writes.
+func (c *Cache) catchUp(target int64) {
+	if c.ledger == nil {
+		return
+	}
+	if c.ledger.Prove(c.etcdPrefix, int64(c.RV()), target) == oracle.Proven {
+		c.advance(uint64(target))
+	}
+}
+
 // advance moves the state to rv, which the ledger proved nothing of the
 // resource wrote since the state's revision, and tells the Machine as a
 // progress notification would (without ending a progress request).
