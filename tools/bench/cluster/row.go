@@ -93,7 +93,7 @@ type Row struct {
 	// revision on the ledger of the apiserver's own writes, without a
 	// progress request (own_write_advances_total, ProgressFromOwnWrites).
 	OwnWriteAdvances float64 `json:"own_write_advances,omitempty"`
-	FetchSeconds       float64            `json:"fetch_seconds"`
+	FetchSeconds     float64 `json:"fetch_seconds"`
 
 	// Latency is apiserver_request_duration_seconds for pods, per verb
 	// and scope, every apiserver summed.
