@@ -96,20 +96,7 @@ func TestOwnWritesLinearizable(t *testing.T) {
 	}
 	for ri := range 3 {
 		rng := rand.New(rand.NewPCG(seed, uint64(100+ri)))
-		readers.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				name := fmt.Sprintf("pods/r%d-%d", ri, n)
-				if err := readOnce(ctx, rec, pods.Cache, rng, name); err != nil {
-					t.Errorf("%s: %v", name, err)
-					return
-				}
-			}
-		})
+		readers.Go(func() { readUntil(ctx, t, done, rec, pods.Cache, rng, fmt.Sprintf("pods/r%d", ri)) })
 	}
 	writers.Wait()
 	close(done)
@@ -117,20 +104,7 @@ func TestOwnWritesLinearizable(t *testing.T) {
 
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	violations := Check(rec.writes, rec.reads)
-	for i, v := range violations {
-		if i == 20 {
-			t.Errorf("... %d more", len(violations)-i)
-			break
-		}
-		t.Errorf("violation: %v", v)
-	}
-	if len(violations) > 0 {
-		dumpHistory(t, rec.writes)
-	}
-	if len(rec.reads) == 0 || len(rec.writes) == 0 {
-		t.Fatalf("empty history: %d writes, %d reads", len(rec.writes), len(rec.reads))
-	}
+	violations := checkHistory(t, rec)
 	if advances.n.Load() == 0 {
 		t.Fatal("the pod cache never caught up on the ledger: the test did not exercise it")
 	}

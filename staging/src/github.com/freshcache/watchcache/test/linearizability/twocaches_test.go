@@ -129,22 +129,7 @@ func TestTwoCachesLinearizable(t *testing.T) {
 	for ci, c := range caches {
 		for ri := range readersPerCache {
 			rng := rand.New(rand.NewPCG(seed, uint64(100+10*ci+ri)))
-			readers.Add(1)
-			go func() {
-				defer readers.Done()
-				for n := 0; ; n++ {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					name := fmt.Sprintf("%s/r%d-%d", c.name, ri, n)
-					if err := readOnce(ctx, rec, c.c, rng, name); err != nil {
-						t.Errorf("%s: %v", name, err)
-						return
-					}
-				}
-			}()
+			readers.Go(func() { readUntil(ctx, t, done, rec, c.c, rng, fmt.Sprintf("%s/r%d", c.name, ri)) })
 		}
 	}
 	writers.Wait()
@@ -157,6 +142,33 @@ func TestTwoCachesLinearizable(t *testing.T) {
 	for _, r := range rec.reads {
 		kinds[kindOf(r)]++
 	}
+	violations := checkHistory(t, rec)
+	t.Logf("LINEARIZABILITY EVIDENCE: %d writes on 3 members, %d consistent reads on 2 caches (members 0 and 1) %v, %d arrived while their cache lagged behind an acknowledged write; violations: %d",
+		len(rec.writes), len(rec.reads), kinds, rec.lagged, len(violations))
+}
+
+// readUntil has one reader read c (readOnce) until done closes; name
+// prefixes its reads' names.
+func readUntil(ctx context.Context, t *testing.T, done <-chan struct{}, rec *recorder, c *watchcache.Cache, rng *rand.Rand, name string) {
+	for n := 0; ; n++ {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		read := fmt.Sprintf("%s-%d", name, n)
+		if err := readOnce(ctx, rec, c, rng, read); err != nil {
+			t.Errorf("%s: %v", read, err)
+			return
+		}
+	}
+}
+
+// checkHistory checks rec's history (Check), reports up to 20 violations
+// and the write history if there are any, fails on an empty history, and
+// returns the violations. rec.mu must be held.
+func checkHistory(t *testing.T, rec *recorder) []Violation {
+	t.Helper()
 	violations := Check(rec.writes, rec.reads)
 	for i, v := range violations {
 		if i == 20 {
@@ -171,8 +183,7 @@ func TestTwoCachesLinearizable(t *testing.T) {
 	if len(rec.reads) == 0 || len(rec.writes) == 0 {
 		t.Fatalf("empty history: %d writes, %d reads", len(rec.writes), len(rec.reads))
 	}
-	t.Logf("LINEARIZABILITY EVIDENCE: %d writes on 3 members, %d consistent reads on 2 caches (members 0 and 1) %v, %d arrived while their cache lagged behind an acknowledged write; violations: %d",
-		len(rec.writes), len(rec.reads), kinds, rec.lagged, len(violations))
+	return violations
 }
 
 func ptr[T any](v T) *T { return &v }
