@@ -80,7 +80,7 @@ func TestProgressFromOwnWrites(t *testing.T) {
 				last = rvOf(t, out.ResourceVersion)
 			}
 			if tc.foreign {
-				resp, err := server.V3Client.Client.Put(ctx, etcd3testing.AddPrefix("/leases/ns/foreign"), encodePod(t, mkPod("ns", "foreign", "")))
+				resp, err := server.V3Client.Put(ctx, etcd3testing.AddPrefix("/leases/ns/foreign"), encodePod(t, mkPod("ns", "foreign", "")))
 				if err != nil {
 					t.Fatal(err)
 				}

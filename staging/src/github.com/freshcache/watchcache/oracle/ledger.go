@@ -50,14 +50,14 @@ type ledgerEntry struct {
 type Proof uint8
 
 const (
-	// Unproven: a revision of the span is none of this process's writes
+	// Unproven means a revision of the span is none of this process's writes
 	// that the ledger knows of, and no write in flight can fill it, or the
 	// span is longer than LedgerSpan.
 	Unproven Proof = iota
-	// Proven: every revision of the span is a write of this process to a
+	// Proven means every revision of the span is a write of this process to a
 	// key outside the prefix.
 	Proven
-	// Pending: not proven yet, but it may soon be. Either writes of this
+	// Pending means not proven yet, but it may soon be. Either writes of this
 	// process are in flight, as many as the revisions the ledger lacks, or
 	// a revision of the span is this process's write of a key under the
 	// prefix, whose event the cache has yet to apply (after which the span
