@@ -328,8 +328,8 @@ func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
 	progressCtx, cancelProgress := context.WithCancel(context.Background())
 	t.Cleanup(cancelProgress)
 	if cfg.RevisionPending == nil {
-		cfg.RevisionPending = func(uint64) {
-			go func() { _ = r.RequestProgress(progressCtx) }()
+		cfg.RevisionPending = func(rv uint64) {
+			go e.askProgress(progressCtx, func(ctx context.Context) error { return r.RequestProgress(ctx) }, rv)
 		}
 	}
 	r = reflector.New(cfg)
@@ -343,6 +343,27 @@ func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
 		t.Fatalf("reflector did not list: %v", r.LastError())
 	}
 	return r
+}
+
+// askProgress asks for a progress notification until the sink reaches rv,
+// every 100 ms, as the driver asks again once a request stalls: etcd
+// drops a request that comes while a watch on the stream is unsynced, and
+// one sent on a stream that is closing (after a failed watch) is lost.
+func (e *env) askProgress(ctx context.Context, request func(context.Context) error, rv uint64) {
+	for {
+		_ = request(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		e.sink.mu.Lock()
+		at := e.sink.rv
+		e.sink.mu.Unlock()
+		if at >= rv {
+			return
+		}
+	}
 }
 
 func (e *env) create(ctx context.Context, t *testing.T, name string) {
