@@ -280,7 +280,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		c.announcer = a
 		if l, ok := source.(interface{ Ledger() *oracle.Ledger }); ok && r.progressFromOwnWrites && !untrusted && cfg.StoragePrefix != "" {
 			c.ledger = l.Ledger()
-			c.storageRoot = storageRoot(cfg.StoragePrefix)
+			c.storageRoot = reflector.StorageRoot(cfg.StoragePrefix)
 			c.etcdPrefix = reflector.EtcdKey(cfg.StoragePrefix, c.prefix)
 		}
 	}

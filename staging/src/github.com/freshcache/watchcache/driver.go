@@ -244,20 +244,21 @@ func (d *driver) revisionPending(rv uint64) {
 
 // progressNotified reports a progress notification at rv (possibly at or
 // below the cache revision): it also ends the progress request in flight.
-func (d *driver) progressNotified(rv uint64) {
-	d.mu.Lock()
-	d.mu.m.ProgressNotified(int64(rv))
-	d.mu.m.ProgressAnswered()
-	d.processLocked()
-	d.mu.Unlock()
-}
+func (d *driver) progressNotified(rv uint64) { d.notified(rv, true) }
 
 // advanced reports that the cache moved to rv without a progress
 // notification (Cache.advance): a notification as far as the Machine is
 // concerned, but one that answers no progress request.
-func (d *driver) advanced(rv uint64) {
+func (d *driver) advanced(rv uint64) { d.notified(rv, false) }
+
+// notified tells the Machine that the cache is at rv (at least) and, if
+// answered, that the progress request in flight has its answer.
+func (d *driver) notified(rv uint64, answered bool) {
 	d.mu.Lock()
 	d.mu.m.ProgressNotified(int64(rv))
+	if answered {
+		d.mu.m.ProgressAnswered()
+	}
 	d.processLocked()
 	d.mu.Unlock()
 }

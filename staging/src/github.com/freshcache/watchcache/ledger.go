@@ -10,7 +10,6 @@ package watchcache
 
 import (
 	"context"
-	"path"
 	"strings"
 	"time"
 
@@ -19,16 +18,6 @@ import (
 	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/oracle"
 )
-
-// storageRoot is the etcd key prefix of an etcd3 store built with
-// storagePrefix: rooted, ending in "/", as the store lays it out.
-func storageRoot(storagePrefix string) string {
-	root := path.Join("/", storagePrefix)
-	if !strings.HasSuffix(root, "/") {
-		root += "/"
-	}
-	return root
-}
 
 // etcdKey is the etcd key the etcd3 store writes for key: the storage
 // root, then key without its leading "/". "" if the store would refuse

@@ -50,15 +50,22 @@ type Etcd struct {
 // storagebackend.Config.Prefix storagePrefix keeps the objects of
 // resourcePrefix ("/pods"): "/registry/pods/".
 func EtcdKey(storagePrefix, resourcePrefix string) string {
-	p := path.Join("/", storagePrefix)
-	if !strings.HasSuffix(p, "/") {
-		p += "/"
-	}
 	k := strings.TrimPrefix(resourcePrefix, "/")
 	if !strings.HasSuffix(k, "/") {
 		k += "/"
 	}
-	return p + k
+	return StorageRoot(storagePrefix) + k
+}
+
+// StorageRoot is the etcd key under which the etcd3 store keeps every
+// resource of a storage prefix: the prefix made absolute, with a trailing
+// "/".
+func StorageRoot(storagePrefix string) string {
+	root := path.Join("/", storagePrefix)
+	if !strings.HasSuffix(root, "/") {
+		root += "/"
+	}
+	return root
 }
 
 // decode turns the value stored at key into its object at revision rev.
