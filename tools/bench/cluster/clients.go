@@ -32,6 +32,7 @@ const (
 	readGet        = "get"        // GET one pod
 	readProbeList  = "list-probe" // LIST the probe pod by metadata.name
 	maxListClients = 64           // in flight per kind; more are skipped
+	maxListAll     = 8            // in flight of list-all: each holds every pod
 	probeName      = "freshness-probe"
 	probeSeqKey    = "cluster-bench/seq"
 	schedulingGate = "cluster-bench/never"
@@ -62,7 +63,7 @@ type ReadStats struct {
 	Sent int64   `json:"sent"`
 	// OK counts the answered requests (the latencies' sample).
 	OK int64 `json:"ok"`
-	// Skipped ticks found maxListClients in flight.
+	// Skipped ticks found maxListClients (maxListAll) in flight.
 	Skipped    int64   `json:"skipped,omitempty"`
 	Errors     int64   `json:"errors"`
 	FirstError string  `json:"first_error,omitempty"`
@@ -128,6 +129,10 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 		inflight atomic.Int64
 		wg       sync.WaitGroup
 	)
+	limit := int64(maxListClients)
+	if kind == readListAll {
+		limit = maxListAll
+	}
 	rnd := rand.New(rand.NewPCG(seed, 0x7265616473)) // "reads"
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
@@ -150,7 +155,7 @@ func (t readTarget) runReads(ctx context.Context, end time.Time, kind, rv string
 			}
 			return st
 		}
-		if inflight.Load() >= maxListClients {
+		if inflight.Load() >= limit {
 			st.Skipped++
 			continue
 		}
