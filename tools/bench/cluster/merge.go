@@ -46,6 +46,34 @@ func sameLoad(c Config) Config {
 // mode, node count) measured by two runs is an error: choosing one would
 // be choosing a result. Each run's identity and failures are kept in the
 // notes and the error.
+// NumberRepeats returns runs with the cells of runs that did not repeat
+// (repeat 0) numbered by run order: the k-th of runs that holds a cell
+// makes it repeat k. It is for a repeated run split over several
+// invocations of one repeat each (each started with its configurations
+// in a rotated order, as one repeated run rotates them). The runs are
+// not changed.
+func NumberRepeats(runs []Report) []Report {
+	type key struct {
+		config, mode string
+		nodes        int
+	}
+	seen := map[key]int{}
+	out := make([]Report, len(runs))
+	for i, r := range runs {
+		r.Cells = slices.Clone(r.Cells)
+		for j, c := range r.Cells {
+			if c.Repeat != 0 {
+				continue
+			}
+			k := key{c.Config, c.Mode, c.Nodes}
+			seen[k]++
+			r.Cells[j].Repeat = seen[k]
+		}
+		out[i] = r
+	}
+	return out
+}
+
 func MergeReports(id report.Identity, runs []Report) (Report, error) {
 	if len(runs) == 0 {
 		return Report{}, fmt.Errorf("no reports to merge")

@@ -95,6 +95,49 @@ func TestMergeClusterRepeats(t *testing.T) {
 	}
 }
 
+// TestNumberRepeats: three runs of one repeat each, the configurations
+// rotated, merge as three repeats once numbered; unnumbered they are the
+// same cells three times and do not merge.
+func TestNumberRepeats(t *testing.T) {
+	load := Config{Configs: AllConfigs, PodsPerNode: 30, Window: time.Minute, Seed: 1}
+	run := func(configs ...string) Report {
+		r := Report{Identity: report.Identity{Kind: "scale"}, Settings: load}
+		for _, c := range configs {
+			r.Cells = append(r.Cells, Row{Config: c, Mode: modeSingle, Nodes: 1000})
+		}
+		return r
+	}
+	runs := []Report{run(Upstream, FreshRV0), run(FreshRV0, Upstream), run(Upstream, FreshRV0)}
+	if _, err := MergeReports(report.Identity{Kind: "scale"}, runs); err == nil {
+		t.Fatal("unnumbered runs of the same cells merged")
+	}
+	got, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats(runs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range got.Cells {
+		order = append(order, fmt.Sprintf("%s#%d", c.Config, c.Repeat))
+	}
+	want := []string{"upstream#1", "freshcache-fresh-rv0#1", "upstream#2", "freshcache-fresh-rv0#2", "upstream#3", "freshcache-fresh-rv0#3"}
+	if !reflect.DeepEqual(order, want) {
+		t.Errorf("cells %v, want %v", order, want)
+	}
+	if r := ComputeRatios(got.Cells); r.Pairs != 3 {
+		t.Errorf("%d pairs, want 3", r.Pairs)
+	}
+	if runs[0].Cells[0].Repeat != 0 {
+		t.Error("NumberRepeats changed its input")
+	}
+	// A run that repeated keeps its numbers, and one more unrepeated run
+	// that would give the same number is refused.
+	repeated := run(Upstream)
+	repeated.Cells[0].Repeat = 1
+	if _, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats([]Report{repeated, run(Upstream)})); err == nil {
+		t.Error("a numbered repeat 1 merged with another repeat 1")
+	}
+}
+
 func TestReadClusterReportRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.json")
 	r := Report{Identity: report.Identity{Kind: "cluster", GitCommit: "abc"}, Cells: []Row{{Config: Upstream, Mode: modeSingle, Nodes: 3}}}

@@ -31,15 +31,27 @@ func rvLabel(rv string) string {
 	return "rv=" + rv
 }
 
-// Plot draws the storage report's plots into dir and returns their
-// paths:
-//   - NAME-throughput.png: ops/s per backend for every scenario and rv mode,
-//     at the highest concurrency;
-//   - NAME-latency.png: p99 latency against concurrency, per scenario;
-//   - NAME-freshness.png: freshness wait p99 and LIST-by-node p99 against
-//     the write rate of another resource (the sweep rows).
+// plotCols is the width of the storage figure's grid: one column per
+// scenario.
+const plotCols = 3
+
+// Plot draws the storage report's figure, NAME.png in dir, and returns its
+// path. Its rows of panels:
+//   - throughput: ops/s per backend for every scenario and rv mode, at the
+//     highest concurrency;
+//   - p99 latency against concurrency, per scenario;
+//   - freshness: freshness wait p99 and LIST-by-node p99 against the write
+//     rate of another resource (the sweep rows), when the run swept it.
 func Plot(r Report, dir, name string) ([]string, error) {
 	var paths []string
+	var panels []*plot.Plot
+	// row adds a row of panels, padded to whole grid rows.
+	row := func(ps []*plot.Plot) {
+		panels = append(panels, ps...)
+		for len(panels)%plotCols != 0 {
+			panels = append(panels, nil)
+		}
+	}
 	backends, scenarios, rvs, concs := dims(r.Rows)
 	if len(concs) == 0 {
 		return nil, nil
@@ -52,7 +64,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 	var tput []*plot.Plot
 	for _, sc := range scenarios {
 		p := plot.New()
-		p.Title.Text = fmt.Sprintf("%s (c=%d)", sc, top)
+		p.Title.Text = fmt.Sprintf("%s: ops/s at c=%d (higher is better)", sc, top)
 		p.Y.Label.Text = "ops/s (log)"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -96,17 +108,13 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		p.Legend.TextStyle.Font.Size = vg.Points(7)
 		tput = append(tput, p)
 	}
-	path := filepath.Join(dir, name+"-throughput.png")
-	if err := report.SaveGrid(tput, 3, path, "Throughput at the highest concurrency (higher is better)"); err != nil {
-		return paths, err
-	}
-	paths = append(paths, path)
+	row(tput)
 
 	// Latency against concurrency.
 	var latp []*plot.Plot
 	for _, sc := range scenarios {
 		p := plot.New()
-		p.Title.Text = sc
+		p.Title.Text = sc + ": p99 against concurrency (lower is better)"
 		p.X.Label.Text = "concurrency"
 		p.Y.Label.Text = "p99 ms (log)"
 		// Log axes need explicit positive ranges: a single concurrency or
@@ -155,11 +163,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		p.Legend.Left = true
 		latp = append(latp, p)
 	}
-	path = filepath.Join(dir, name+"-latency.png")
-	if err := report.SaveGrid(latp, 3, path, "p99 latency against concurrency (lower is better)"); err != nil {
-		return paths, err
-	}
-	paths = append(paths, path)
+	row(latp)
 
 	// Freshness sweep.
 	sweep := slices.DeleteFunc(slices.Clone(r.Rows), func(x Row) bool { return !x.Sweep })
@@ -212,13 +216,13 @@ func Plot(r Report, dir, name string) ([]string, error) {
 			p.Legend.Left = true
 			p.Y.Min = 0
 		}
-		path = filepath.Join(dir, name+"-freshness.png")
-		if err := report.SaveGrid([]*plot.Plot{wait, lat}, 2, path, "Freshness against the write rate of another resource"); err != nil {
-			return paths, err
-		}
-		paths = append(paths, path)
+		row([]*plot.Plot{wait, lat})
 	}
-	return paths, nil
+	path := filepath.Join(dir, name+".png")
+	if err := report.SaveGrid(panels, plotCols, path, "Storage level: throughput, p99 latency, freshness against another resource's writes"); err != nil {
+		return paths, err
+	}
+	return append(paths, path), nil
 }
 
 func cmpFloat(a, b float64) int {

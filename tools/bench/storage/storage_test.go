@@ -152,8 +152,8 @@ func TestHarnessTinyShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pngs) != 3 {
-		t.Errorf("wrote %d plots, want 3: %v", len(pngs), pngs)
+	if len(pngs) != 1 || filepath.Base(pngs[0]) != "tiny.png" {
+		t.Errorf("wrote %v, want one figure, tiny.png", pngs)
 	}
 	checkPNGs(t, pngs)
 }

@@ -71,6 +71,7 @@ func runClusterKind(ctx context.Context, name string, args []string, d clusterDe
 		notes   []string
 		seed    uint64
 		merge   []string
+		number  bool
 	)
 	fs.StringVar(&cfg.BinDir, "bin-dir", "_output/bin", "directory with local-up and the binaries it runs (make build)")
 	fs.StringSliceVar(&cfg.Configs, "configs", cluster.AllConfigs, "configurations: "+strings.Join(cluster.AllConfigs, ", "))
@@ -105,13 +106,14 @@ func runClusterKind(ctx context.Context, name string, args []string, d clusterDe
 	fs.StringVar(&out, "out", d.out, "markdown report; its JSON and plots go next to it (NAME.json, NAME.png)")
 	fs.StringArrayVar(&notes, "note", nil, "a note stored in the report (repeatable)")
 	fs.StringSliceVar(&merge, "from-json", nil, "run nothing: write one report from the cells of these reports' JSON (runs of the same load, no cell in two of them)")
+	fs.BoolVar(&number, "number-repeats", false, "with --from-json: runs that did not repeat (--repeat=1) give their cells repeats 1, 2, ... in the order of the files, so one repeated run can be split over several (rotate --configs between them)")
 	fs.BoolVarP(&verbose, "verbose", "v", false, "show klog output")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.Seed = seed
 	if len(merge) > 0 {
-		return mergeCluster(merge, out, notes)
+		return mergeCluster(merge, out, notes, number)
 	}
 	if !fs.Changed("ha-nodes") && cfg.NodeKind != cluster.NodesKwok {
 		for _, n := range cfg.Nodes {
@@ -166,7 +168,7 @@ func runClusterKind(ctx context.Context, name string, args []string, d clusterDe
 }
 
 // mergeCluster writes one report from the cells of several runs' JSON.
-func mergeCluster(paths []string, out string, notes []string) error {
+func mergeCluster(paths []string, out string, notes []string, number bool) error {
 	var runs []cluster.Report
 	for _, p := range paths {
 		r, err := cluster.ReadReport(p)
@@ -179,6 +181,9 @@ func mergeCluster(paths []string, out string, notes []string) error {
 	// a scale report renders its storm and its own closing line.
 	id := report.NewIdentity(runs[0].Kind)
 	id.Notes = notes
+	if number {
+		runs = cluster.NumberRepeats(runs)
+	}
 	rep, err := cluster.MergeReports(id, runs)
 	if err != nil {
 		return err
