@@ -80,7 +80,7 @@ func storageFigures() []Figure {
 	uln, ulnZero := up("list-node", rvConsistent, 32), up("list-node", rvZero, 32)
 
 	figs := []Figure{
-		commitFigure("storage"), commitFigure("storage-20k"), commitFigure("storage-100k"),
+		commitFigure("storage-20k"), commitFigure("storage-100k"),
 		commitFigure("memory-full"), commitFigure("apiserver"), commitFigure("consistent-reads"), commitFigure("storage-targets"),
 		commitFigure("cluster"), commitFigure("watchlist"),
 		{Key: "storage-20k.date", From: []string{s20}, What: "when storage-20k ran", Get: func(s *Source) (Value, error) {

@@ -69,9 +69,9 @@ func runMemory(ctx context.Context, args []string) error {
 
 func runPlot(args []string) error {
 	fs := pflag.NewFlagSet("plot", pflag.ContinueOnError)
-	in := fs.String("in", "docs/results/storage.json", "storage JSON report")
-	outDir := fs.String("out-dir", "docs/results", "directory for the PNGs")
-	name := fs.String("name", "storage", "file name prefix of the PNGs")
+	in := fs.String("in", "docs/results/storage-20k.json", "storage JSON report")
+	outDir := fs.String("out-dir", "docs/results", "directory for the figure")
+	name := fs.String("name", "storage-20k", "file name of the figure (NAME.png)")
 	markdown := fs.Bool("markdown", false, "also write NAME.md from the JSON (after a change to the report's layout; the figures are the JSON's)")
 	if err := fs.Parse(args); err != nil {
 		return err
