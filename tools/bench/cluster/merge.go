@@ -41,11 +41,6 @@ func sameLoad(c Config) Config {
 	}
 }
 
-// MergeReports puts the cells of runs of the same load into one
-// report under id (the merge's own identity). A cell (configuration,
-// mode, node count) measured by two runs is an error: choosing one would
-// be choosing a result. Each run's identity and failures are kept in the
-// notes and the error.
 // NumberRepeats returns runs with the cells of runs that did not repeat
 // (repeat 0) numbered by run order: the k-th of runs that holds a cell
 // makes it repeat k. It is for a repeated run split over several
@@ -74,6 +69,11 @@ func NumberRepeats(runs []Report) []Report {
 	return out
 }
 
+// MergeReports puts the cells of runs of the same load into one
+// report under id (the merge's own identity). A cell (configuration,
+// mode, node count) measured by two runs is an error: choosing one would
+// be choosing a result. Each run's identity and failures are kept in the
+// notes and the error.
 func MergeReports(id report.Identity, runs []Report) (Report, error) {
 	if len(runs) == 0 {
 		return Report{}, fmt.Errorf("no reports to merge")
