@@ -43,7 +43,6 @@ const plotCols = 3
 //   - freshness: freshness wait p99 and LIST-by-node p99 against the write
 //     rate of another resource (the sweep rows), when the run swept it.
 func Plot(r Report, dir, name string) ([]string, error) {
-	var paths []string
 	var panels []*plot.Plot
 	// row adds a row of panels, padded to whole grid rows.
 	row := func(ps []*plot.Plot) {
@@ -85,7 +84,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 			}
 			sct, err := plotter.NewScatter(pts)
 			if err != nil {
-				return paths, err
+				return nil, err
 			}
 			sct.Color = report.Color(b)
 			sct.Shape = draw.BoxGlyph{}
@@ -140,7 +139,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 				}
 				l, pm, err := plotter.NewLinePoints(pts)
 				if err != nil {
-					return paths, err
+					return nil, err
 				}
 				pm.Color = report.Color(b)
 				p.Add(pm)
@@ -199,7 +198,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 				slices.SortFunc(pair.pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 				l, s, err := plotter.NewLinePoints(pair.pts)
 				if err != nil {
-					return paths, err
+					return nil, err
 				}
 				l.Color, s.Color = report.Color(b), report.Color(b)
 				l.Width = vg.Points(1.5)
@@ -220,9 +219,9 @@ func Plot(r Report, dir, name string) ([]string, error) {
 	}
 	path := filepath.Join(dir, name+".png")
 	if err := report.SaveGrid(panels, plotCols, path, "Storage level: throughput, p99 latency, freshness against another resource's writes"); err != nil {
-		return paths, err
+		return nil, err
 	}
-	return append(paths, path), nil
+	return []string{path}, nil
 }
 
 func cmpFloat(a, b float64) int {
