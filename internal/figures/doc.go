@@ -24,8 +24,8 @@
 // number behind each number in it. JSON is read where the benchmark writes
 // it (storage*, consistent-reads, apiserver, memory*, cluster, stall,
 // watchlist); the markdown-only results (robustness, demo-59848,
-// e2e-conformance, hollow-nodes, fault-heal) are read from their tables
-// and closing lines. `go run ./internal/figures/cmd/figures -list` prints
+// e2e-conformance, fault-heal) are read from their tables and closing
+// lines. `go run ./internal/figures/cmd/figures -list` prints
 // every key with its value, tolerance and files.
 //
 // # Tolerance

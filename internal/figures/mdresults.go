@@ -9,8 +9,8 @@ import (
 )
 
 // Results that exist only as markdown (robustness.md, demo-59848.md,
-// e2e-conformance.md, hollow-nodes.md, fault-heal.md) are read from their
-// tables and closing lines.
+// e2e-conformance.md, fault-heal.md) are read from their tables and
+// closing lines.
 
 var (
 	commitRE   = regexp.MustCompile("(?i)commit:? `([0-9a-f]{7,40})")

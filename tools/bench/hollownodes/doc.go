@@ -12,7 +12,9 @@
 // # Who calls it
 //
 // cmd/freshcache-bench (the hollow-nodes subcommand), which writes the
-// heading and WriteMarkdown's table (docs/results/hollow-nodes.md).
+// heading and WriteMarkdown's table (make bench-hollow-nodes:
+// _output/bench/hollow-nodes.md; the run the docs keep is in
+// docs/investigations/hollow-node-cost.md).
 //
 // # What it guarantees
 //
