@@ -311,8 +311,11 @@ BENCH := $(BIN)/freshcache-bench
 BENCH_SHORT := --pods=2000 --nodes=20 --duration=1s --warmup=200ms --watch-nodes=4 --sweep-lease-rates=0,100,400
 
 # The bench binary carries the commit it was built from (reports quote it),
-# not whatever HEAD is when a later step of the same run reads it.
-BENCH_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +dirty)
+# not whatever HEAD is when a later step of the same run reads it. It is
+# +dirty when a tracked file differs from that commit, docs/results aside:
+# those are the benchmarks' own output, so a target that runs after
+# another (bench-full after bench-targets) still names a clean commit.
+BENCH_COMMIT = $(shell git rev-parse HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD -- ':/' ':(top,exclude)docs/results' 2>/dev/null || echo +dirty)
 
 $(BENCH): FORCE
 	@mkdir -p $(BIN)

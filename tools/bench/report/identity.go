@@ -80,12 +80,14 @@ func ThisMachine() Machine {
 }
 
 // buildCommit is stamped by the Makefile at build time (-ldflags -X): the
-// commit the binary was built from, with "+dirty" for a modified work tree.
+// commit the binary was built from, with "+dirty" for a modified work tree
+// (docs/results, the benchmarks' own output, aside).
 var buildCommit string
 
 // GitCommit is the commit the measured code was built from: buildCommit
 // when the binary carries one, otherwise HEAD at run time, with "+dirty"
-// when the work tree differs from it. The run-time fallback only reads:
+// when the work tree, docs/results aside, differs from it. The run-time
+// fallback only reads:
 // GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the index.
 func GitCommit() string {
 	if buildCommit != "" {
@@ -96,7 +98,8 @@ func GitCommit() string {
 		return "unknown"
 	}
 	c := strings.TrimSpace(string(out))
-	st := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
+	// docs/results is the benchmarks' own output, not what they ran.
+	st := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(top,exclude)docs/results")
 	st.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
 	if s, err := st.Output(); err == nil && len(strings.TrimSpace(string(s))) > 0 {
 		c += "+dirty"
