@@ -87,8 +87,8 @@ var buildCommit string
 // GitCommit is the commit the measured code was built from: buildCommit
 // when the binary carries one, otherwise HEAD at run time, with "+dirty"
 // when the work tree, docs/results aside, differs from it. The run-time
-// fallback only reads:
-// GIT_OPTIONAL_LOCKS=0 keeps git status from refreshing the index.
+// fallback only reads: GIT_OPTIONAL_LOCKS=0 keeps git status from
+// refreshing the index.
 func GitCommit() string {
 	if buildCommit != "" {
 		return buildCommit
