@@ -6,6 +6,10 @@ GO ?= go
 OUT ?= _output
 BIN := $(OUT)/bin
 LIB := staging/src/github.com/freshcache/watchcache
+# The lab: local-up, the real and simulated nodes, kind's files and the
+# end-to-end tests, a module of its own (lab/go.mod) so that the product's
+# go.mod carries none of their requirements.
+LAB := lab
 GOLANGCI_LINT_VERSION ?= v2.15.0
 GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 # Extra arguments for `make run`, e.g. RUN_ARGS="--apiservers=2 --etcd-members=3".
@@ -15,7 +19,7 @@ TEST_TIMEOUT ?= 30m
 .PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
 
 # help lists every rule line of the form `target: prerequisites ## text`;
-# internal/makehelp (make verify) fails when a .PHONY target has none.
+# internal/repotools/makehelp (make verify) fails when a .PHONY target has none.
 help: ## Show this help.
 	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {n[NR] = $$1; h[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-" w "s  %s\n", n[i], h[i]}'
 
@@ -31,15 +35,16 @@ KUBE_BUILD_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y
 KUBE_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
 KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 -X $(p).gitCommit=$(KUBE_GIT_COMMIT) -X $(p).gitTreeState=$(KUBE_GIT_TREE_STATE) -X $(p).buildDate=$(KUBE_BUILD_DATE))
 # The upstream components local-up runs beside our kube-apiserver, built
-# from the same k8s.io/kubernetes module with no source changes (go.mod's
-# tool block keeps their requirements).
+# from the same k8s.io/kubernetes module with no source changes (the lab's
+# go.mod's tool block keeps their requirements).
 # kubelet and kube-proxy are for local-up --real-nodes.
 UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl kubelet kube-proxy
 
 build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into _output/bin (~1 min with Go's build cache warm; a cold first build 10-20 min).
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/freshcache-pause
+	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver
+	$(GO) -C $(LAB) build -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/ ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
+	CGO_ENABLED=0 $(GO) -C $(LAB) build -o $(abspath $(BIN))/ ./cmd/freshcache-pause
 
 # CoreDNS (tools/coredns, a module of its own) is only for real nodes: it
 # is built when RUN_ARGS ask for them.
@@ -55,11 +60,11 @@ run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) $(if $(findstrin
 # test-fault-heal, bench-compare).
 #
 #   FRESHCACHE_BIN_DIR=<dir>      the built binaries (make build), for the tests that start
-#                                 kube-apiserver, local-up or kubemark: test/e2e (test-root,
+#                                 kube-apiserver, local-up or kubemark: lab/test/e2e (test-root,
 #                                 test-e2e), the HTTP and fault-heal robustness runs,
-#                                 tools/bench/watchlist's smoke run (test-bench), test/demo59848,
-#                                 test/realnode and test/upstreame2e (their targets below)
-#   FRESHCACHE_ROBUSTNESS=1       test/robustness's etcd-backed runs, minutes each (test-robustness,
+#                                 tools/bench/watchlist's smoke run (test-bench), lab/test/demo59848,
+#                                 lab/test/realnode and lab/test/upstreame2e (their targets below)
+#   FRESHCACHE_ROBUSTNESS=1       lab/test/robustness's etcd-backed runs, minutes each (test-robustness,
 #                                 test-robustness-apiserver with FRESHCACHE_BIN_DIR,
 #                                 test-fault-heal-short; test-robustness-long, test-fault-heal)
 #   ROBUSTNESS_REPLAY=<file>      the history.json TestReplayReport re-checks offline
@@ -88,8 +93,9 @@ test-lib: ## Test the watchcache library module (with invariant checks compiled 
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
-test-root: build kwok ## Test the root module, including the e2e test against the built binaries (~4 min after make build).
-	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+test-root: build kwok ## Test the root module (the product) and the lab module, the e2e test against the built binaries included (~4 min after make build).
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 BENCH_MOD := tools/bench
 
@@ -110,9 +116,9 @@ bench-compare: ## tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repea
 	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(GO) test -count=1 -timeout 60m -v -run '^TestCompare$$' ./storage/
 
 # test-real-nodes runs local-up --real-nodes=1 (containerd, a real kubelet
-# and kube-proxy; pkg/localup/realnode) as root: a busybox pod with kubectl
+# and kube-proxy; lab/pkg/localup/realnode) as root: a busybox pod with kubectl
 # logs and exec, a Service, a SIGKILL of local-up and a start that undoes its leftovers,
-# then checks the host is as before (test/realnode). It installs the
+# then checks the host is as before (lab/test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
 coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (tools/coredns) into _output/bin (~8 min the first time on a busy 2-core machine).
@@ -122,18 +128,18 @@ coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (t
 # kwok (tools/kwok, a module of its own: kwok v0.8.0 builds against the
 # k8s.io libraries of v0.36) simulates nodes for local-up --kwok-nodes:
 # one controller keeps thousands of Node objects Ready and plays their
-# pods' lifecycle (pkg/localup/kwoknode).
+# pods' lifecycle (lab/pkg/localup/kwoknode).
 kwok: ## Build kwok v0.8.0's controller, unchanged (tools/kwok), into _output/bin (~1.5 min the first time).
 	@mkdir -p $(BIN)
 	cd tools/kwok && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/kwok sigs.k8s.io/kwok/cmd/kwok
 
 test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, the apiserver from a pod through the kubernetes Service, crash recovery, host restored; hollow nodes leave iptables alone (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
-	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -v ./test/realnode/
+	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build kwok ## Run only the end-to-end test (~3.5 min after make build).
-	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
-# Robustness (test/robustness): 3-member etcd behind fault proxies, two
+# Robustness (lab/test/robustness): 3-member etcd behind fault proxies, two
 # caches, Kubernetes-shaped traffic, porcupine and watch-guarantee checks.
 # The etcd-backed runs only run with FRESHCACHE_ROBUSTNESS=1, so `go test
 # ./...` in test-root runs just the checker unit tests; the runs over HTTP
@@ -147,11 +153,11 @@ DURATION ?= 30m
 ROBUSTNESS_RUN ?= .
 
 test-robustness: ## Short robustness run in process: checker unit tests, upstream negative control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch), then test-robustness-replay of the negative control's history (~5 min).
-	$(ROBUSTNESS_ENV) $(GO) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+	$(ROBUSTNESS_ENV) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 	$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) test-robustness-replay REPLAY=
 
 # test-robustness-replay re-checks a dumped run offline (TestReplayReport,
-# test/robustness/checker): every checker and porcupine again, and for each
+# lab/test/robustness/checker): every checker and porcupine again, and for each
 # key porcupine rejects, the shortest failing prefix of its operations.
 # REPLAY is a report's history.json; by default the newest negative-control
 # report (upstream-rv0-<seed>) under ROBUSTNESS_REPORT_DIR, which
@@ -161,15 +167,15 @@ test-robustness-replay: ## Re-check a dumped robustness history offline: make te
 	@h='$(REPLAY)'; h=$${h:-$$(ls -t $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json 2>/dev/null | head -1)}; \
 	if [ -z "$$h" ]; then echo "no $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json: run make test-robustness, or pass REPLAY=<report>/history.json" >&2; exit 1; fi; \
 	echo "replaying $$h"; \
-	ROBUSTNESS_REPLAY="$$h" $(GO) test -count=1 -v -run '^TestReplayReport$$' ./test/robustness/checker/
+	ROBUSTNESS_REPLAY="$$h" $(GO) -C $(LAB) test -count=1 -v -run '^TestReplayReport$$' ./test/robustness/checker/
 
 test-robustness-long: ## Long robustness run: make test-robustness-long DURATION=30m [ROBUSTNESS_RUN=Freshcache]; DURATION per in-process variant, four in turn (~2 h at the default).
-	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) -C $(LAB) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make build; part of make test).
-	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-# Fault heal (test/robustness TestFaultHeal): for upstream's cacher,
+# Fault heal (lab/test/robustness TestFaultHeal): for upstream's cacher,
 # freshcache and freshcache+FreshResourceVersionZero, one after the other,
 # a fresh 3-member etcd with apiserver W on member 0 (a writer bumps a
 # counter ConfigMap every 20 ms) and R on member 1 (GET/LIST rv="" and
@@ -188,12 +194,12 @@ HEAL_LOG_DIR ?= $(abspath $(OUT))/fault-heal
 test-fault-heal: build ## Fault heal: member 1 cut off and healed under reads, upstream vs freshcache (two variants); writes docs/results/fault-heal.md (~6 min).
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=$(HEAL_DURATION) HEAL_STRICT=$(HEAL_STRICT) \
 		HEAL_REPORT=$(abspath docs/results/fault-heal.md) HEAL_LOG_DIR=$(HEAL_LOG_DIR) \
-		$(GO) test -count=1 -timeout 30m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+		$(GO) -C $(LAB) test -count=1 -timeout 30m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 test-fault-heal-short: build ## Fault heal with one cut per implementation, report in _output (~2 min after make build; part of make test).
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=20s \
 		HEAL_REPORT=$(abspath $(OUT))/fault-heal-short.md HEAL_LOG_DIR=$(HEAL_LOG_DIR)-short \
-		$(GO) test -count=1 -timeout 15m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+		$(GO) -C $(LAB) test -count=1 -timeout 15m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # demo-59848 replays kubernetes#59848: a 3-member etcd behind peer fault
 # proxies, apiserver A on member 0 with the controllers, apiserver B on
@@ -225,15 +231,15 @@ DEMO_59848_REPORT ?= $(if $(DEMO_59848_RUN)$(DEMO_59848_WATCHLIST),$(abspath $(O
 DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848
 demo-59848: build ## kubernetes#59848 on a real kubelet and containerd (root), watch-list on and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials each (~30 min; writes docs/results/demo-59848.md).
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
-		$(GO) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+		$(GO) -C $(LAB) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 demo-59848-short: build ## The discriminating pair on a hollow kubelet: a listing kubelet on upstream (must start the deleted pod) and on freshcache+FreshResourceVersionZero (must not) (~3.5 min after make build; part of make test).
 	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
-		$(GO) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
+		$(GO) -C $(LAB) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-# Upstream's e2e tests (test/upstreame2e): e2e.test and ginkgo built from
+# Upstream's e2e tests (lab/test/upstreame2e): e2e.test and ginkgo built from
 # k8s.io/kubernetes v1.37.2 with no source changes; tools/e2esuite is the
-# nested module that holds their requirements. test/upstreame2e/tests.txt
+# nested module that holds their requirements. lab/test/upstreame2e/tests.txt
 # is the selection. Each run starts a fresh local-up cluster
 # (controller-manager, scheduler, 2 hollow nodes).
 E2E_SUITE_MOD := tools/e2esuite
@@ -254,34 +260,35 @@ e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes
 
 test-conformance: build coredns e2e-suite ## (root) Upstream's e2e tests, the API-only ones and those that need containers, on one real node, for upstream, freshcache and freshcache+FreshResourceVersionZero; writes docs/results/e2e-conformance.md (~80 min: about 25 min per implementation, 460 tests, 4 ginkgo processes).
 	$(E2E_ENV) FRESHCACHE_E2E_REAL_NODE=1 FRESHCACHE_E2E_TIMEOUT=150m FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_CONFORMANCE_IMPLEMENTATIONS) FRESHCACHE_E2E_REPORT=$(E2E_CONFORMANCE_REPORT) \
-		$(GO) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
+		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
 
-# E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (test/upstreame2e
+# E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (lab/test/upstreame2e
 # Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
 test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min after make build and e2e-suite; part of make test).
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
-		$(GO) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
+		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
 verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on every module; the repository checks (links, figures, make help) (~1 min; seconds with warm caches).
 
 # verify-docs: links in markdown stay inside the repository and resolve
 # (files and #anchors), section citations name existing headings, and no
 # text cites a tracker's issue number or a notes directory outside the
-# repository (internal/docscheck/doc.go lists the rules); every marked
+# repository (internal/repotools/docscheck/doc.go lists the rules); every marked
 # figure agrees with the docs/results file it comes from, within its
 # tolerance, every figure key is quoted somewhere, and the results index
-# lists exactly the files of docs/results (internal/figures/doc.go); make
-# help lists every .PHONY target with a text (internal/makehelp/doc.go).
+# lists exactly the files of docs/results (internal/repotools/figures/doc.go); make
+# help lists every .PHONY target with a text (internal/repotools/makehelp/doc.go).
 verify-docs: ## The repository checks of make verify: docs links and citations, figures, make help (seconds).
-	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/docscheck/ ./internal/figures/ ./internal/makehelp/
+	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/repotools/docscheck/ ./internal/repotools/figures/ ./internal/repotools/makehelp/
 
-figures: ## After a benchmark rerun: rewrite the marked figures in the docs from docs/results, then check them (internal/figures).
-	$(GO) run ./internal/figures/cmd/figures -w
+figures: ## After a benchmark rerun: rewrite the marked figures in the docs from docs/results, then check them (internal/repotools/figures).
+	$(GO) run ./internal/repotools/figures/cmd/figures -w
 
 fmt: ## gofmt on the source trees, go vet on every module (seconds with warm caches).
-	@out=$$(gofmt -l cmd internal pkg test hack tools $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l cmd internal pkg hack tools $(LAB) $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) -C $(LAB) vet ./...
 	cd $(LIB) && $(GO) vet ./...
 	cd $(BENCH_MOD) && $(GO) vet ./...
 	cd $(E2E_SUITE_MOD) && $(GO) vet ./...
@@ -289,8 +296,9 @@ fmt: ## gofmt on the source trees, go vet on every module (seconds with warm cac
 $(GOLANGCI_LINT):
 	GOBIN=$(abspath $(OUT)/tools) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-lint: $(GOLANGCI_LINT) ## golangci-lint on the root, library and bench modules; installs it into _output/tools first (seconds with warm caches).
+lint: $(GOLANGCI_LINT) ## golangci-lint on the root, lab, library and bench modules; installs it into _output/tools first (seconds with warm caches).
 	$(GOLANGCI_LINT) run ./...
+	cd $(LAB) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
 	cd $(LIB) && $(abspath $(GOLANGCI_LINT)) run ./...
 	cd $(BENCH_MOD) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
 
@@ -441,13 +449,13 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
 
 # bench-scale is the cluster A/B on kwok nodes (local-up --kwok-nodes,
-# pkg/localup/kwoknode): one kwok controller stands in for the kubelets'
+# lab/pkg/localup/kwoknode): one kwok controller stands in for the kubelets'
 # node status, leases and pod lifecycle, and the benchmark's children run
 # one pod watch per node (spec.nodeName), half with WatchListClient on, as
 # the kubelets' own. After the measured window every one of those watches
 # restarts at once (the restart storm). Its closing line is
 # "scale-bench ratios: nodes=N apiserver-cpu=A etcd-reads=B list-p99=C
-# storm-sync-p99=D storm-etcd=E stale=S", freshcache-fresh-rv0 / upstream.
+# storm-sync-p99=D storm-etcd=E stale=S storm-429=Q wait-p99-ms=W", freshcache-fresh-rv0 / upstream (the last two absolute).
 SCALE_NODES ?= 1000
 SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s

@@ -25,7 +25,7 @@
 #      config) sets the static pod's image to A with imagePullPolicy: Never;
 #      a kubeadm ClusterConfiguration patch passes --feature-gates to
 #      kube-apiserver only.
-#   The generated files come from cmd/kind-config (pkg/kindconfig).
+#   The generated files come from lab/cmd/kind-config (lab/pkg/kindconfig).
 #
 # --dry-run writes every generated file into $OUT (default _output/kind) and
 # prints the commands it would run (each prefixed with "+ "), running none of
@@ -99,7 +99,7 @@ fi
 # 0. Generate the Dockerfiles, systemd unit, kubeadm patch and kind config.
 #    This runs in --dry-run too: it is what the dry run is for.
 echo "writing generated files into $OUT"
-("$GO" run ./cmd/kind-config --out "$OUT" --name "$NAME" \
+("$GO" -C lab run ./cmd/kind-config --out "$OUT" --name "$NAME" \
   --control-planes "$CONTROL_PLANES" --workers "$WORKERS" \
   --apiserver-base "$APISERVER_BASE" --node-base "$NODE_BASE" \
   --apiserver-image "$APISERVER_IMAGE" --node-image "$NODE_IMAGE" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start a local cluster with freshcache, in the spirit of upstream's
-# hack/local-up-cluster.sh: build the binaries, then run cmd/local-up, which
+# hack/local-up-cluster.sh: build the binaries, then run lab/cmd/local-up, which
 # runs an embedded etcd, kube-apiserver(s), kube-controller-manager,
 # kube-scheduler and kubemark hollow nodes until Ctrl-C.
 #

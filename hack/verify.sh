@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gofmt, go vet and golangci-lint over both modules, and the docs check
-# (internal/docscheck): what `make verify` runs.
+# (internal/repotools/docscheck): what `make verify` runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 exec make verify

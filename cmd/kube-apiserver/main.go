@@ -1,8 +1,7 @@
 // Command kube-apiserver is the upstream Kubernetes API server (v1.37) with
-// two additions: --watch-cache-implementation chooses the watch cache that
-// serves cached resources, and --extra-bind-address serves on further
-// addresses beside --bind-address (local-up's real nodes). Everything else
-// (flags, admission, authn/z, OpenAPI) is upstream's.
+// one addition: --watch-cache-implementation chooses the watch cache that
+// serves cached resources, with the consistent-read flags that go with it.
+// Everything else (flags, admission, authn/z, OpenAPI) is upstream's.
 package main
 
 import (

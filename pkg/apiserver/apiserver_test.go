@@ -74,6 +74,8 @@ func TestValidate(t *testing.T) {
 		{"half a cache of fallbacks", func(o *Options) { o.ConsistentReadFallbackBudget = 0.5 }, ""},
 		{"zero budget", func(o *Options) { o.ConsistentReadFallbackBudget = 0 }, "--consistent-read-fallback-budget=0"},
 		{"NaN budget", func(o *Options) { o.ConsistentReadFallbackBudget = math.NaN() }, "must be positive"},
+		{"strict rv=0", func(o *Options) { o.ResourceVersionZeroMaxStaleness = 0 }, ""},
+		{"negative rv=0 staleness", func(o *Options) { o.ResourceVersionZeroMaxStaleness = -time.Millisecond }, "--resource-version-zero-max-staleness=-1ms"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,6 +111,21 @@ func TestTimeoutFlags(t *testing.T) {
 	wc := o.WatchcacheOptions()
 	if wc.ConsistentReadTimeout != 750*time.Millisecond || wc.TimeoutAction != watchcache.TimeoutReject || wc.FallbackBudget != 0.25 {
 		t.Fatalf("flags did not reach the library options: %+v", wc)
+	}
+	if wc.ZeroReadStaleness != watchcache.DefaultZeroReadStaleness {
+		t.Fatalf("default rv=0 staleness reached the library as %v, want %v", wc.ZeroReadStaleness, watchcache.DefaultZeroReadStaleness)
+	}
+	if err := fs.Parse([]string{"--resource-version-zero-max-staleness=0"}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := o.WatchcacheOptions(); wc.ZeroReadStaleness >= 0 {
+		t.Fatalf("--resource-version-zero-max-staleness=0 reached the library as %v, want negative (strict)", wc.ZeroReadStaleness)
+	}
+	if err := fs.Parse([]string{"--resource-version-zero-max-staleness=250ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if wc := o.WatchcacheOptions(); wc.ZeroReadStaleness != 250*time.Millisecond {
+		t.Fatalf("--resource-version-zero-max-staleness=250ms reached the library as %v", wc.ZeroReadStaleness)
 	}
 	err := fs.Parse([]string{"--consistent-read-timeout-action=later"})
 	if err == nil || !strings.Contains(err.Error(), "fallback|reject") {

@@ -66,9 +66,14 @@ func getterSlots(cfg *app.Config) []getterSlot {
 // WatchcacheOptions maps the flags onto the library's options. Fields the
 // flags do not cover keep the library's production defaults.
 func (o *Options) WatchcacheOptions() watchcache.Options {
+	staleness := o.ResourceVersionZeroMaxStaleness
+	if staleness == 0 {
+		staleness = -1 // the library's "none"; its zero is the default
+	}
 	return watchcache.Options{
 		ConsistentReadTimeout: o.ConsistentReadTimeout,
 		TimeoutAction:         o.ConsistentReadTimeoutAction,
 		FallbackBudget:        o.ConsistentReadFallbackBudget,
+		ZeroReadStaleness:     staleness,
 	}
 }

@@ -41,15 +41,20 @@ type Options struct {
 	// at once, per resource, as a multiple of the objects its cache holds;
 	// negative: unbounded.
 	ConsistentReadFallbackBudget float64
+	// ResourceVersionZeroMaxStaleness bounds how far behind its arrival a
+	// resourceVersion=0 read under FreshResourceVersionZero may be; 0
+	// makes it as strict as resourceVersion="".
+	ResourceVersionZeroMaxStaleness time.Duration
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		WatchCacheImplementation:     DefaultImplementation,
-		ConsistentReadTimeout:        watchcache.DefaultConsistentReadTimeout,
-		ConsistentReadTimeoutAction:  watchcache.TimeoutFallback,
-		ConsistentReadFallbackBudget: watchcache.DefaultFallbackBudget,
+		WatchCacheImplementation:        DefaultImplementation,
+		ConsistentReadTimeout:           watchcache.DefaultConsistentReadTimeout,
+		ConsistentReadTimeoutAction:     watchcache.TimeoutFallback,
+		ConsistentReadFallbackBudget:    watchcache.DefaultFallbackBudget,
+		ResourceVersionZeroMaxStaleness: watchcache.DefaultZeroReadStaleness,
 	}
 }
 
@@ -75,6 +80,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 			"A read that would go over it gets 429 Too Many Requests with Retry-After instead; the first fallback always goes. "+
 			"It keeps an etcd stall from turning every waiting LIST into an etcd LIST at once. Negative: unbounded, as upstream's cacher. "+
 			"Must not be 0 (use --consistent-read-timeout-action=reject to never fall back).")
+	fs.DurationVar(&o.ResourceVersionZeroMaxStaleness, "resource-version-zero-max-staleness", o.ResourceVersionZeroMaxStaleness,
+		"With the FreshResourceVersionZero feature gate, how far behind its arrival a resourceVersion=0 read may be: "+
+			"it reflects every write acknowledged at least this long before it arrived, and is served at a revision "+
+			"that a linearizable etcd read or a write of this kube-apiserver sent within that bound was answered with, "+
+			"so resourceVersion=0 reads cost at most one etcd request per bound however many arrive. "+
+			"A kube-apiserver cut off from etcd's leader answers none. 0: as fresh as resourceVersion=\"\" (one revision fetch issued after each read arrived). "+
+			"resourceVersion=\"\" is never served with a bound.")
 }
 
 // Validate reports every problem with the options.
@@ -91,6 +103,9 @@ func (o *Options) Validate() []error {
 	}
 	if err := validTimeoutAction(o.ConsistentReadTimeoutAction); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ResourceVersionZeroMaxStaleness < 0 {
+		errs = append(errs, fmt.Errorf("--resource-version-zero-max-staleness=%v: must not be negative (0 means none)", o.ResourceVersionZeroMaxStaleness))
 	}
 	if b := o.ConsistentReadFallbackBudget; b == 0 || math.IsNaN(b) || math.IsInf(b, 0) {
 		errs = append(errs, fmt.Errorf("--consistent-read-fallback-budget=%v: must be positive (a multiple of the cached objects) or negative (unbounded); to never fall back use --consistent-read-timeout-action=reject", b))

@@ -3,7 +3,7 @@ module github.com/freshcache/freshcache/tools/bench
 go 1.26.0
 
 require (
-	github.com/freshcache/freshcache v0.0.0-00010101000000-000000000000
+	github.com/freshcache/freshcache/lab v0.0.0-00010101000000-000000000000
 	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	go.etcd.io/etcd/server/v3 v3.7.0
 	gonum.org/v1/plot v0.17.0
@@ -187,4 +187,4 @@ replace (
 
 replace github.com/freshcache/watchcache => ../../staging/src/github.com/freshcache/watchcache
 
-replace github.com/freshcache/freshcache => ../..
+replace github.com/freshcache/freshcache/lab => ../../lab

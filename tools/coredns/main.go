@@ -6,7 +6,7 @@
 //
 // make coredns builds it statically into _output/bin; local-up
 // --real-nodes packs it into registry.k8s.io/coredns/coredns:v1.14.6
-// (pkg/localup/realnode) and deploys it (pkg/localup/coredns.go). It is a
+// (lab/pkg/localup/realnode) and deploys it (lab/pkg/localup/coredns.go). It is a
 // module of its own so that the product's go.mod does not carry CoreDNS's
 // requirements.
 package main

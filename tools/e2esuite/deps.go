@@ -3,7 +3,7 @@
 // builds it from the v1.37.2 module sources, unchanged, without adding
 // ginkgo, gomega and the test packages' dependencies to the root module.
 //
-// The imports are those of upstream's test/e2e/e2e_test.go: go mod tidy
+// The imports are those of upstream's lab/test/e2e/e2e_test.go: go mod tidy
 // keeps only what some package of the main module imports, and a test file
 // of a dependency does not count. The ginkgo CLI is a tool of this module
 // (go.mod's tool block); make e2e-suite builds both into _output/bin.

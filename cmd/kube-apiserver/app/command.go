@@ -35,7 +35,6 @@ const watchCacheFlagSet = "watch cache"
 func NewCommand() *cobra.Command {
 	server := options.NewServerRunOptions()
 	watchCache := apiserver.NewOptions()
-	listen := &listenOptions{}
 	gates := server.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
 	ctx := genericapiserver.SetupSignalContext()
 
@@ -63,14 +62,13 @@ server with one seam added: --watch-cache-implementation selects the watch cache
 				return err
 			}
 			cliflag.PrintFlags(cmd.Flags())
-			return run(ctx, server, watchCache, listen, gates)
+			return run(ctx, server, watchCache, gates)
 		},
 	}
 	cmd.SetContext(ctx)
 
 	sets := server.Flags()
 	watchCache.AddFlags(sets.FlagSet(watchCacheFlagSet))
-	listen.addFlags(sets.FlagSet("secure serving"))
 	verflag.AddFlags(sets.FlagSet("global"))
 	globalflag.AddGlobalFlags(sets.FlagSet("global"), cmd.Name(), logs.SkipLoggingConfigurationFlags())
 	server.Flagz = flagz.NamedFlagSetsReader{FlagSets: sets}
@@ -84,19 +82,15 @@ server with one seam added: --watch-cache-implementation selects the watch cache
 
 // run completes and validates the options, builds upstream's server chain
 // with our watch cache installed, and serves until ctx is done.
-func run(ctx context.Context, server *options.ServerRunOptions, watchCache *apiserver.Options, listen *listenOptions, gates featuregate.FeatureGate) error {
+func run(ctx context.Context, server *options.ServerRunOptions, watchCache *apiserver.Options, gates featuregate.FeatureGate) error {
 	completed, err := server.Complete(ctx)
 	if err != nil {
 		return err
 	}
 	errs := completed.Validate()
 	errs = append(errs, watchCache.Validate()...)
-	errs = append(errs, listen.validate(completed.SecureServing.SecureServingOptions)...)
 	if len(errs) > 0 {
 		return utilerrors.NewAggregate(errs)
-	}
-	if err := listen.apply(completed.SecureServing.SecureServingOptions); err != nil {
-		return err
 	}
 	if mutable, ok := gates.(featuregate.MutableFeatureGate); ok {
 		mutable.AddMetrics()

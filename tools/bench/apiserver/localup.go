@@ -1,7 +1,7 @@
 package apiserver
 
-// The cmd/local-up child processes of the benchmark, started through
-// pkg/localup/launch.
+// The lab/cmd/local-up child processes of the benchmark, started through
+// lab/pkg/localup/launch.
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 )
 
-// localUpProc is a running cmd/local-up.
+// localUpProc is a running lab/cmd/local-up.
 type localUpProc struct {
 	proc       *launch.Process
 	etcdURL    string

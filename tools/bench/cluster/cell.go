@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
@@ -180,7 +180,10 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 		reader, through = second.cs, "written and read through kube-apiserver-1, by two clients"
 	}
 	wg.Add(1)
-	go func() { defer wg.Done(); row.Probe = runProbe(ctx, end, writer, reader, cfg.ProbeRate, through) }()
+	go func() {
+		defer wg.Done()
+		row.Probe = runProbe(ctx, end, writer, reader, cfg.ProbeRate, through, len(apis) > 1)
+	}()
 	rssCtx, cancelRSS := context.WithDeadline(ctx, end)
 	defer cancelRSS()
 	peaks := make(chan []float64, 1)

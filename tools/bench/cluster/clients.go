@@ -196,6 +196,13 @@ type ProbeStats struct {
 	FirstError  string           `json:"first_error,omitempty"`
 	// Through says which apiservers wrote and read.
 	Through string `json:"through"`
+	// CrossServer: the probe read through another apiserver than it wrote
+	// through, right after each write. freshcache-fresh-rv0 promises its
+	// rv=0 reads only the writes acknowledged 100 ms
+	// (--resource-version-zero-max-staleness) before them, and its own
+	// apiserver's writes; so such an rv=0 answer is counted, and not
+	// promised (promisedStale).
+	CrossServer bool `json:"crossServer,omitempty"`
 }
 
 // staleTotal is every stale answer of every read kind.
@@ -240,8 +247,8 @@ func probeReadName(kind, rv string) string {
 // reader in every probeReads way at once. An answer that does not hold the
 // write (an older sequence, or no pod) is stale: the write had completed
 // before the read was sent.
-func runProbe(ctx context.Context, end time.Time, writer, reader kubernetes.Interface, rate float64, through string) ProbeStats {
-	st := ProbeStats{Reads: map[string]int64{}, Stale: map[string]int64{}, Through: through}
+func runProbe(ctx context.Context, end time.Time, writer, reader kubernetes.Interface, rate float64, through string, crossServer bool) ProbeStats {
+	st := ProbeStats{Reads: map[string]int64{}, Stale: map[string]int64{}, Through: through, CrossServer: crossServer}
 	if rate <= 0 {
 		return st
 	}

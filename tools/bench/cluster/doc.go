@@ -24,7 +24,7 @@
 // (runCell, cell.go):
 //
 //  1. local-up with the configuration's kube-apiserver flags, the
-//     controllers and the hollow nodes (pkg/localup/launch);
+//     controllers and the hollow nodes (lab/pkg/localup/launch);
 //  2. Deployments of Config.PodsPerNode pods per node and the freshness
 //     probe's pod, rolled out at a bounded pace;
 //  3. the informer children (informers.go): freshcache-bench run again as

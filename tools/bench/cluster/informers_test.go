@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 )
 
 // TestNodeInformerChildStorm runs the informer child in node mode against

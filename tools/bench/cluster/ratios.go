@@ -40,6 +40,12 @@ type Ratios struct {
 	// the storm's own requests.
 	StormSyncP99, StormEtcd         *float64
 	StormSyncP99Each, StormEtcdEach []float64
+	// StormFresh429 is the 429s freshcache-fresh-rv0's apiservers sent
+	// during the storm because a read's freshness wait ran out, and
+	// WaitP99Ms its pods' freshness wait p99 in ms (absolute, KEP-2340's
+	// SLO is 200 ms): each the median over the pairs' freshcache-fresh-rv0
+	// cells, nil when none measured it.
+	StormFresh429, WaitP99Ms *float64
 	// Stale counts, over every freshcache run, the stale answers to reads
 	// that configuration promises fresh: rv="" reads on freshcache,
 	// every read on freshcache-fresh-rv0. Nil when no freshcache run
@@ -68,9 +74,15 @@ func ComputeRatios(rows []Row) Ratios {
 	if r.Nodes > 0 {
 		fs, us := runs(FreshRV0, r.Nodes), runs(Upstream, r.Nodes)
 		r.Pairs = min(len(fs), len(us))
-		var work []float64
+		var work, fresh429, waits []float64
 		for i := range r.Pairs {
 			f, u := fs[i], us[i]
+			if f.Storm != nil && f.Storm.Rejected != nil {
+				fresh429 = append(fresh429, f.Storm.Rejected[rejectFresh])
+			}
+			if f.FreshWaitP99Ms != nil {
+				waits = append(waits, *f.FreshWaitP99Ms)
+			}
 			appendRatio(&r.APICPUEach, f.APICPUSec, u.APICPUSec)
 			appendRatio(&r.EtcdReadsEach, f.EtcdReads, u.EtcdReads)
 			if f.ListP99Ms != nil && u.ListP99Ms != nil {
@@ -86,6 +98,7 @@ func ComputeRatios(rows []Row) Ratios {
 		}
 		r.APICPU, r.EtcdReads, r.ListP99, r.Work = medianPtr(r.APICPUEach), medianPtr(r.EtcdReadsEach), medianPtr(r.ListP99Each), medianPtr(work)
 		r.StormSyncP99, r.StormEtcd = medianPtr(r.StormSyncP99Each), medianPtr(r.StormEtcdEach)
+		r.StormFresh429, r.WaitP99Ms = medianPtr(fresh429), medianPtr(waits)
 	}
 	for _, x := range rows {
 		if x.Config != Freshcache && x.Config != FreshRV0 {
@@ -147,11 +160,15 @@ func servedWork(x Row) (lists, churn float64) {
 }
 
 // promisedStale is the stale answers to reads row's configuration
-// promises fresh.
+// promises fresh: rv="" on both freshcache configurations; rv=0 too on
+// freshcache-fresh-rv0, unless the probe read through another apiserver
+// right after writing (ProbeStats.CrossServer), inside rv=0's staleness
+// bound.
 func promisedStale(x Row) int64 {
 	var n int64
 	for k, v := range x.Probe.Stale {
-		if x.Config == FreshRV0 || !strings.HasSuffix(k, "rv=0") {
+		zero := strings.HasSuffix(k, "rv=0")
+		if !zero || (x.Config == FreshRV0 && !x.Probe.CrossServer) {
 			n += v
 		}
 	}
@@ -190,10 +207,20 @@ func (r Ratios) staleText() string {
 
 // ScaleLine is the scale benchmark's closing line: "scale-bench ratios:
 // nodes=N apiserver-cpu=A etcd-reads=B list-p99=C storm-sync-p99=D
-// storm-etcd=E stale=S", n/a for what the run could not say.
+// storm-etcd=E stale=S storm-429=Q wait-p99-ms=W", n/a for what the run
+// could not say.
 func (r Ratios) ScaleLine() string {
-	return fmt.Sprintf("scale-bench ratios: nodes=%d apiserver-cpu=%s etcd-reads=%s list-p99=%s storm-sync-p99=%s storm-etcd=%s stale=%s",
-		r.Nodes, fmtRatio(r.APICPU), fmtRatio(r.EtcdReads), fmtRatio(r.ListP99), fmtRatio(r.StormSyncP99), fmtRatio(r.StormEtcd), r.staleText())
+	return fmt.Sprintf("scale-bench ratios: nodes=%d apiserver-cpu=%s etcd-reads=%s list-p99=%s storm-sync-p99=%s storm-etcd=%s stale=%s storm-429=%s wait-p99-ms=%s",
+		r.Nodes, fmtRatio(r.APICPU), fmtRatio(r.EtcdReads), fmtRatio(r.ListP99), fmtRatio(r.StormSyncP99), fmtRatio(r.StormEtcd), r.staleText(),
+		fmtCount(r.StormFresh429), fmtCount(r.WaitP99Ms))
+}
+
+// fmtCount is a closing line's count or milliseconds, n/a when unknown.
+func fmtCount(p *float64) string {
+	if p == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", *p)
 }
 
 // clusterTargets are the cluster benchmark's targets for the closing line, reported

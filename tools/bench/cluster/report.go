@@ -416,7 +416,7 @@ func writeCostModel(b *strings.Builder, r Report) {
 const clusterLimits = `
 ## What this cannot measure, and why
 
-- **etcd CPU alone.** local-up runs etcd embedded in its own process (pkg/etcdlocal; all three members in HA), so "etcd CPU" is that process: the members plus local-up's supervision of its children, which is idle once they run. Nothing is subtracted.
+- **etcd CPU alone.** local-up runs etcd embedded in its own process (lab/pkg/etcdlocal; all three members in HA), so "etcd CPU" is that process: the members plus local-up's supervision of its children, which is idle once they run. Nothing is subtracted.
 - **Linearizable vs serializable Range.** etcd v3.7's metrics count Range by gRPC method only (grpc_server_handled_total, etcd_mvcc_range_total); no label says which. Every Range kube-apiserver sends here is linearizable (the etcd3 store never asks for serializable; freshcache's revision fetch is linearizable by design), so Range is the count of linearizable reads, GETs, LISTs and revision fetches together; the apiservers' etcd_requests_total splits them by operation.
 - **Progress requests.** etcd counts them only as messages on Watch streams, together with watch creations and cancellations. freshcache counts its own; upstream's cacher exports no such counter.
 - **Pod start latency to the millisecond from the pods themselves.** Pod conditions and status times have whole seconds (metav1.Time), so the status figure (scheduled→started) moves in steps of a second; the millisecond one (bound→Running) is when a watch saw each state, which adds the watch's delivery variation.

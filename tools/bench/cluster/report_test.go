@@ -141,6 +141,11 @@ func TestPromisedStale(t *testing.T) {
 	if got := promisedStale(Row{Config: FreshRV0, Probe: ProbeStats{Stale: stale}}); got != 15 {
 		t.Errorf("freshcache-fresh-rv0: %d, want all (15)", got)
 	}
+	// Read through another apiserver right after the write: inside rv=0's
+	// staleness bound, so only rv="" is promised.
+	if got := promisedStale(Row{Config: FreshRV0, Probe: ProbeStats{Stale: stale, CrossServer: true}}); got != 12 {
+		t.Errorf("freshcache-fresh-rv0 across apiservers: %d, want the rv=\"\" ones (12)", got)
+	}
 }
 
 // TestClusterReportAndPlots renders a two-configuration, two-N report with

@@ -39,10 +39,11 @@ func TestScaleLineAndTargets(t *testing.T) {
 		{Config: Upstream, Mode: modeSingle, Nodes: 1000, APICPUSec: 100, EtcdReads: 1000, ListP99Ms: p(200),
 			Storm: &StormStats{SyncP99Ms: 4000, EtcdRequests: 2600, EtcdReads: 2000}},
 		{Config: FreshRV0, Mode: modeSingle, Nodes: 1000, APICPUSec: 95, EtcdReads: 200, ListP99Ms: p(150),
-			Storm: &StormStats{SyncP99Ms: 3000, EtcdRequests: 700, EtcdReads: 100}, Probe: ProbeStats{Writes: 3}},
+			Storm: &StormStats{SyncP99Ms: 3000, EtcdRequests: 700, EtcdReads: 100, Rejected: map[string]float64{rejectFresh: 7}},
+			Probe: ProbeStats{Writes: 3}, FreshWaitP99Ms: p(180.4)},
 	}
 	r := ComputeRatios(rows)
-	want := "scale-bench ratios: nodes=1000 apiserver-cpu=0.95 etcd-reads=0.20 list-p99=0.75 storm-sync-p99=0.75 storm-etcd=0.05 stale=0"
+	want := "scale-bench ratios: nodes=1000 apiserver-cpu=0.95 etcd-reads=0.20 list-p99=0.75 storm-sync-p99=0.75 storm-etcd=0.05 stale=0 storm-429=7 wait-p99-ms=180"
 	if got := r.ScaleLine(); got != want {
 		t.Errorf("line\n got %s\nwant %s", got, want)
 	}
@@ -62,7 +63,7 @@ func TestScaleLineAndTargets(t *testing.T) {
 		t.Errorf("storm etcd 0.2 judged %v", tg)
 	}
 	rows[0].Storm = nil
-	if got := ComputeRatios(rows).ScaleLine(); !strings.Contains(got, "storm-sync-p99=n/a storm-etcd=n/a") {
+	if got := ComputeRatios(rows).ScaleLine(); !strings.Contains(got, "storm-sync-p99=n/a storm-etcd=n/a") || !strings.HasSuffix(got, "storm-429=7 wait-p99-ms=180") {
 		t.Errorf("no upstream storm: %s", got)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/lab/pkg/etcdlocal"
 )
 
 var (

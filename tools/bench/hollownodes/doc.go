@@ -2,7 +2,7 @@
 // bench-hollow-nodes): what a kubemark hollow node costs on this machine,
 // so that the cluster benchmark's node counts fit it. For each node count
 // it starts local-up with the controllers and N hollow nodes
-// (pkg/localup/launch), lets it settle, and measures one idle window and
+// (lab/pkg/localup/launch), lets it settle, and measures one idle window and
 // one window of pod churn (a Deployment whose pods are deleted at a
 // steady rate and replaced by their ReplicaSet): per node RSS (and its
 // anonymous part, what one more node adds) and CPU, the control plane's

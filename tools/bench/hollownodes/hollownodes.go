@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/freshcache/freshcache/pkg/localup"
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 

@@ -18,7 +18,7 @@
 // # What Run does
 //
 // For each configuration, on a fresh local-up cluster (one kube-apiserver,
-// embedded etcd, no controllers or nodes; pkg/localup/launch):
+// embedded etcd, no controllers or nodes; lab/pkg/localup/launch):
 //
 //  1. writes the configmaps straight to etcd in kube-apiserver's storage
 //     encoding (package etcdload), then writes one configmap through the

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/etcdload"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"

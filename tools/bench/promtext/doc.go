@@ -4,7 +4,7 @@
 // (Parse), and a series' label looked up by name (Label). What a
 // benchmark makes of the series is its own.
 //
-// It is not internal/scrape of the repository's root module, which keys
+// It is not lab/internal/scrape of the repository's root module, which keys
 // samples by their exposed text for tests that compare counters: the
 // benchmarks need labels by name and histogram buckets, which the parsed
 // families give.

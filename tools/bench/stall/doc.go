@@ -21,7 +21,7 @@
 //  2. Config.Objects configmaps of Config.ObjectBytes each in one
 //     namespace, written straight to etcd in kube-apiserver's storage
 //     encoding.
-//  3. local-up (pkg/localup/launch) with --etcd-servers and the
+//  3. local-up (lab/pkg/localup/launch) with --etcd-servers and the
 //     configuration's kube-apiserver flags; the run waits until the
 //     apiserver's cache serves every object.
 //  4. Config.Clients readers, each on its own connection, listing the

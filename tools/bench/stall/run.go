@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 

@@ -11,7 +11,7 @@
 //
 // # How it is used
 //
-// StartEnv starts an embedded etcd (pkg/etcdlocal) and loads a Shape into
+// StartEnv starts an embedded etcd (lab/pkg/etcdlocal) and loads a Shape into
 // it (AttachEnv loads an etcd that is already running). Run then measures
 // every backend of a Config on that Env, one after another, and returns a
 // Row per backend, scenario, rv mode and concurrency; MeasureMemory

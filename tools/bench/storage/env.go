@@ -17,7 +17,7 @@ import (
 	// the core group, this the other group the harness stores.
 	_ "k8s.io/kubernetes/pkg/apis/coordination/install"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/lab/pkg/etcdlocal"
 	"github.com/freshcache/freshcache/tools/bench/etcdload"
 )
 

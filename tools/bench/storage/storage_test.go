@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/lab/pkg/etcdlocal"
 )
 
 // TestHarnessTinyShape runs every backend and scenario once at a tiny shape

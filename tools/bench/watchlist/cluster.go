@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/freshcache/freshcache/pkg/localup/launch"
+	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 )
 
 // cluster is one configuration's local-up and what the phases need of it.

@@ -17,7 +17,7 @@
 //
 // For each configuration (upstream's cacher, freshcache, freshcache with
 // FreshResourceVersionZero), one after the other, each on a fresh local-up
-// cluster started through pkg/localup/launch (one kube-apiserver, embedded
+// cluster started through lab/pkg/localup/launch (one kube-apiserver, embedded
 // etcd, no controllers, no nodes):
 //
 //  1. Writes the data set straight to etcd in kube-apiserver's storage

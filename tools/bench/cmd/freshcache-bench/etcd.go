@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/freshcache/freshcache/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/lab/pkg/etcdlocal"
 )
 
 // runEtcd serves the storage benchmark's etcd (same options as the

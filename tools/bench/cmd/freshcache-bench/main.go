@@ -25,7 +25,7 @@
 //	kep-2340                   tools/bench/kepshape
 //	stall, watchlist           tools/bench/stall, tools/bench/watchlist
 //	trace-wait, netpoll-floor  tools/bench/diag/tracewait, tools/bench/diag/netpollfloor
-//	etcd                       pkg/etcdlocal of the root module
+//	etcd                       lab/pkg/etcdlocal of the root module
 //
 // What they share: tools/bench/report (a run's identity, JSON files, plot
 // layout), servermetrics (the servers' /metrics), procfs (/proc),

@@ -2,15 +2,13 @@ package watchcache
 
 import (
 	"context"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -22,7 +20,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/freshcache/watchcache/freshness"
 	"github.com/freshcache/watchcache/internal/consistency"
+	"github.com/freshcache/watchcache/internal/driver"
 	"github.com/freshcache/watchcache/internal/fanout"
 	"github.com/freshcache/watchcache/internal/history"
 	"github.com/freshcache/watchcache/internal/plan"
@@ -60,6 +60,21 @@ type Config struct {
 	// cache does not close a supplied Oracle.
 	Oracle RevisionSource
 
+	// Writes hears of the cache's writes just before each goes to etcd, so
+	// that its revision can answer the reads waiting then
+	// (RevisionsFromWrites); its etcd cluster must be the storage's.
+	// Usually the *oracle.Oracle that is Oracle (UseOracle sets both). Nil:
+	// writes answer no read; when Oracle is nil too, the cache's own
+	// Oracle hears them.
+	Writes WriteAnnouncer
+
+	// Ledger is the record of this process's writes to the storage's etcd
+	// cluster (ProgressFromOwnWrites), usually Oracle's own
+	// (oracle.Oracle.Ledger; UseOracle sets it). Nil: the cache asks etcd
+	// for progress whenever it lags a read; when Oracle is nil too, the
+	// cache uses its own Oracle's ledger.
+	Ledger *oracle.Ledger
+
 	// ConsistentReadsDisabled, if not empty, is why this cache must not
 	// serve consistent reads from memory (metrics.ReasonEtcdVersion: an
 	// etcd member has broken progress notifications). They are delegated
@@ -80,6 +95,13 @@ type Config struct {
 	Etcd *EtcdSource
 }
 
+// UseOracle makes o the cache's revision source, the hearer of its writes
+// and its ledger: the three capabilities an *oracle.Oracle from
+// oracle.Registry offers a cache of the cluster it reads.
+func (c *Config) UseOracle(o *oracle.Oracle) {
+	c.Oracle, c.Writes, c.Ledger = o, o, o.Ledger()
+}
+
 // EtcdSource is what the cache needs to read etcd itself: a client, and
 // what the etcd3 store decodes with. The storage decorator fills it from
 // the resource's storagebackend.ConfigForResource.
@@ -95,8 +117,35 @@ type EtcdSource struct {
 	Transformer value.Transformer
 }
 
+// RevisionSource hands out etcd revisions for consistent reads.
+// *oracle.Oracle implements it: RevisionFor returns a revision R from a
+// linearizable fetch issued after the call began, coalesced with every
+// other caller (one fetch in flight per etcd cluster), or from a write of
+// this process sent after it began (WriteAnnouncer); reads is how many
+// client reads the call stands for, for the coalescing metrics. An error
+// wrapping oracle.ErrFetchTimedOut says etcd gave no answer within the
+// source's own time limit (at least a round trip), as opposed to refusing:
+// a watch waiting for its revision asks again instead of failing.
+//
+// RecentRevision returns, without sending anything, a revision from a
+// fetch or write sent at most maxAge ago and already answered, so that
+// every write that completed more than maxAge before the call is at or
+// below it; false if there is none (bounded rv=0 reads,
+// Options.ZeroReadStaleness). A source may always answer false.
+type RevisionSource interface {
+	RevisionFor(ctx context.Context, reads int) (int64, error)
+	RecentRevision(maxAge time.Duration) (int64, bool)
+}
+
 // ErrStopped is returned by waits on a stopped cache.
-var ErrStopped = errors.New("watchcache: cache stopped")
+var ErrStopped = driver.ErrStopped
+
+// TraceRegionWait names the execution-trace region (runtime/trace) around a
+// read's freshness wait: from registering with the Machine until the reader
+// runs again with a verdict. The reader blocks inside it, so a trace shows
+// both when the driver released it and when it got a CPU back.
+// freshcache-bench trace-wait splits the wait at that point.
+const TraceRegionWait = driver.TraceRegion
 
 // Cache is freshcache's storage.Interface. See the package documentation.
 type Cache struct {
@@ -122,8 +171,12 @@ type Cache struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
-	// driver runs the freshness protocol (driver.go); its lock is a leaf.
-	driver *driver
+	// driver runs the freshness protocol (internal/driver); its lock is a leaf.
+	driver *driver.Driver
+	// ownWrite is the revision of the newest write through this cache that
+	// etcd acknowledged (wrote): a bounded rv=0 read waits for it, so that
+	// a client reads its own writes at rv=0 (boundedZero).
+	ownWrite atomic.Uint64
 	// fallbacks bounds the reads falling back to etcd (fallback.go); its
 	// lock is a leaf.
 	fallbacks fallbackBudget
@@ -182,11 +235,8 @@ func New(opts Options, cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Storage == nil || cfg.KeyFunc == nil || cfg.NewFunc == nil || cfg.NewListFunc == nil || cfg.GetAttrsFunc == nil {
-		return nil, fmt.Errorf("%w: Config needs Storage, KeyFunc, NewFunc, NewListFunc and GetAttrsFunc", ErrInvalidOptions)
-	}
-	if cfg.ResourcePrefix == "" || cfg.ResourcePrefix == "/" || !strings.HasPrefix(cfg.ResourcePrefix, "/") {
-		return nil, fmt.Errorf("%w: ResourcePrefix %q must start with / and name a resource", ErrInvalidOptions, cfg.ResourcePrefix)
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
 	if cfg.Versioner == nil {
 		cfg.Versioner = storage.APIObjectVersioner{}
@@ -202,6 +252,51 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		disabledReason: cfg.ConsistentReadsDisabled,
 		fallbacks:      fallbackBudget{limit: r.FallbackBudget},
 	}
+	c.buildState()
+	// With the version guard tripped, no wait may rest on a progress
+	// notification (etcd#15220 lets one run ahead of events).
+	untrusted := c.disabledReason != ""
+	c.reflector = c.newReflector(untrusted)
+	if err := c.buildDriver(untrusted); err != nil {
+		return nil, err
+	}
+	if c.disabledReason != "" {
+		klog.InfoS("freshcache: consistent reads are delegated to etcd", "resource", cfg.GroupResource.String(), "reason", c.disabledReason)
+		c.metrics.ConsistentReadsDisabled(c.disabledReason)
+	}
+	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
+		if cfg.Etcd != nil {
+			// The store sees none of the values the reflector reads, so
+			// the reflector keeps their sizes (Stats).
+			c.sizesFromReflector = true
+		} else if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
+			// As upstream's cacher: the etcd3 store estimates object sizes
+			// from keys, which the cache lists without asking etcd.
+			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
+		}
+	}
+	if r.detectInconsistency {
+		c.checker = c.newChecker()
+	}
+	c.start()
+	return c, nil
+}
+
+// check refuses a Config that lacks what every cache needs.
+func (cfg Config) check() error {
+	if cfg.Storage == nil || cfg.KeyFunc == nil || cfg.NewFunc == nil || cfg.NewListFunc == nil || cfg.GetAttrsFunc == nil {
+		return fmt.Errorf("%w: Config needs Storage, KeyFunc, NewFunc, NewListFunc and GetAttrsFunc", ErrInvalidOptions)
+	}
+	if cfg.ResourcePrefix == "" || cfg.ResourcePrefix == "/" || !strings.HasPrefix(cfg.ResourcePrefix, "/") {
+		return fmt.Errorf("%w: ResourcePrefix %q must start with / and name a resource", ErrInvalidOptions, cfg.ResourcePrefix)
+	}
+	return nil
+}
+
+// buildState makes the cache's empty state: the indexes and the watch
+// trigger, the store and its first snapshot, the history and the fanout.
+func (c *Cache) buildState() {
+	cfg, r := c.cfg, c.opts
 	if cfg.Indexers != nil && len(*cfg.Indexers) > 0 {
 		c.indexFuncs = make(map[string]store.IndexFunc, len(*cfg.Indexers))
 		for name, fn := range *cfg.Indexers {
@@ -232,9 +327,12 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Clock:             r.Clock,
 		Metrics:           c.metrics,
 	})
-	// With the version guard tripped, no wait may rest on a progress
-	// notification (etcd#15220 lets one run ahead of events).
-	untrusted := c.disabledReason != ""
+}
+
+// newReflector makes the goroutine that feeds the cache: through the
+// store, or through Config.Etcd's client of its own (DirectEtcdWatch).
+func (c *Cache) newReflector(untrusted bool) *reflector.Reflector {
+	cfg, r := c.cfg, c.opts
 	var direct *reflector.Etcd
 	if e := cfg.Etcd; e != nil {
 		transformer := e.Transformer
@@ -251,7 +349,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 			GroupResource: cfg.GroupResource,
 		}
 	}
-	c.reflector = reflector.New(reflector.Config{
+	return reflector.New(reflector.Config{
 		Storage:           cfg.Storage,
 		Versioner:         cfg.Versioner,
 		Prefix:            c.prefix,
@@ -261,10 +359,19 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		Clock:             r.Clock,
 		Name:              cfg.GroupResource.String(),
 		UntrustedProgress: untrusted,
-		RevisionPending:   func(rv uint64) { c.driver.revisionPending(rv) },
+		RevisionPending:   func(rv uint64) { c.driver.RevisionPending(rv) },
 		Metrics:           c.metrics,
 		Etcd:              direct,
+		LeaderBackoff:     r.LeaderBackoff,
 	})
+}
+
+// buildDriver makes the freshness driver with the cache's capabilities:
+// its revision source (Config.Oracle, or an Oracle of its own over the
+// store when consistent reads need one), the hearer of its writes and the
+// ledger, each only where the gates and the guard allow it.
+func (c *Cache) buildDriver(untrusted bool) error {
+	cfg, r := c.cfg, c.opts
 	source := cfg.Oracle
 	if source == nil && (r.consistentReads || r.freshRVZero) {
 		o, err := oracle.NewFromFunc(func(ctx context.Context) (int64, error) {
@@ -272,14 +379,15 @@ func New(opts Options, cfg Config) (*Cache, error) {
 			return int64(rv), err
 		}, oracle.Options{WriteHold: oracle.GateWriteHold()})
 		if err != nil {
-			return nil, fmt.Errorf("watchcache: revision oracle: %w", err)
+			return fmt.Errorf("watchcache: revision oracle: %w", err)
 		}
 		source, c.closeOracle = o, o.Close
+		cfg.Writes, cfg.Ledger = o, o.Ledger()
 	}
-	if a, ok := source.(WriteAnnouncer); ok && r.revisionsFromWrites {
-		c.announcer = a
-		if l, ok := source.(interface{ Ledger() *oracle.Ledger }); ok && r.progressFromOwnWrites && !untrusted && cfg.StoragePrefix != "" {
-			c.ledger = l.Ledger()
+	if cfg.Writes != nil && source != nil && r.revisionsFromWrites {
+		c.announcer = cfg.Writes
+		if cfg.Ledger != nil && r.progressFromOwnWrites && !untrusted && cfg.StoragePrefix != "" {
+			c.ledger = cfg.Ledger
 			c.storageRoot = reflector.StorageRoot(cfg.StoragePrefix)
 			c.etcdPrefix = reflector.EtcdKey(cfg.StoragePrefix, c.prefix)
 		}
@@ -289,7 +397,7 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		c.applied = make(chan struct{}, 1)
 		settle = c.settle
 	}
-	c.driver = newDriver(driverConfig{
+	c.driver = driver.New(driver.Config{
 		Source:     source,
 		Progress:   c.reflector.RequestProgress,
 		Clock:      r.Clock,
@@ -299,34 +407,16 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		NoProgress: untrusted,
 		Settle:     settle,
 		Stop:       c.stop,
+		PanicOnBug: invariantsEnabled,
 	})
-	if c.disabledReason != "" {
-		klog.InfoS("freshcache: consistent reads are delegated to etcd", "resource", cfg.GroupResource.String(), "reason", c.disabledReason)
-		c.metrics.ConsistentReadsDisabled(c.disabledReason)
-	}
-	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
-		if direct != nil {
-			// The store sees none of the values the reflector reads, so
-			// the reflector keeps their sizes (Stats).
-			c.sizesFromReflector = true
-		} else if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
-			// As upstream's cacher: the etcd3 store estimates object sizes
-			// from keys, which the cache lists without asking etcd.
-			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
-		}
-	}
-	if r.detectInconsistency {
-		c.checker = c.newChecker()
-	}
-	c.start()
-	return c, nil
+	return nil
 }
 
 func (c *Cache) start() {
 	c.wg.Add(3)
 	go metrics.Labeled(metrics.ProfileReflector, func() { defer c.wg.Done(); c.reflector.Run(c.stop) })
 	go metrics.Labeled(metrics.ProfileFanout, func() { defer c.wg.Done(); c.fanout.Run(c.stop) })
-	go metrics.Labeled(metrics.ProfileDriver, func() { defer c.wg.Done(); c.driver.run() })
+	go metrics.Labeled(metrics.ProfileDriver, func() { defer c.wg.Done(); c.driver.Run() })
 	if c.checker != nil {
 		c.wg.Add(1)
 		go metrics.Labeled(metrics.ProfileConsistency, func() { defer c.wg.Done(); c.checker.Run(c.stop) })
@@ -389,7 +479,7 @@ func (s *sink) Replace(objs []runtime.Object, rv uint64, reason string) error {
 		return err
 	}
 	// After publication: a read released at rv takes a snapshot >= rv.
-	s.driver.applied(rv)
+	s.driver.Applied(rv)
 	return nil
 }
 
@@ -444,7 +534,7 @@ func (s *sink) Apply(rv uint64, evs []reflector.Event) error {
 		return err
 	}
 	c := (*Cache)(s)
-	if target := s.driver.applied(rv); target > int64(rv) {
+	if target := s.driver.Applied(rv); target > int64(rv) {
 		c.catchUp(target)
 	}
 	c.signalApplied()
@@ -517,7 +607,7 @@ func (s *sink) Progress(rv uint64) {
 		c.advanceLocked(rv)
 		c.mu.Unlock()
 	}
-	c.driver.progressNotified(rv)
+	c.driver.ProgressNotified(rv)
 }
 
 // advanceLocked moves the state, with no change, to revision rv, which
@@ -534,3 +624,8 @@ func (c *Cache) advanceLocked(rv uint64) bool {
 	c.publishLocked(c.latest.Load().AtRV(rv))
 	return true
 }
+
+// FreshnessStatus reports the state of the cache's freshness protocol: the
+// cache revision as the Machine knows it, fetches and progress requests in
+// flight, and reads waiting at each stage. For debugging and tests.
+func (c *Cache) FreshnessStatus() freshness.Status { return c.driver.Status() }

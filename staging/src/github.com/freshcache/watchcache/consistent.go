@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/freshcache/watchcache/freshness"
+	"github.com/freshcache/watchcache/internal/driver"
 	"github.com/freshcache/watchcache/internal/plan"
 	"github.com/freshcache/watchcache/metrics"
 )
@@ -27,68 +28,31 @@ const (
 )
 
 // freshRead is the freshness wait of one read: the wait itself (through the
-// driver), the decision it leads to and its metrics.
+// driver), then what plan.Wait.After decides from how it ended, and its
+// metrics. p is a plan.Fresh plan (a Consistent read in the Machine) or a
+// plan.NotOlder one (p.RV); its metrics labels come from the plan.
 //
-//   - p is a plan.Fresh plan (a Consistent read in the Machine) or a
-//     plan.NotOlder one (p.RV); its metrics labels come from the plan.
 //   - fromCache: serve from a snapshot taken after the return.
 //   - fromEtcd: delegate with rv="" to the underlying storage, through
 //     fallBack, which counts the outcome and applies the fallback budget.
-//     That happens with TimeoutFallback when the revision fetch failed or
-//     the wait timed out. Never for a WATCH (see below), nor for an rv=0
-//     LIST (zeroList).
 //     (A read whose consistent reads the version guard disabled is planned
 //     plan.Etcd and never gets here.)
-//   - an error: TooManyRequests with Retry-After (TimeoutReject, or an
-//     rv=0 LIST, after a timeout or a failed fetch),
-//     TooLargeResourceVersion (a NotOlderThan read that timed out, as
-//     upstream), or ctx.Err()/ErrStopped.
-//
-// A WATCH is never served by opening a watch on etcd: upstream's cacher
-// never does for a cached resource, and a watch on etcd would hold an etcd
-// watcher (and its memory) per client for as long as the client stays.
-// So TimeoutFallback does not apply to it. Instead a consistent WATCH
-// waits as upstream's does (cacher.go, Watch: getWatchCacheResourceVersion
-// reads etcd's revision with GetCurrentResourceVersion under the watch's
-// context, then waitUntilFreshAndForceAllEvents gives the cache 3 s): it
-// waits for its revision for as long as ctx lasts, through fetches that
-// end unanswered (driver.waitPatient), and then ConsistentReadTimeout for
-// the cache to reach it; if the cache does not, it gets
-// TooLargeResourceVersion with Retry-After. A fetch that fails (etcd
-// refused it) fails the watch with that error, as upstream's watch fails
-// when GetCurrentResourceVersion returns one; client-go then falls back
-// to LIST and WATCH. Failing fast instead, while upstream waits, would
-// send a watch-list client to its fallback, a LIST at rv=0 that the cache
-// answers as it is, stale (kubernetes#59848 with a real kubelet). The
-// caller must not ask for a consistent WATCH while consistent reads are
-// disabled.
-//
-// TimeoutReject keeps its meaning for a WATCH too: the whole wait,
-// revision included, is bounded by ConsistentReadTimeout from arrival,
-// and a watch that times out or whose fetch failed gets 429 with
-// Retry-After. The operator asked for bounded waits and load shedding
-// (upstream has no such flag), and a 429 is safe here: client-go's
-// reflector backs off and retries a watch-list that got one
-// (isWatchErrorRetriable), it does not fall back to the rv=0 LIST.
-//
-// A failed revision fetch follows TimeoutAction like a timeout does. The
-// fetch is a one-key linearizable read; if it failed, etcd (or the member
-// we talk to) is in trouble. With fallback the delegated read either gets a
-// quorum answer, which is fresh, or fails with etcd's own error. With
-// reject the read gets 429 and Retry-After instead, so that a struggling
-// etcd is not handed every read at once (the overload of
-// kubernetes#138494). Neither answer is stale.
+//   - an error: TooManyRequests with Retry-After, TooLargeResourceVersion,
+//     the failed fetch's error (a WATCH), or ctx.Err()/ErrStopped.
 func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served, error) {
 	verb, requested, minRV := v.String(), p.Requested(), p.RV
-	kind := freshness.NotOlderThan
+	w := plan.Wait{Verb: v, Zero: p.Zero, Reject: c.opts.TimeoutAction == TimeoutReject}
 	switch p.Source {
 	case plan.Fresh:
-		kind = freshness.Consistent
+		w.Consistent = true
+		if rv, ok := c.boundedZero(p); ok {
+			w.Consistent, w.Bounded, minRV = false, true, rv
+		}
 	case plan.NotOlder:
 	default:
 		return 0, fmt.Errorf("watchcache: no freshness wait for a %v plan", p.Source)
 	}
-	if kind == freshness.NotOlderThan && c.RV() >= minRV {
+	if !w.Consistent && c.RV() >= minRV {
 		// The cache reached minRV already: nothing to wait for.
 		c.metrics.ReadWait(verb, requested, 0)
 		c.metrics.ReadReleased(verb, requested, 0)
@@ -96,77 +60,91 @@ func (c *Cache) freshRead(ctx context.Context, v plan.Verb, p plan.Plan) (served
 		return fromCache, nil
 	}
 	start := c.opts.Clock.Now()
-	var vd verdict
+	var vd driver.Verdict
 	var err error
-	if v == plan.Watch && kind == freshness.Consistent && c.opts.TimeoutAction != TimeoutReject {
-		vd, err = c.driver.waitPatient(ctx)
-	} else {
-		vd, err = c.driver.wait(ctx, kind, minRV)
+	switch {
+	case w.Patient():
+		vd, err = c.driver.WaitPatient(ctx)
+	case w.Consistent:
+		vd, err = c.driver.Wait(ctx, freshness.Consistent, minRV)
+	default:
+		vd, err = c.driver.Wait(ctx, freshness.NotOlderThan, minRV)
 	}
 	c.metrics.ReadWait(verb, requested, c.opts.Clock.Since(start))
 	if err != nil {
 		c.metrics.Read(verb, requested, metrics.OutcomeError)
 		return 0, err
 	}
-	switch vd.kind {
-	case verdictReleased:
-		c.metrics.ReadReleased(verb, requested, vd.at.Sub(start))
+	ending := plan.TimedOut
+	switch vd.Kind {
+	case driver.Released:
+		ending = plan.Released
+	case driver.Failed:
+		ending = plan.FetchFailed
+	}
+	outcome := w.After(ending)
+	if ending == plan.FetchFailed {
+		klog.V(2).InfoS("freshcache: revision fetch failed", "resource", c.cfg.GroupResource.String(), "verb", verb, "outcome", outcome.String(), "err", vd.Err)
+	}
+	switch outcome {
+	case plan.ServeCache:
+		c.metrics.ReadReleased(verb, requested, vd.At.Sub(start))
 		c.metrics.Read(verb, requested, metrics.OutcomeCache)
 		return fromCache, nil
-	case verdictFailed:
-		if v == plan.Watch && c.opts.TimeoutAction != TimeoutReject {
-			klog.V(2).InfoS("freshcache: revision fetch failed, failing the watch", "resource", c.cfg.GroupResource.String(), "err", vd.err)
-			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-			return 0, vd.err
-		}
-		if c.opts.TimeoutAction == TimeoutReject || zeroList(v, p) {
-			klog.V(2).InfoS("freshcache: revision fetch failed, rejecting the read", "resource", c.cfg.GroupResource.String(), "err", vd.err)
-			c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-			return 0, apierrors.NewTooManyRequests(
-				fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, vd.err),
-				retryAfterSeconds)
-		}
-		klog.V(2).InfoS("freshcache: revision fetch failed, delegating the read to etcd", "resource", c.cfg.GroupResource.String(), "err", vd.err)
-		return fromEtcd, nil
+	case plan.ServeEtcd:
+		return fromEtcd, nil // fallBack counts the outcome
 	}
-	// Timed out.
-	if kind == freshness.NotOlderThan {
-		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+	c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+	switch outcome {
+	case plan.FailWithFetchError:
+		return 0, vd.Err
+	case plan.TooLargeForRead:
 		return 0, storage.NewTooLargeResourceVersionError(minRV, c.RV(), retryAfterSeconds)
+	case plan.TooLargeForTarget:
+		return 0, storage.NewTooLargeResourceVersionError(uint64(vd.Target), c.RV(), retryAfterSeconds)
 	}
-	if c.opts.TimeoutAction == TimeoutReject || zeroList(v, p) {
-		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
+	if ending == plan.FetchFailed {
 		return 0, apierrors.NewTooManyRequests(
-			fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
+			fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", c.cfg.GroupResource, vd.Err),
 			retryAfterSeconds)
 	}
-	if v == plan.Watch {
-		// A patient wait times out only once its revision is known.
-		c.metrics.Read(verb, requested, metrics.OutcomeRejected)
-		return 0, storage.NewTooLargeResourceVersionError(uint64(vd.target), c.RV(), retryAfterSeconds)
-	}
-	return fromEtcd, nil
+	return 0, apierrors.NewTooManyRequests(
+		fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", c.cfg.GroupResource, c.opts.ConsistentReadTimeout),
+		retryAfterSeconds)
 }
 
-// zeroList: the read is an rv=0 LIST that FreshResourceVersionZero made
-// wait. TimeoutFallback does not send it to etcd; it gets 429 with
-// Retry-After, as with TimeoutReject.
+// boundedZero returns the revision an rv=0 read under
+// FreshResourceVersionZero may be served at without a fetch of its own:
+// one that a fetch or a write of this process sent at most
+// ZeroReadStaleness before the read arrived was answered with. So the read
+// reflects every write acknowledged that long before it arrived, which
+// is the guarantee rv=0 gives (Options.ZeroReadStaleness). False: no such
+// revision, or the read is not an rv=0 read; it waits for a fetch issued
+// after it arrived, as rv="" does.
 //
-// Upstream's cacher answers an rv=0 LIST from its cache and never from
-// etcd, so a fallback would be etcd load that upstream does not have, and
-// the costliest kind: etcd has no field index, so an rv=0 LIST of one
-// node's pods becomes a range over every pod. A wait times out when etcd
-// or the apiserver is slow already; with 100 hollow nodes on two cores
-// those ranges fed the overload until LISTs ran into their 60 s limit
-// (docs/investigations/cluster-targets.md). A 429 is an answer clients of
-// rv=0 LISTs handle already: upstream gives it to them while its cache is
-// not ready (cacher.go, GetList), client-go's REST client retries it after
-// Retry-After, and a reflector backs off and relists. The stale cache is
-// never the answer: that is kubernetes#59848. An rv=0 GET still falls
-// back: it reads one key, what upstream's GET at rv="" costs every time.
-// rv="" LISTs keep upstream's fallback (delegator.go, GetList).
-func zeroList(v plan.Verb, p plan.Plan) bool {
-	return v == plan.List && p.Zero
+// Why a bound rather than rv=""'s strictness: rv=0 means "any state the
+// cache holds" to every client written against upstream, and what breaks
+// them is state from before something they already acted on (a kubelet
+// that restarts and runs a pod deleted minutes ago), not state a tenth of
+// a second old. With the bound, rv=0 reads cost at most one revision
+// fetch per bound however many arrive, and most find a revision a write
+// of this process or another read's fetch brought in already. The bound
+// never hides a write of the resource that went through this cache: the
+// read waits for the newest one acknowledged before it arrived.
+func (c *Cache) boundedZero(p plan.Plan) (uint64, bool) {
+	if !p.Zero || c.opts.ZeroReadStaleness <= 0 || c.driver.Source() == nil {
+		return 0, false
+	}
+	rv, ok := c.driver.Source().RecentRevision(c.opts.ZeroReadStaleness)
+	if !ok || rv <= 0 {
+		return 0, false
+	}
+	// Not older than a write of this resource that this apiserver
+	// acknowledged before the read arrived: a client that wrote through
+	// it, then reads at rv=0, sees its write, as with rv="". The cache
+	// holds such a revision whole the moment its event arrives, so this
+	// costs at most that event's delay, never a progress round trip.
+	return max(uint64(rv), c.ownWrite.Load()), true
 }
 
 // waitFresh blocks until the cache revision is at least rv, without
@@ -180,11 +158,11 @@ func (c *Cache) waitFresh(ctx context.Context, rv uint64, timeout time.Duration)
 	if timeout == 0 {
 		timeout = c.opts.ConsistentReadTimeout
 	}
-	v, err := c.driver.waitWithin(ctx, freshness.NotOlderThan, rv, timeout)
+	v, err := c.driver.WaitWithin(ctx, freshness.NotOlderThan, rv, timeout)
 	if err != nil {
 		return err
 	}
-	if v.kind != verdictReleased {
+	if v.Kind != driver.Released {
 		return storage.NewTooLargeResourceVersionError(rv, c.RV(), retryAfterSeconds)
 	}
 	return nil

@@ -292,14 +292,15 @@ func TestConsistentListAfterOtherResourcesWrites(t *testing.T) {
 	}
 }
 
-// TestFreshResourceVersionZero: with the gate, rv=0 waits like rv="";
-// without it, rv=0 is served from the cache as it is.
+// TestFreshResourceVersionZero: with the gate and no staleness bound, rv=0
+// waits like rv=""; without the gate, rv=0 is served from the cache as it
+// is. (The bound, the default, has its own tests: bounded_test.go.)
 func TestFreshResourceVersionZero(t *testing.T) {
 	for _, gate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("FreshResourceVersionZero=%v", gate), func(t *testing.T) {
 			g := gate
 			e := cachetest.Start(t, cachetest.WithOptions(watchcache.Options{
-				FreshResourceVersionZero: &g, ConsistentReadTimeout: longWait,
+				FreshResourceVersionZero: &g, ConsistentReadTimeout: longWait, ZeroReadStaleness: -1,
 			}))
 			ctx := context.Background()
 			create(t, e.Cache, "ns", "a", "")
@@ -390,6 +391,9 @@ func (s *countingSource) RevisionFor(ctx context.Context, reads int) (int64, err
 	return s.inner.RevisionFor(ctx, reads)
 }
 
+// RecentRevision answers nothing: every read of these tests fetches.
+func (s *countingSource) RecentRevision(time.Duration) (int64, bool) { return 0, false }
+
 type fetchCounter struct {
 	mu             sync.Mutex
 	fetches, reads int
@@ -421,8 +425,8 @@ func TestCoalescing(t *testing.T) {
 	release := make(chan struct{})
 	src := &countingSource{inner: o, release: release}
 	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait})
-	pods := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithOracle(src))
-	leases := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithOracle(src), cachetest.WithPrefix("/leases/", "leases"))
+	pods := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithSource(src))
+	leases := cachetest.StartOn(t, first.Server.V3Client, opts, cachetest.WithSource(src), cachetest.WithPrefix("/leases/", "leases"))
 	ctx := context.Background()
 	create(t, pods.Cache, "ns", "p", "")
 

@@ -27,9 +27,30 @@ import (
 // (default oracle.Shared()), with an etcd client the registry dials from
 // the resource's transport (dopts.DialOracle, default gRPC) and closes with
 // the last cache (cluster.go).
-// The etcd version guard runs when that client is dialled.
+// The etcd version guard runs when that client is dialled. The caches of
+// one etcd cluster also share a LeaderBackoff, unless opts has one.
 func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 	opts := dopts.withGatesResolved() // the embedded Options, gates resolved once
+	// One LeaderBackoff per etcd cluster, shared by the caches built here,
+	// unless the caller passed one.
+	var backoffs struct {
+		sync.Mutex
+		byCluster map[string]*LeaderBackoff
+	}
+	leaderBackoff := func(t storagebackend.TransportConfig) *LeaderBackoff {
+		backoffs.Lock()
+		defer backoffs.Unlock()
+		key := transportKey(t)
+		b, ok := backoffs.byCluster[key]
+		if !ok {
+			if backoffs.byCluster == nil {
+				backoffs.byCluster = map[string]*LeaderBackoff{}
+			}
+			b = NewLeaderBackoff()
+			backoffs.byCluster[key] = b
+		}
+		return b
+	}
 	return func(
 		storageConfig *storagebackend.ConfigForResource,
 		resourcePrefix string,
@@ -94,7 +115,7 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 			StoragePrefix:           storageConfig.Prefix,
 		}
 		if orc != nil {
-			cfg.Oracle = orc // a nil *Oracle must not become a non-nil interface
+			cfg.UseOracle(orc) // a nil *Oracle must not become a non-nil interface
 		}
 		closeDirect := func() {}
 		if r.directEtcdWatch && len(storageConfig.Transport.ServerList) > 0 {
@@ -110,6 +131,9 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 			}
 			closeDirect = func() { _ = client.Close() }
 			cfg.Etcd = &EtcdSource{Client: client, StoragePrefix: storageConfig.Prefix, Codec: storageConfig.Codec, Transformer: storageConfig.Transformer}
+		}
+		if o.LeaderBackoff == nil {
+			o.LeaderBackoff = leaderBackoff(storageConfig.Transport)
 		}
 		c, err := New(o, cfg)
 		if err != nil {

@@ -41,7 +41,7 @@ func (c *Cache) Stats(ctx context.Context) (storage.Stats, error) {
 // advances the cache revision and sends bookmarks to the cache's watchers
 // that allow them; it does not reach watches opened directly on etcd.
 func (c *Cache) RequestWatchProgress(ctx context.Context) error {
-	return c.driver.requestProgress(ctx)
+	return c.driver.RequestProgress(ctx)
 }
 
 // GetCurrentResourceVersion implements storage.Interface; it asks etcd.

@@ -15,7 +15,7 @@
 //	apiserver handler
 //	  -> Cache (storage.Interface)             this package; internal/plan decides
 //	                                           where the read is served from
-//	  -> freshness wait (consistent.go)        driver.go runs a freshness.Machine;
+//	  -> freshness wait (consistent.go)        internal/driver runs a freshness.Machine;
 //	                                           oracle/ fetches revisions
 //	  -> immutable snapshot                    internal/store (btree clone),
 //	                                           internal/history (Exact, continue)
@@ -32,7 +32,7 @@
 // # Consistent reads (docs/design.md, "The protocol")
 //
 // A consistent read registers with the cache's freshness.Machine through
-// the driver (driver.go), which carries out the Machine's caller duties:
+// the driver (internal/driver), which carries out the Machine's caller duties:
 // it issues a linearizable revision fetch R after the read arrived, shared
 // through one oracle.Oracle per etcd cluster; reports every applied event
 // and progress notification as the cache revision c; sends a progress
@@ -54,8 +54,11 @@
 //
 //	LIST/GET rv=""              gate ConsistentReadsFromCache on: freshness
 //	                            wait, newest snapshot; off: etcd
-//	LIST/GET/WATCH rv="0"       gate FreshResourceVersionZero on: as rv="";
-//	                            off: newest snapshot as it is
+//	LIST/GET/WATCH rv="0"       gate FreshResourceVersionZero on: as rv=""
+//	                            but within ZeroReadStaleness (a revision a
+//	                            request sent that recently was answered
+//	                            with, when there is one); off: newest
+//	                            snapshot as it is
 //	WATCH rv=""                 gate on: starts from a snapshot after the
 //	                            freshness wait; off: from the current state
 //	LIST/GET rv=N NotOlderThan  newest snapshot once the cache reached N

@@ -10,18 +10,23 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apiserver/pkg/apis/example"
+	examplev1 "k8s.io/apiserver/pkg/apis/example/v1"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 
 	"github.com/freshcache/watchcache"
-	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
 // A server built on k8s.io/apiserver installs freshcache with one storage
-// decorator, where it would have used upstream's
+// decorator (this example imports only public packages), where it would have used upstream's
 // genericregistry.StorageWithCacher(). A write acknowledged before a
 // consistent LIST is in the LIST, served from the cache.
 func ExampleNewStorageDecorator() {
@@ -32,16 +37,28 @@ func ExampleNewStorageDecorator() {
 	}
 	defer stop()
 
+	// The example API's pods, stored as example/v1 JSON.
+	scheme := runtime.NewScheme()
+	metav1.AddToGroupVersion(scheme, metav1.SchemeGroupVersion)
+	utilruntime.Must(example.AddToScheme(scheme))
+	utilruntime.Must(examplev1.AddToScheme(scheme))
+	codec := serializer.NewCodecFactory(scheme).LegacyCodec(examplev1.SchemeGroupVersion)
+	podAttrs := func(obj runtime.Object) (labels.Set, fields.Set, error) {
+		pod := obj.(*example.Pod)
+		return labels.Set(pod.Labels), fields.Set{"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "spec.nodeName": pod.Spec.NodeName}, nil
+	}
+
 	decorator := watchcache.NewStorageDecorator(watchcache.DecoratorOptions{})
 	cfg := storagebackend.Config{
 		Type:      storagebackend.StorageTypeETCD3,
 		Prefix:    "/registry",
-		Codec:     cachetest.ProtoCodec,
+		Codec:     codec,
 		Transport: storagebackend.TransportConfig{ServerList: []string{endpoint}},
 	}
 	pods, destroy, err := decorator(cfg.ForResource(schema.GroupResource{Resource: "pods"}), "/pods",
 		func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc("/pods/", obj) },
-		cachetest.NewPod, cachetest.NewPodList, cachetest.PodAttrs, nil, nil)
+		func() runtime.Object { return &example.Pod{} }, func() runtime.Object { return &example.PodList{} },
+		podAttrs, nil, nil)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -49,7 +66,7 @@ func ExampleNewStorageDecorator() {
 	defer destroy()
 
 	ctx := context.Background()
-	pod := mkPod("default", "web-0", "node-1")
+	pod := &example.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0"}, Spec: example.PodSpec{NodeName: "node-1"}}
 	if err := pods.Create(ctx, "/pods/default/web-0", pod, &example.Pod{}, 0); err != nil {
 		fmt.Println(err)
 		return

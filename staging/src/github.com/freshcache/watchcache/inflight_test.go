@@ -185,6 +185,9 @@ func TestReadDuringFetchWaitsForNextFetch(t *testing.T) {
 // the cache cancels them, as when etcd does not answer.
 type blockingSource struct{ entered chan struct{} }
 
+// RecentRevision answers nothing: no fetch is ever answered.
+func (s blockingSource) RecentRevision(time.Duration) (int64, bool) { return 0, false }
+
 func (s blockingSource) RevisionFor(ctx context.Context, _ int) (int64, error) {
 	select {
 	case s.entered <- struct{}{}:
@@ -203,7 +206,7 @@ func (s blockingSource) RevisionFor(ctx context.Context, _ int) (int64, error) {
 // first.
 func TestStopWithFetchInFlightAndReadPending(t *testing.T) {
 	src := blockingSource{entered: make(chan struct{}, 1)}
-	e := cachetest.Start(t, cachetest.WithOracle(src),
+	e := cachetest.Start(t, cachetest.WithSource(src),
 		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), ConsistentReadTimeout: longWait}))
 	ctx := context.Background()
 	done := make(chan error, 2)

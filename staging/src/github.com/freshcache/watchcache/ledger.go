@@ -92,7 +92,7 @@ func (c *Cache) advance(rv uint64) {
 	}
 	c.metrics.AdvancedByOwnWrites()
 	c.signalApplied()
-	c.driver.advanced(rv)
+	c.driver.Advanced(rv)
 }
 
 // signalApplied wakes a settle waiting for the state to move.

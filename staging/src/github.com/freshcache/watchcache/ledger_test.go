@@ -42,12 +42,7 @@ func TestProgressFromOwnWrites(t *testing.T) {
 		{name: "a pod written whose event is held back", gate: true, podHeld: true, wantAdvance: true, wantProgress: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
-			o, err := oracle.New(server.V3Client.Client, oracle.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(o.Close)
+			server, o := etcdWithOracle(t)
 			gate := tc.gate
 			opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(),
 				ProgressFromOwnWrites: &gate, ConsistentReadTimeout: longWait})
@@ -121,12 +116,7 @@ func TestProgressFromOwnWrites(t *testing.T) {
 // records in the ledger is the etcd key the store wrote, at the revision
 // etcd committed it at, for Create, GuaranteedUpdate and Delete alike.
 func TestLedgerNamesTheKeysEtcdHolds(t *testing.T) {
-	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
-	o, err := oracle.New(server.V3Client.Client, oracle.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(o.Close)
+	server, o := etcdWithOracle(t)
 	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(), ProgressFromOwnWrites: on()})
 	e := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.ThroughStore)
 	ctx := context.Background()

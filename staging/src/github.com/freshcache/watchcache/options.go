@@ -12,12 +12,12 @@ import (
 	apiserverfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 
 	"github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/internal/consistency"
 	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 )
@@ -38,6 +38,10 @@ const (
 	DefaultEventsHistoryWindow   = history.DefaultWindow
 	DefaultHistoryCapacity       = history.DefaultCapacity
 	DefaultConsistentReadTimeout = 3 * time.Second
+	// DefaultZeroReadStaleness is Options.ZeroReadStaleness's default:
+	// upstream's progress-request period, the staleness upstream's cacher
+	// itself accepts before it asks etcd for progress.
+	DefaultZeroReadStaleness = 100 * time.Millisecond
 	// DefaultInconsistencyCheckPeriod is upstream's consistency check
 	// period.
 	DefaultInconsistencyCheckPeriod = consistency.DefaultPeriod
@@ -66,6 +70,19 @@ type Options struct {
 	// FreshResourceVersionZero overrides the feature gate of the same name.
 	// Nil: read the gate once, when NewStorageDecorator is called.
 	FreshResourceVersionZero *bool
+
+	// ZeroReadStaleness bounds how far behind the read an rv=0 read that
+	// FreshResourceVersionZero makes wait may be: it reflects every write
+	// acknowledged at least this long before it arrived. It is served at
+	// a revision that a fetch or a write of this process sent within the
+	// bound was answered with (oracle.Oracle.RecentRevision), so rv=0
+	// reads cost at most one revision fetch per bound whatever their rate,
+	// and a member cut off from etcd's leader still cannot answer one
+	// (its fetches fail, so no recent revision exists after the bound).
+	// rv="" keeps its strict meaning. Zero:
+	// DefaultZeroReadStaleness. Negative: none, rv=0 is as strict as
+	// rv="". kube-apiserver: --resource-version-zero-max-staleness.
+	ZeroReadStaleness time.Duration
 
 	// ConsistentReadTimeout bounds how long a read waits for the cache to
 	// be fresh enough: consistent reads (rv="", and rv=0 under
@@ -142,6 +159,17 @@ type Options struct {
 	// with RevisionsFromWrites, an Oracle that has a Ledger, and
 	// Config.StoragePrefix set. Nil: read the gate once, when
 	// NewStorageDecorator is called (or in New).
+	//
+	// It assumes that every write through the caches' storage changes one
+	// key in one etcd transaction (upstream's etcd3 store: Create,
+	// GuaranteedUpdate and Delete each send a single-key txn), and that
+	// etcd's history never goes back under the running process (no
+	// restore from a snapshot). A store that writes several keys per
+	// transaction breaks the first: the ledger would take a revision that
+	// also changed a cached key for a write of another resource. If either
+	// assumption fails, the reflector notices when the event the cache
+	// was moved past arrives, and relists (relists_total, reason
+	// moved_past_event); until then reads may miss that event.
 	ProgressFromOwnWrites *bool
 
 	// InconsistencyCheckPeriod is the pause between the end of one round
@@ -158,7 +186,23 @@ type Options struct {
 	// Metrics returns the recorder of one resource. Nil: the component-base
 	// metrics of package metrics (apiserver_freshcache_*).
 	Metrics func(schema.GroupResource) metrics.Recorder
+
+	// LeaderBackoff paces the watches etcd refuses while it has no
+	// leader, shared by every cache given the same one (LeaderBackoff).
+	// Give the caches of one etcd cluster one, so that their retries
+	// together back off rather than each resource's on its own.
+	// Nil: New gives the cache one of its own; NewStorageDecorator shares
+	// one per etcd cluster among the caches it builds.
+	LeaderBackoff *LeaderBackoff
 }
+
+// LeaderBackoff paces the watches etcd refuses while it has no leader,
+// across the caches that share it (Options.LeaderBackoff).
+type LeaderBackoff = reflector.LeaderBackoff
+
+// NewLeaderBackoff returns a LeaderBackoff for the caches of one etcd
+// cluster to share.
+func NewLeaderBackoff() *LeaderBackoff { return reflector.NewLeaderBackoff() }
 
 // DecoratorOptions configures NewStorageDecorator: the Options of every
 // cache it builds, and how the caches of one etcd cluster share a revision
@@ -247,6 +291,9 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	if o.ConsistentReadTimeout == 0 {
 		o.ConsistentReadTimeout = DefaultConsistentReadTimeout
 	}
+	if o.ZeroReadStaleness == 0 {
+		o.ZeroReadStaleness = DefaultZeroReadStaleness
+	}
 	if o.TimeoutAction == "" {
 		o.TimeoutAction = TimeoutFallback
 	}
@@ -263,38 +310,50 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 		o.Metrics = metrics.For
 	}
 	r := resolved{Options: o}
-	r.consistentReads = gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
-	r.freshRVZero = gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
-	r.detectInconsistency = gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
-	r.directEtcdWatch = gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
-	r.revisionsFromWrites = gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
-	r.progressFromOwnWrites = gate(o.ProgressFromOwnWrites, features.ProgressFromOwnWrites)
+	o = o.withGatesResolved()
+	r.consistentReads = *o.ConsistentReadsFromCache
+	r.freshRVZero = *o.FreshResourceVersionZero
+	r.detectInconsistency = *o.InconsistencyDetection
+	r.directEtcdWatch = *o.DirectEtcdWatch
+	r.revisionsFromWrites = *o.RevisionsFromWrites
+	r.progressFromOwnWrites = *o.ProgressFromOwnWrites
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
 }
 
-func gate(override *bool, g featuregate.Feature) bool {
-	if override != nil {
-		return *override
-	}
-	return features.Enabled(g)
+// gateOverride is a gate with the Options field that overrides it.
+type gateOverride struct {
+	field **bool
+	gate  func(features.Set) bool
 }
 
-// withGatesResolved pins every gate override to its current value, so that
-// later changes of the global gate do not affect caches built from o.
+// gateOverrides is the one table of the gates a cache's Options can
+// override. (HoldReadsForWrites is not here: it belongs to the process's
+// Oracles, oracle.GateWriteHold.)
+func (o *Options) gateOverrides() []gateOverride {
+	return []gateOverride{
+		{&o.ConsistentReadsFromCache, func(s features.Set) bool { return s.ConsistentReadsFromCache }},
+		{&o.FreshResourceVersionZero, func(s features.Set) bool { return s.FreshResourceVersionZero }},
+		{&o.InconsistencyDetection, func(s features.Set) bool { return s.CacheInconsistencyDetection }},
+		{&o.DirectEtcdWatch, func(s features.Set) bool { return s.DirectEtcdWatch }},
+		{&o.RevisionsFromWrites, func(s features.Set) bool { return s.RevisionsFromWrites }},
+		{&o.ProgressFromOwnWrites, func(s features.Set) bool { return s.ProgressFromOwnWrites }},
+	}
+}
+
+// withGatesResolved pins every gate override to its current value (the
+// override's, else the gate's), in a bool of its own, so that later
+// changes of the global gate or of the caller's bools do not affect
+// caches built from o.
 func (o Options) withGatesResolved() Options {
-	cr := gate(o.ConsistentReadsFromCache, features.ConsistentReadsFromCache)
-	fz := gate(o.FreshResourceVersionZero, features.FreshResourceVersionZero)
-	id := gate(o.InconsistencyDetection, features.CacheInconsistencyDetection)
-	de := gate(o.DirectEtcdWatch, features.DirectEtcdWatch)
-	rw := gate(o.RevisionsFromWrites, features.RevisionsFromWrites)
-	pw := gate(o.ProgressFromOwnWrites, features.ProgressFromOwnWrites)
-	o.ConsistentReadsFromCache = &cr
-	o.FreshResourceVersionZero = &fz
-	o.InconsistencyDetection = &id
-	o.DirectEtcdWatch = &de
-	o.RevisionsFromWrites = &rw
-	o.ProgressFromOwnWrites = &pw
+	now := features.Current()
+	for _, g := range o.gateOverrides() {
+		v := g.gate(now)
+		if *g.field != nil {
+			v = **g.field
+		}
+		*g.field = &v
+	}
 	return o
 }

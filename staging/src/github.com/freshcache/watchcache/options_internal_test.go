@@ -1,10 +1,12 @@
 package watchcache
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/freshcache/watchcache/features"
@@ -54,5 +56,62 @@ func TestInconsistencyDetectionResolvesOnce(t *testing.T) {
 	r, err := Options{InconsistencyCheckPeriod: time.Second}.resolve(0)
 	if err != nil || r.InconsistencyCheckPeriod != time.Second {
 		t.Fatalf("period %v (%v), want 1s", r.InconsistencyCheckPeriod, err)
+	}
+}
+
+// Each gate a cache's Options can override: nil follows the gate, a value
+// overrides it, and the resolved options keep what they resolved to after
+// the gate and the caller's bool change.
+func TestGateOverridesResolveOnce(t *testing.T) {
+	gates := []struct {
+		gate featuregate.Feature
+		set  func(*Options, *bool)
+		read func(resolved) bool
+	}{
+		{features.ConsistentReadsFromCache, func(o *Options, b *bool) { o.ConsistentReadsFromCache = b }, func(r resolved) bool { return r.consistentReads }},
+		{features.FreshResourceVersionZero, func(o *Options, b *bool) { o.FreshResourceVersionZero = b }, func(r resolved) bool { return r.freshRVZero }},
+		{features.CacheInconsistencyDetection, func(o *Options, b *bool) { o.InconsistencyDetection = b }, func(r resolved) bool { return r.detectInconsistency }},
+		{features.DirectEtcdWatch, func(o *Options, b *bool) { o.DirectEtcdWatch = b }, func(r resolved) bool { return r.directEtcdWatch }},
+		{features.RevisionsFromWrites, func(o *Options, b *bool) { o.RevisionsFromWrites = b }, func(r resolved) bool { return r.revisionsFromWrites }},
+		{features.ProgressFromOwnWrites, func(o *Options, b *bool) { o.ProgressFromOwnWrites = b }, func(r resolved) bool { return r.progressFromOwnWrites }},
+	}
+	if n := len((&Options{}).gateOverrides()); n != len(gates) {
+		t.Fatalf("%d overridable gates, the test knows %d", n, len(gates))
+	}
+	for _, g := range gates {
+		for _, gateOn := range []bool{false, true} {
+			for _, override := range []string{"nil", "on", "off"} {
+				t.Run(fmt.Sprintf("%s=%v/override %s", g.gate, gateOn, override), func(t *testing.T) {
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, g.gate, gateOn)
+					var o Options
+					want := gateOn
+					var b *bool
+					if override != "nil" {
+						v := override == "on"
+						b, want = &v, v
+					}
+					g.set(&o, b)
+					pinned := o.withGatesResolved()
+					r, err := o.resolve(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := g.read(r); got != want {
+						t.Fatalf("resolved %v, want %v", got, want)
+					}
+					featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, g.gate, !gateOn)
+					if b != nil {
+						*b = !*b
+					}
+					r, err = pinned.resolve(0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := g.read(r); got != want {
+						t.Fatalf("after the gate and the caller's bool flipped: %v, want %v (pinned)", got, want)
+					}
+				})
+			}
+		}
 	}
 }

@@ -26,7 +26,8 @@ import (
 //  4. the follower is cut off from its peers in both directions;
 //  5. X is deleted through the leader;
 //  6. LIST, GET and LIST-by-node through the caches, at rv="" and rv=0
-//     (FreshResourceVersionZero on).
+//     (FreshResourceVersionZero on), once the oracle's last answer is
+//     older than the rv=0 bound (ZeroReadStaleness).
 //
 // With the linearizable revision oracle no read returns X: they fail
 // (fallback to a quorum read that the isolated member cannot serve) or
@@ -152,6 +153,14 @@ func TestSeedScenario(t *testing.T) {
 		cancel()
 		record(seedRead{"upstream-cacher", u.what, "0", sawX, err})
 	}
+	// rv=0 promises the writes acknowledged ZeroReadStaleness before the
+	// read: the reads come once every revision the linearizable oracle
+	// got before the cut is older than that, as a restarting kubelet's
+	// list does, seconds or minutes after the delete.
+	waitFor(t, "the linearizable oracle's last answer to age past the rv=0 bound", func() bool {
+		_, ok := lin.RecentRevision(watchcache.DefaultZeroReadStaleness)
+		return !ok
+	})
 	// All reads at once: the ones that fall back wait for etcd's own
 	// request timeout on the isolated member.
 	for _, c := range caches {

@@ -124,6 +124,8 @@ func (failingSource) RevisionFor(context.Context, int) (int64, error) {
 	return 0, errors.New("etcdserver: request timed out")
 }
 
+func (failingSource) RecentRevision(time.Duration) (int64, bool) { return 0, false }
+
 // TestFailedFetchFollowsTimeoutAction: a read whose revision fetch failed
 // is never served from the cache; with fallback etcd answers it (fresh),
 // with reject it gets 429 and Retry-After. An rv=0 LIST gets 429 either
@@ -132,7 +134,7 @@ func TestFailedFetchFollowsTimeoutAction(t *testing.T) {
 	for _, action := range []watchcache.TimeoutAction{watchcache.TimeoutFallback, watchcache.TimeoutReject} {
 		t.Run(string(action), func(t *testing.T) {
 			rec := newRecorder()
-			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOracle(failingSource{}), cachetest.WithOptions(watchcache.Options{
+			e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithSource(failingSource{}), cachetest.WithOptions(watchcache.Options{
 				ConsistentReadsFromCache: on(), FreshResourceVersionZero: on(),
 				ConsistentReadTimeout: longWait, TimeoutAction: action,
 			}))

@@ -2,6 +2,7 @@ package watchcache
 
 import (
 	"context"
+	"errors"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
@@ -97,6 +98,20 @@ func (p *writeProbe) retrying() {
 	}
 }
 
+// abandon ends the call's write as failed when end did not run: the store
+// (or a function it called back) panicked after the request went out.
+// Deferred right after probeWrite, so that a panic cannot leave the write
+// in flight for good: the ledger would count it forever and every settle
+// would wait out its grace, the reflector would hold single events for an
+// answer that never comes, and the oracle would keep waiting for it. A
+// no-op after end. The revision is unknown, so the write proves nothing.
+func (p *writeProbe) abandon() {
+	p.end(errWriteAbandoned, nil, nil)
+}
+
+// errWriteAbandoned is end's outcome for a write call that panicked.
+var errWriteAbandoned = errors.New("watchcache: write call panicked before it ended")
+
 // end ends the call's write with its outcome.
 func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versioner) {
 	if p == nil {
@@ -157,13 +172,31 @@ func (t announcingTransformer) TransformToStorage(ctx context.Context, data []by
 // Create implements storage.Interface; it goes to etcd.
 func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	ctx, probe := c.probeWrite(ctx, key)
+	defer probe.abandon()
 	err := c.cfg.Storage.Create(ctx, key, obj, out, ttl)
 	probe.end(err, out, c.cfg.Versioner)
 	if err != nil {
 		return err
 	}
 	c.noteWrite(key, out)
+	c.wrote(out)
 	return nil
+}
+
+// wrote raises the revision of this cache's newest acknowledged write
+// (ownWrite) to obj's, which the store set to the revision etcd committed
+// the write at.
+func (c *Cache) wrote(obj runtime.Object) {
+	rv, err := c.cfg.Versioner.ObjectResourceVersion(obj)
+	if err != nil || rv == 0 {
+		return
+	}
+	for {
+		cur := c.ownWrite.Load()
+		if rv <= cur || c.ownWrite.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
 }
 
 // noteWrite remembers key, and where the cache will hold obj, if obj was
@@ -208,6 +241,7 @@ func (c *Cache) suggestion(key string) runtime.Object {
 // object as the suggestion, as upstream's cacher does.
 func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, _ runtime.Object, opts storage.DeleteOptions) error {
 	ctx, probe := c.probeWrite(ctx, key)
+	defer probe.abandon()
 	validate := validateDeletion
 	if probe != nil && validateDeletion != nil {
 		// The store sends the deletion as soon as the validator agrees.
@@ -227,6 +261,7 @@ func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, prec
 	// The cache deletes whatever it holds at out's KeyFunc key, which is
 	// not the deleted key if out was misplaced.
 	c.noteWrite(key, out)
+	c.wrote(out)
 	return nil
 }
 
@@ -234,6 +269,7 @@ func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, prec
 // cached object as the suggestion.
 func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, _ runtime.Object) error {
 	ctx, probe := c.probeWrite(ctx, key)
+	defer probe.abandon()
 	update := tryUpdate
 	if probe != nil {
 		update = func(in runtime.Object, meta storage.ResponseMeta) (runtime.Object, *uint64, error) {
@@ -247,5 +283,6 @@ func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination ru
 		return err
 	}
 	c.noteWrite(key, destination)
+	c.wrote(destination)
 	return nil
 }

@@ -164,11 +164,18 @@ func TestWritesAnswerWaitingReads(t *testing.T) {
 			wantErr: apierrors.IsForbidden,
 		},
 	}
-	for _, gateOn := range []bool{true, false} {
+	// sourceOnly gives the cache the Oracle as its revision source alone
+	// (Config.Oracle without Config.Writes): it then hears of no write.
+	for _, mode := range []struct{ gateOn, sourceOnly bool }{{true, false}, {false, false}, {true, true}} {
+		gateOn := mode.gateOn
 		for _, tc := range cases {
-			t.Run(tc.name+"/RevisionsFromWrites="+strconv.FormatBool(gateOn), func(t *testing.T) {
+			t.Run(tc.name+"/RevisionsFromWrites="+strconv.FormatBool(gateOn)+"/source-only="+strconv.FormatBool(mode.sourceOnly), func(t *testing.T) {
 				h := newHeldOracle(t)
-				e := cachetest.Start(t, cachetest.WithOracle(h), cachetest.WithOptions(watchcache.Options{RevisionsFromWrites: &gateOn}))
+				with := cachetest.WithOracle(h.Oracle)
+				if mode.sourceOnly {
+					with = cachetest.WithSource(h.Oracle)
+				}
+				e := cachetest.Start(t, with, cachetest.WithOptions(watchcache.Options{RevisionsFromWrites: &gateOn}))
 				if tc.setup != nil {
 					tc.setup(t, e)
 				}
@@ -181,7 +188,7 @@ func TestWritesAnswerWaitingReads(t *testing.T) {
 				case tc.wantErr == nil && err != nil:
 					t.Fatalf("write: %v", err)
 				}
-				if tc.answers && gateOn {
+				if tc.answers && gateOn && !mode.sourceOnly {
 					if got, want := <-res, int64(rvOf(t, out.ResourceVersion)); got != want {
 						t.Fatalf("the read got %d, want the write's revision %d", got, want)
 					}
@@ -215,5 +222,80 @@ func mustCreate(t *testing.T, e *cachetest.Env, key string) {
 	// Let the cache hold it, so that updates get it as their suggestion.
 	if err := e.Cache.GetList(context.Background(), "/pods/", storage.ListOptions{ResourceVersion: out.ResourceVersion, Recursive: true, Predicate: storage.Everything}, &example.PodList{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// panickingStore panics after the etcd3 store under it has sent and
+// committed a write, as a codec or a store bug would between the write's
+// send and its end.
+type panickingStore struct{ storage.Interface }
+
+type storePanic struct{}
+
+func (s panickingStore) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
+	_ = s.Interface.Create(ctx, key, obj, out, ttl)
+	panic(storePanic{})
+}
+
+func (s panickingStore) GuaranteedUpdate(ctx context.Context, key string, destination runtime.Object, ignoreNotFound bool, preconditions *storage.Preconditions, tryUpdate storage.UpdateFunc, suggestion runtime.Object) error {
+	_ = s.Interface.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, tryUpdate, suggestion)
+	panic(storePanic{})
+}
+
+func (s panickingStore) Delete(ctx context.Context, key string, out runtime.Object, preconditions *storage.Preconditions, validateDeletion storage.ValidateObjectFunc, cachedExistingObject runtime.Object, opts storage.DeleteOptions) error {
+	_ = s.Interface.Delete(ctx, key, out, preconditions, validateDeletion, cachedExistingObject, opts)
+	panic(storePanic{})
+}
+
+// TestWriteProbeEndsOnPanic: a write call that panics after its request
+// went to etcd still ends the write it announced. Otherwise the ledger
+// counts it in flight for good, and a gap in every later span is Pending
+// (a settle waits out its grace each time) instead of Unproven.
+func TestWriteProbeEndsOnPanic(t *testing.T) {
+	ctx := context.Background()
+	const key = "/pods/ns/p"
+	for _, tc := range []struct {
+		name  string
+		write func(c *watchcache.Cache) error
+	}{
+		{name: "create", write: func(c *watchcache.Cache) error {
+			return c.Create(ctx, key, mkPod("ns", "p", "n0"), &example.Pod{}, 0)
+		}},
+		{name: "update", write: func(c *watchcache.Cache) error {
+			return c.GuaranteedUpdate(ctx, key, &example.Pod{}, false, nil, setNode("n1"), nil)
+		}},
+		{name: "delete", write: func(c *watchcache.Cache) error {
+			return c.Delete(ctx, key, &example.Pod{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, o := etcdWithOracle(t)
+			opts := cachetest.WithOptions(watchcache.Options{RevisionsFromWrites: on(), ProgressFromOwnWrites: on()})
+			e := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o),
+				cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { return panickingStore{s} }))
+			if tc.name != "create" {
+				if err := e.Etcd.Create(ctx, key, mkPod("ns", "p", "n0"), &example.Pod{}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != (storePanic{}) {
+						t.Fatalf("recovered %v, want the store's panic", r)
+					}
+				}()
+				_ = tc.write(e.Cache)
+			}()
+			// A revision nobody wrote through the cache: with no write of
+			// this process in flight, nothing can fill it.
+			resp, err := e.Client.Put(ctx, "/foreign", "x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev := resp.Header.Revision
+			if got := o.Ledger().Prove("/nothing/", rev-1, rev); got != oracle.Unproven {
+				t.Fatalf("a span with a foreign revision is %v, want Unproven: the panicked write is still in flight", got)
+			}
+		})
 	}
 }

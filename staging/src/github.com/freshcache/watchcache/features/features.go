@@ -15,9 +15,11 @@ const (
 	// from whatever the cache holds (upstream behaviour).
 	ConsistentReadsFromCache featuregate.Feature = "ConsistentReadsFromCache"
 
-	// FreshResourceVersionZero gives LIST, GET and WATCH with
-	// resourceVersion="0" the same freshness guarantee as rv="". This is
-	// legal because rv=0 means "any state", and a fresh state is one of
+	// FreshResourceVersionZero makes LIST, GET and WATCH with
+	// resourceVersion="0" reflect every write acknowledged
+	// Options.ZeroReadStaleness (100 ms) before them, and every write of
+	// the resource acknowledged through this apiserver before them. This
+	// is legal because rv=0 means "any state", and such a state is one of
 	// them. It closes kubernetes#59848 at component restart.
 	FreshResourceVersionZero featuregate.Feature = "FreshResourceVersionZero"
 
@@ -106,8 +108,29 @@ func init() {
 	runtime.Must(utilfeature.DefaultMutableFeatureGate.AddVersioned(Specs()))
 }
 
-// Enabled reports whether gate is on in k8s.io/apiserver's default gate.
-// Call it when building a cache, never on a request path.
-func Enabled(gate featuregate.Feature) bool {
-	return utilfeature.DefaultFeatureGate.Enabled(gate)
+// Set is the value of every freshcache gate at one moment.
+type Set struct {
+	ConsistentReadsFromCache    bool
+	FreshResourceVersionZero    bool
+	CacheInconsistencyDetection bool
+	DirectEtcdWatch             bool
+	RevisionsFromWrites         bool
+	HoldReadsForWrites          bool
+	ProgressFromOwnWrites       bool
+}
+
+// Current reads every freshcache gate from k8s.io/apiserver's default
+// gate: the one place the gates are read. Call it when building a cache,
+// never on a request path.
+func Current() Set {
+	g := utilfeature.DefaultFeatureGate
+	return Set{
+		ConsistentReadsFromCache:    g.Enabled(ConsistentReadsFromCache),
+		FreshResourceVersionZero:    g.Enabled(FreshResourceVersionZero),
+		CacheInconsistencyDetection: g.Enabled(CacheInconsistencyDetection),
+		DirectEtcdWatch:             g.Enabled(DirectEtcdWatch),
+		RevisionsFromWrites:         g.Enabled(RevisionsFromWrites),
+		HoldReadsForWrites:          g.Enabled(HoldReadsForWrites),
+		ProgressFromOwnWrites:       g.Enabled(ProgressFromOwnWrites),
+	}
 }

@@ -1,44 +1,52 @@
 package features
 
 import (
+	"reflect"
 	"testing"
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/component-base/featuregate"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 )
 
+// With no flag given, Current reports each gate's registered default.
 func TestGateDefaults(t *testing.T) {
-	cases := []struct {
-		name string
-		want bool
-	}{
-		{string(ConsistentReadsFromCache), true},
-		{string(FreshResourceVersionZero), false},
-		{string(CacheInconsistencyDetection), true},
-		{string(DirectEtcdWatch), false},
-		{string(RevisionsFromWrites), true},
-		{string(HoldReadsForWrites), false},
-		{string(ProgressFromOwnWrites), false},
+	want := Set{
+		ConsistentReadsFromCache:    true,
+		CacheInconsistencyDetection: true,
+		RevisionsFromWrites:         true,
 	}
 	known := utilfeature.DefaultMutableFeatureGate.GetAll()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, ok := known[featureOf(c.name)]
-			if !ok {
-				t.Fatalf("gate %s not registered", c.name)
-			}
-			if got := Enabled(featureOf(c.name)); got != c.want {
-				t.Fatalf("default of %s = %v, want %v", c.name, got, c.want)
-			}
-		})
+	for g := range Specs() {
+		if _, ok := known[g]; !ok {
+			t.Fatalf("gate %s not registered", g)
+		}
+	}
+	if got := Current(); got != want {
+		t.Fatalf("Current() = %+v, want %+v", got, want)
 	}
 }
 
-func TestGateCanBeFlipped(t *testing.T) {
-	featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, FreshResourceVersionZero, true)
-	if !Enabled(FreshResourceVersionZero) {
-		t.Fatal("FreshResourceVersionZero did not switch on")
+// Every registered gate moves exactly one field of Current, the field of
+// its own name, and no gate is left out of Set.
+func TestCurrentReadsEveryGate(t *testing.T) {
+	if n, m := reflect.TypeOf(Set{}).NumField(), len(Specs()); n != m {
+		t.Fatalf("Set has %d fields for %d gates", n, m)
+	}
+	for g := range Specs() {
+		t.Run(string(g), func(t *testing.T) {
+			before := reflect.ValueOf(Current())
+			featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, g, !utilfeature.DefaultFeatureGate.Enabled(g))
+			after := reflect.ValueOf(Current())
+			var moved []string
+			for i := range before.NumField() {
+				if before.Field(i).Bool() != after.Field(i).Bool() {
+					moved = append(moved, before.Type().Field(i).Name)
+				}
+			}
+			if len(moved) != 1 || moved[0] != string(g) {
+				t.Fatalf("flipping %s moved %v", g, moved)
+			}
+		})
 	}
 }
 
@@ -54,5 +62,3 @@ func TestSetFromFlagSyntax(t *testing.T) {
 		t.Fatal("a malformed gate value was accepted")
 	}
 }
-
-func featureOf(name string) featuregate.Feature { return featuregate.Feature(name) }

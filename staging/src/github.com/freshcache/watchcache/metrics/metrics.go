@@ -56,7 +56,7 @@ var (
 		Namespace:      namespace,
 		Subsystem:      subsystem,
 		Name:           "relists_total",
-		Help:           "Full lists from etcd done by the cache, by why: initial (the first), compacted (the watch's revision was compacted), error (a list, watch or apply failed for good), retry_budget (transient watch errors outlasted the retry budget), inconsistent (the inconsistency detector found the cache differs from etcd).",
+		Help:           "Full lists from etcd done by the cache, by why: initial (the first), compacted (the watch's revision was compacted), error (a list, watch or apply failed for good), retry_budget (transient watch errors outlasted the retry budget), inconsistent (the inconsistency detector found the cache differs from etcd), moved_past_event (an event arrived at a revision the cache had been moved past by its own writes' ledger without it: that proof was wrong; any increase is a bug or a broken assumption).",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, append(append([]string(nil), labels...), "reason"))
 
@@ -121,6 +121,12 @@ const (
 	RelistError        = "error"
 	RelistRetryBudget  = "retry_budget"
 	RelistInconsistent = "inconsistent"
+	// RelistMovedPastEvent: an event arrived at a revision that the
+	// reflector had not received but the cache had been moved past from
+	// outside it (the catch-up on the ledger of own writes), so the proof
+	// behind that move was wrong. Any increase is a bug or a broken
+	// assumption (one key per transaction, an etcd that never goes back).
+	RelistMovedPastEvent = "moved_past_event"
 )
 
 // What proved a held revision whole, for RevisionCompleted.

@@ -55,6 +55,23 @@
 // keep a fetch in flight shares fetches already, and holding would only
 // slow it.
 //
+// # Bounded reads
+//
+// Every answered request also says something about the past: a fetch sent
+// at time s and answered with R, or a write of this process sent at s and
+// committed at R, shows that every write that completed before s has a
+// revision <= R. RecentRevision(maxAge) hands out such an R for a request
+// sent at most maxAge before the call, from the last answers the Oracle
+// keeps (recent.go), the lowest if several qualify, and never sends
+// anything. A read served at a cache revision >= R reflects every write
+// acknowledged more than maxAge before it arrived: the guarantee of
+// resourceVersion=0 under FreshResourceVersionZero
+// (watchcache.Options.ZeroReadStaleness). However many such reads arrive,
+// they cost at most one fetch per maxAge, and none while this process
+// writes. A member cut off from its leader answers no fetch and commits
+// no write, so maxAge after the cut no recent revision is left, and the
+// reads wait for a fetch that fails.
+//
 // # The ledger of own writes
 //
 // Oracle.Ledger records the revision and the key of every write this
@@ -64,7 +81,9 @@
 // key outside the cache's prefix: the cache advances without a progress
 // request (the ProgressFromOwnWrites gate). A revision the ledger lacks
 // (another apiserver's write, a lease expiry, the compactor) proves
-// nothing, and the cache asks etcd as before.
+// nothing, and the cache asks etcd as before. Builds with the invariants
+// tag can break a Ledger on purpose (Ledger.Break), for the negative
+// controls of the history checks.
 //
 // # Why linearizable
 //

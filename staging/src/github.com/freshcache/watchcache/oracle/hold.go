@@ -4,7 +4,11 @@ package oracle
 // write-gap estimate and the decision to hold. doc.go, "Holding a read for
 // the next write", says why.
 
-import "time"
+import (
+	"time"
+
+	"github.com/freshcache/watchcache/metrics"
+)
 
 // DefaultWriteHold is the bound on Options.WriteHold when it is zero. A
 // hold of twice the mean write gap finds a write about 86% of the time
@@ -28,7 +32,7 @@ func (o *Oracle) maybeHoldLocked() {
 	}
 	if hold := o.holdLocked(o.now()); hold > 0 {
 		o.mu.holding = true
-		o.mu.deferred = time.AfterFunc(hold, o.waitEnded)
+		o.armWaitLocked(hold)
 		o.holds.Add(1)
 	}
 }
@@ -64,4 +68,42 @@ func (o *Oracle) noteWriteLocked(now time.Time) {
 	}
 	o.mu.lastWrite = now
 	o.mu.writesSeen = min(o.mu.writesSeen+1, minWritesForHold)
+}
+
+// armWaitLocked starts the timer of a hold or of a wait for writes
+// (scheduleLocked), numbered so that its callback ends that wait only. A
+// timer whose Stop came too late (it fired, and its callback waits for
+// mu while stopWaitLocked runs and a newer hold is armed) must not end
+// the newer one: it would send that round's fetch early, count the hold
+// as expired and lose the newer timer, so that nothing stops it.
+func (o *Oracle) armWaitLocked(d time.Duration) {
+	o.mu.waitGen++
+	gen := o.mu.waitGen
+	o.mu.deferred = o.afterFunc(d, func() { o.waitEnded(gen) })
+}
+
+// waitEnded ends the wait for writes, or the hold, numbered gen, which
+// lasted the whole bound, unless it was stopped or replaced since.
+func (o *Oracle) waitEnded(gen uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.mu.deferred == nil || o.mu.waitGen != gen {
+		return
+	}
+	o.mu.deferred = nil
+	if o.mu.holding {
+		o.mu.holding = false
+		o.opts.Recorder.HoldEnded(metrics.HoldExpired)
+	}
+	o.scheduleLocked(false)
+}
+
+// stopWaitLocked stops the hold or the wait for writes, if any. Its timer
+// may have fired already; waitEnded then finds it stale.
+func (o *Oracle) stopWaitLocked() {
+	if o.mu.deferred != nil {
+		o.mu.deferred.Stop()
+		o.mu.deferred = nil
+	}
+	o.mu.holding = false
 }

@@ -184,13 +184,7 @@ func TestHoldEnds(t *testing.T) {
 		o := newOracle(t, c, Options{WriteHold: time.Minute, Recorder: rec})
 		withWriteGaps(o, 10, 20*time.Second)
 		joined := allJoins(o)
-		ctx, cancel := context.WithCancel(context.Background())
-		a := goRevision(ctx, o)
-		waitJoins(t, joined, 1)
-		cancel()
-		if r := await(t, a); r.err == nil {
-			t.Fatalf("caller A: %+v after cancel, want an error", r)
-		}
+		callerGivesUp(t, o, joined)
 		if n, inFlight, waiting, _ := openState(o); n != 0 || inFlight || waiting {
 			t.Fatalf("after A left: %d open, fetch in flight %v, waiting %v", n, inFlight, waiting)
 		}
@@ -253,5 +247,66 @@ func TestGateWriteHold(t *testing.T) {
 				t.Fatalf("GateWriteHold() = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// A hold's timer that fires just as its hold is stopped (its callback then
+// waits for the lock) must not end the next hold: that one keeps waiting
+// for a write until its own timer fires. The test arms the timers itself
+// and fires the stale one after the next hold began.
+func TestStaleHoldTimer(t *testing.T) {
+	rec := &recorder{}
+	o, err := NewFromFunc(func(context.Context) (int64, error) { return 7, nil }, Options{WriteHold: time.Minute, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	var mu sync.Mutex
+	var timers []func()
+	o.afterFunc = func(_ time.Duration, f func()) *time.Timer {
+		mu.Lock()
+		defer mu.Unlock()
+		timers = append(timers, f)
+		return time.NewTimer(time.Hour) // stoppable; never fires in the test
+	}
+	fire := func(i int) {
+		mu.Lock()
+		f := timers[i]
+		mu.Unlock()
+		f()
+	}
+	withWriteGaps(o, 10, time.Millisecond)
+	joined := allJoins(o)
+
+	callerGivesUp(t, o, joined)
+	b := goRevision(context.Background(), o)
+	waitJoins(t, joined, 1)
+	if n, inFlight, waiting, _ := openState(o); n != 1 || inFlight || !waiting {
+		t.Fatalf("after B arrived: %d open, fetch in flight %v, waiting %v; want B held", n, inFlight, waiting)
+	}
+	fire(0) // A's timer, stale
+	if n, inFlight, waiting, _ := openState(o); n != 1 || inFlight || !waiting {
+		t.Fatalf("after A's timer fired: %d open, fetch in flight %v, waiting %v; want B still held", n, inFlight, waiting)
+	}
+	fire(1) // B's own
+	if r := await(t, b); r.err != nil || r.rev != 7 {
+		t.Fatalf("caller B: %+v, want the fetch's 7", r)
+	}
+	wantHolds(t, rec, metrics.HoldAbandoned, metrics.HoldExpired)
+	if st := o.Stats(); st.Holds != 2 || st.Fetches != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// callerGivesUp starts a Revision call, cancels it once it joined a round,
+// and checks that it ended with an error.
+func callerGivesUp(t *testing.T, o *Oracle, joined <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := goRevision(ctx, o)
+	waitJoins(t, joined, 1)
+	cancel()
+	if r := await(t, a); r.err == nil {
+		t.Fatalf("caller A: %+v after cancel, want an error", r)
 	}
 }

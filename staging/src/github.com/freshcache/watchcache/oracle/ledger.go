@@ -38,8 +38,26 @@ type Ledger struct {
 		inflight int
 		// changed is closed, and replaced, when a write ends.
 		changed chan struct{}
+		// fault breaks Prove on purpose, for the negative controls of the
+		// history checks; only builds with the invariants tag can set it
+		// (ledger_fault.go).
+		fault LedgerFault
 	}
 }
+
+// LedgerFault is a way to break a Ledger on purpose (ledger_fault.go).
+type LedgerFault uint8
+
+const (
+	// NoFault is a Ledger that works.
+	NoFault LedgerFault = iota
+	// FaultIgnorePrefix takes a write of a key under the prefix for one
+	// of another resource.
+	FaultIgnorePrefix
+	// FaultIgnoreGaps takes a revision the ledger lacks for one of
+	// another resource's write.
+	FaultIgnoreGaps
+)
 
 type ledgerEntry struct {
 	rev int64
@@ -145,9 +163,11 @@ func (l *Ledger) Prove(prefix string, from, to int64) Proof {
 		}
 		switch {
 		case e.rev != rev:
-			missing++
+			if l.mu.fault != FaultIgnoreGaps {
+				missing++
+			}
 		case strings.HasPrefix(e.key, prefix):
-			own = true
+			own = l.mu.fault != FaultIgnorePrefix
 		}
 	}
 	switch {

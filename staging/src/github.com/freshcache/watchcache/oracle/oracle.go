@@ -146,9 +146,18 @@ type Oracle struct {
 	// ledger records this process's writes to the cluster (Ledger).
 	ledger *Ledger
 
-	// now reads the clock for the write-gap estimate behind the hold
-	// (time.Now; tests replace it before the first call).
+	// recent remembers the latest answered fetches and writes, for
+	// RecentRevision.
+	recent recentAnswers
+
+	// now reads the clock for the write-gap estimate behind the hold and
+	// for the send times of RecentRevision's answers (time.Now; tests
+	// replace it before the first call).
 	now func() time.Time
+	// afterFunc arms the timer of a hold or a wait for writes
+	// (time.AfterFunc; tests replace it before the first call, to fire a
+	// timer when they choose).
+	afterFunc func(time.Duration, func()) *time.Timer
 
 	// testJoined, if set, is called under mu each time a caller joins a
 	// round while a fetch is in flight or not (inFlight). Tests use it
@@ -174,6 +183,9 @@ type Oracle struct {
 		// deferred, if set, ends a wait for writes (see scheduleLocked)
 		// with a fetch.
 		deferred *time.Timer
+		// waitGen numbers the timers armWaitLocked starts; deferred is
+		// the one numbered waitGen.
+		waitGen uint64
 		// holding: deferred is a hold (Options.WriteHold) of the one
 		// open round, not yet covered by a write.
 		holding bool
@@ -263,7 +275,7 @@ func NewFromFunc(get func(ctx context.Context) (int64, error), opts Options) (*O
 }
 
 func buildOracle(get func(ctx context.Context) (int64, error), opts Options) *Oracle {
-	o := &Oracle{get: get, opts: opts, now: time.Now, ledger: NewLedger()}
+	o := &Oracle{get: get, opts: opts, now: time.Now, afterFunc: time.AfterFunc, ledger: NewLedger()}
 	o.ctx, o.cancel = context.WithCancel(context.Background())
 	return o
 }
@@ -376,33 +388,12 @@ func (o *Oracle) scheduleLocked(mayWait bool) {
 	if mayWait && newest <= o.coveredLocked() {
 		if wait := o.writeWaitLocked(); wait > 0 {
 			if o.mu.deferred == nil {
-				o.mu.deferred = time.AfterFunc(wait, o.waitEnded)
+				o.armWaitLocked(wait)
 			}
 			return
 		}
 	}
 	o.startLocked()
-}
-
-// waitEnded ends a wait for writes, or a hold, that lasted the whole
-// bound.
-func (o *Oracle) waitEnded() {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.mu.deferred = nil
-	if o.mu.holding {
-		o.mu.holding = false
-		o.opts.Recorder.HoldEnded(metrics.HoldExpired)
-	}
-	o.scheduleLocked(false)
-}
-
-func (o *Oracle) stopWaitLocked() {
-	if o.mu.deferred != nil {
-		o.mu.deferred.Stop()
-		o.mu.deferred = nil
-	}
-	o.mu.holding = false
 }
 
 // coveredLocked is the newest round id a write in flight covers, or 0.
@@ -445,6 +436,7 @@ func (o *Oracle) startLocked() {
 func (o *Oracle) fetch(ctx context.Context, f *fetch) {
 	defer o.wg.Done()
 	start := time.Now()
+	sent := o.now()
 	region := trace.StartRegion(ctx, TraceRegionFetch)
 	rev, err := o.get(ctx)
 	region.End()
@@ -472,6 +464,7 @@ func (o *Oracle) fetch(ctx context.Context, f *fetch) {
 	}
 	o.mu.inFlight = nil
 	if err == nil {
+		o.recent.add(sent, rev)
 		if o.mu.rtt == 0 {
 			o.mu.rtt = took
 		} else {

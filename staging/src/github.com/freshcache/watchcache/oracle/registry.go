@@ -84,7 +84,7 @@ var shared = sync.OnceValue(func() *Registry {
 // it: the default bound when on, never when off. Read it when building an
 // Oracle, never on a request path.
 func GateWriteHold() time.Duration {
-	if features.Enabled(features.HoldReadsForWrites) {
+	if features.Current().HoldReadsForWrites {
 		return 0
 	}
 	return -1

@@ -1,6 +1,10 @@
 package oracle
 
-import "github.com/freshcache/watchcache/metrics"
+import (
+	"time"
+
+	"github.com/freshcache/watchcache/metrics"
+)
 
 // A Write is one write request of this process to the Oracle's etcd
 // cluster, announced by WriteStarting just before it is sent. etcd orders
@@ -11,27 +15,31 @@ import "github.com/freshcache/watchcache/metrics"
 // when the write succeeds. A nil *Write is valid and does nothing.
 type Write struct {
 	o      *Oracle
-	covers uint64 // the id of the newest round open when it started
+	covers uint64    // the id of the newest round open when it started; 0: none
+	sent   time.Time // when WriteStarting announced it, for RecentRevision
 }
 
 // WriteStarting announces a write to the Oracle's etcd cluster that is about
 // to be sent; call it just before the request goes out, after everything
 // that may still decide not to send it. End the write with Succeeded or
 // Failed. The rounds open now are answered by the write if it succeeds
-// first; callers that arrive from now on are not. Returns nil (a valid
-// Write that does nothing) when no caller waits.
+// first; callers that arrive from now on are not. When no caller waits
+// the Write answers nobody, but its revision still bounds later reads
+// (RecentRevision). Returns nil (a valid Write that does nothing) once the
+// Oracle is closed.
 func (o *Oracle) WriteStarting() *Write {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.mu.closed {
 		return nil
 	}
-	o.noteWriteLocked(o.now())
+	now := o.now()
+	o.noteWriteLocked(now)
 	if len(o.mu.open) == 0 {
-		return nil
+		return &Write{o: o, sent: now}
 	}
 	o.mu.join = nil
-	w := &Write{o: o, covers: o.mu.lastID}
+	w := &Write{o: o, covers: o.mu.lastID, sent: now}
 	o.mu.writes = append(o.mu.writes, w)
 	if o.mu.holding {
 		// The hold found its write: from now on the round waits for
@@ -66,6 +74,12 @@ func (w *Write) Failed() {
 }
 
 func (o *Oracle) writeEnded(w *Write, rev int64) {
+	if rev > 0 {
+		o.recent.add(w.sent, rev)
+	}
+	if w.covers == 0 {
+		return // it answers no round and was never in flight
+	}
 	o.mu.Lock()
 	found := false
 	for i, q := range o.mu.writes {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freshcache/watchcache/metrics"
 )
 
 // openState reads, under the lock, what the Oracle holds between requests.
@@ -152,8 +154,13 @@ func TestWriteEdges(t *testing.T) {
 	_, c := startEtcd(t)
 	g := newGatedKV(c)
 	o := newOracle(t, c, Options{})
-	if w := o.WriteStarting(); w != nil {
-		t.Fatalf("WriteStarting with nobody waiting = %v, want nil", w)
+	if w := o.WriteStarting(); w == nil || w.covers != 0 {
+		t.Fatalf("WriteStarting with nobody waiting = %+v, want a Write that covers no round", w)
+	} else {
+		w.Succeeded(put(t, c, "/uncovered")) // answers nobody, in flight for nobody
+		if _, _, _, writes := openState(o); writes != 0 {
+			t.Fatalf("%d writes in flight after an uncovered write", writes)
+		}
 	}
 	var none *Write
 	none.Succeeded(5) // a nil Write does nothing
@@ -178,12 +185,16 @@ func TestWriteEdges(t *testing.T) {
 	close(h.release)
 	waitStats(t, o, func(st Stats) bool { return st.Fetches == 1 })
 	w2 := o.WriteStarting() // nobody waits any more
-	if w2 != nil {
-		t.Fatalf("WriteStarting after the only caller left = %v", w2)
+	if w2 == nil || w2.covers != 0 {
+		t.Fatalf("WriteStarting after the only caller left = %+v, want one that covers no round", w2)
 	}
+	w2.Failed()
 	o.Close()
 	if st := o.Stats(); st.ReadsFromWrites != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+	if w := o.WriteStarting(); w != nil {
+		t.Fatalf("WriteStarting on a closed Oracle = %+v, want nil", w)
 	}
 }
 
@@ -191,7 +202,10 @@ func TestWriteEdges(t *testing.T) {
 // beside writers whose writes the Oracle is told about. Every answer covers
 // the reader's own completed write, whether a fetch or a write answered it.
 // It runs with the default hold, with none, and with a hold long enough
-// to be taken whenever writers are active.
+// to be taken whenever writers are active. With a hold, a last reader then
+// reads alone while the writers go on: each of its reads finds the Oracle
+// idle, so it is held, and the holds must have found writes that answered
+// the reads (Stats, and the recorder's outcomes).
 func TestConcurrentReadsAndAnnouncedWrites(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -205,9 +219,14 @@ func TestConcurrentReadsAndAnnouncedWrites(t *testing.T) {
 	}
 }
 
+// aloneRounds is how many reads the reader alone makes.
+const aloneRounds = 40
+
 func concurrentReadsAndAnnouncedWrites(t *testing.T, opts Options) {
 	const readers, writers, rounds = 32, 8, 20
 	_, c := startEtcd(t)
+	rec := &recorder{}
+	opts.Recorder = rec
 	o := newOracle(t, c, opts)
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -242,15 +261,33 @@ func concurrentReadsAndAnnouncedWrites(t *testing.T, opts Options) {
 		})
 	}
 	readersWG.Wait()
+	held := opts.WriteHold >= 0
+	before := o.Stats()
+	if held {
+		for n := range aloneRounds {
+			if err := writeThenRead(c, o, "/reader/alone", fmt.Sprint(n)); err != nil {
+				t.Fatalf("the reader alone: %v", err)
+			}
+		}
+	}
 	stop()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
+	if before.Reads+before.ReadsFromWrites != readers*rounds {
+		t.Fatalf("stats %+v: %d reads answered, want %d", before, before.Reads+before.ReadsFromWrites, readers*rounds)
+	}
 	st := o.Stats()
-	if st.Reads+st.ReadsFromWrites != readers*rounds {
-		t.Fatalf("stats %+v: %d reads answered, want %d", st, st.Reads+st.ReadsFromWrites, readers*rounds)
+	if held {
+		holds, byWrites := st.Holds-before.Holds, st.HeldByWrites-before.HeldByWrites
+		fromWrites := st.ReadsFromWrites - before.ReadsFromWrites
+		if holds == 0 || byWrites == 0 || fromWrites == 0 || !slices.Contains(rec.holdOutcomes(), metrics.HoldWrite) {
+			t.Fatalf("the reader alone: %d holds, %d found a write, %d reads answered by writes (outcomes %q); want reads held and answered by writes",
+				holds, byWrites, fromWrites, rec.holdOutcomes())
+		}
+		t.Logf("the reader alone: %d reads, %d held, %d found a write, %d answered by writes", aloneRounds, holds, byWrites, fromWrites)
 	}
 	// The last fetch may still be in flight after a write answered its
 	// rounds; it must end and leave nothing open.
@@ -268,5 +305,9 @@ func concurrentReadsAndAnnouncedWrites(t *testing.T, opts Options) {
 	if st.HeldByWrites > st.Holds || (opts.WriteHold < 0 && st.Holds != 0) {
 		t.Fatalf("stats %+v: holds inconsistent with WriteHold %v", st, opts.WriteHold)
 	}
-	t.Logf("%d reads: %d by %d fetches, %d by writes; %d holds, %d found a write", readers*rounds, st.Reads, st.Fetches, st.ReadsFromWrites, st.Holds, st.HeldByWrites)
+	total := readers * rounds
+	if held {
+		total += aloneRounds
+	}
+	t.Logf("%d reads: %d by %d fetches, %d by writes; %d holds, %d found a write", total, st.Reads, st.Fetches, st.ReadsFromWrites, st.Holds, st.HeldByWrites)
 }

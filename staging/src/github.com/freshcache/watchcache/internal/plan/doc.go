@@ -30,4 +30,14 @@
 //     FreshResourceVersionZero) is Fresh, or Etcd when the guard tripped.
 //   - Plan.Requested, the metrics label, is derived from the plan; no
 //     caller decides anything from it.
+//
+// # After the wait
+//
+// A Fresh or NotOlder plan sends the read to the freshness wait. How the
+// wait ended (released, fetch failed, timed out) and the read's Wait
+// (verb, consistent or bounded rv=0, TimeoutReject) decide what it gets:
+// Wait.After, a pure table (serve from the cache, fall back to etcd, 429,
+// too large resource version, the fetch's error), and Wait.Patient, whether
+// a WATCH waits for its revision as long as its context lasts. The cache's
+// freshRead is the I/O around that one decision.
 package plan

@@ -83,21 +83,36 @@
 //     go over whole.
 //   - Never back in time: a relist whose revision is below what the cache
 //     already holds is discarded and retried; events and progress
-//     notifications at or below the current revision are ignored.
+//     notifications at or below what the reflector received itself (the
+//     list, events it applied, notifications) are ignored.
+//   - Never past an event silently: the cache's catch-up on the ledger of
+//     own writes moves the sink's revision from outside the reflector, on
+//     the proof that every revision in between was a single-key write of
+//     another resource. An event above what the reflector received but at
+//     or below the sink's revision shows that proof wrong (etcd restored
+//     under a running apiserver, a store writing several keys per
+//     transaction): the reflector relists (ErrMovedPastEvent, reason
+//     metrics.RelistMovedPastEvent) rather than skip it (received.go).
 //   - Transient watch errors (etcd without a leader, overloaded or
 //     unreachable: an internal error whose cause is etcd's or gRPC's, 429,
-//     503, timeouts) are retried on the same history, from the sink's
-//     revision, for up to TransientRetry (30 s, as upstream's cacher)
-//     without progress; only then, after a compaction (410), after a value
-//     that cannot be decoded or transformed, or after a failed apply does
-//     it relist. Progress is an event applied or a notification beyond
-//     the sink's revision, never the re-delivered events of the revision a
-//     watch started at. Before a relist it calls Sink.Unready, and every
-//     Replace names its reason.
-//   - A decode or transform error relists at once. Upstream's client-go
-//     reflector cannot tell it from a lost leader (the etcd3 store sends
-//     both as an internal error) and re-watches for 30 s; the same event
-//     fails each time, and meanwhile its cache stays ready but frozen.
+//     503, timeouts; and a transformer whose KMS plugin cannot be reached)
+//     are retried on the same history, from the sink's revision, for up
+//     to TransientRetry (30 s, as upstream's cacher) without progress;
+//     only then, after a compaction (410), after a value that cannot be
+//     decoded or transformed for any other reason, or after a failed
+//     apply does it relist. Progress is an event applied or a notification
+//     beyond the sink's revision, never the re-delivered events of the
+//     revision a watch started at. Before a relist it calls Sink.Unready,
+//     and every Replace names its reason.
+//   - A decode or transform error relists at once, unless the transformer
+//     failed on a remote call with a transient gRPC code (Unavailable,
+//     DeadlineExceeded, ResourceExhausted: a KMS plugin down or slow),
+//     which a relist could not get past either: that one is retried as
+//     above, as upstream does. Upstream's client-go reflector cannot tell
+//     any of them from a lost leader (the etcd3 store sends all as an
+//     internal error) and re-watches for 30 s; a corrupt value fails the
+//     same event each time, and meanwhile its cache stays ready but
+//     frozen.
 //   - A watch that just ends is resumed from the current revision.
 //   - Run returns when stop is closed, after the in-flight call to etcd
 //     returns (its context is cancelled).

@@ -188,23 +188,28 @@ func (r *Reflector) watchEtcd(ctx context.Context) watchEnd {
 				progressed = r.progress()
 				// Even one at or below the cache's revision answers a
 				// progress request; the sink ignores its revision.
+				r.receive(uint64(resp.Header.Revision))
 				r.cfg.Sink.Progress(uint64(resp.Header.Revision))
 			}
 			continue
 		}
-		applied, err := r.applyEtcd(wctx, resp.Events)
+		applied, end := r.applyEtcd(wctx, resp.Events)
 		if applied {
 			progressed = r.progress()
 		}
-		if err != nil {
-			return watchEnd{relist: metrics.RelistError, err: err, progressed: progressed}
+		if end != nil {
+			end.progressed = progressed
+			return *end
 		}
 	}
 }
 
-// applyEtcd hands the sink the revisions of one watch response that it
-// does not hold yet, one Apply per revision, and keeps the sizes current.
-func (r *Reflector) applyEtcd(ctx context.Context, evs []*clientv3.Event) (bool, error) {
+// applyEtcd hands the sink the revisions of one watch response that the
+// reflector has not received yet, one Apply per revision, and keeps the
+// sizes current. It returns whether it applied any, and how the watch
+// ends if it must: an event that fails, or one the sink was moved past
+// (received.go).
+func (r *Reflector) applyEtcd(ctx context.Context, evs []*clientv3.Event) (bool, *watchEnd) {
 	applied := false
 	for i := 0; i < len(evs); {
 		rev := evs[i].Kv.ModRevision
@@ -212,19 +217,24 @@ func (r *Reflector) applyEtcd(ctx context.Context, evs []*clientv3.Event) (bool,
 		for j < len(evs) && evs[j].Kv.ModRevision == rev {
 			j++
 		}
-		if uint64(rev) > r.cfg.Sink.RV() {
+		if r.movedPast(uint64(rev)) {
+			end := r.movedPastEnd(uint64(rev), false)
+			return applied, &end
+		}
+		if uint64(rev) > r.received {
 			batch := make([]Event, 0, j-i)
 			for _, ev := range evs[i:j] {
 				etcdmetrics.RecordEtcdEvent(r.cfg.Etcd.GroupResource)
 				out, err := r.decodeEvent(ctx, ev)
 				if err != nil {
-					return applied, err
+					return applied, decodeFailed(err)
 				}
 				batch = append(batch, out)
 			}
 			if err := r.cfg.Sink.Apply(uint64(rev), batch); err != nil {
-				return applied, err
+				return applied, &watchEnd{relist: metrics.RelistError, err: err}
 			}
+			r.receive(uint64(rev))
 			applied = true
 			for _, ev := range evs[i:j] {
 				r.sizes.update(ev)
@@ -255,6 +265,16 @@ func (r *Reflector) decodeEvent(ctx context.Context, ev *clientv3.Event) (Event,
 		return Event{}, err
 	}
 	return Event{Type: typ, Object: obj}, nil
+}
+
+// decodeFailed ends a watch whose event could not be decoded: retried on
+// the same history if the transformer could not reach its KMS plugin
+// (classify), relisted otherwise.
+func decodeFailed(err error) *watchEnd {
+	if unreachableTransformer(err.Error()) {
+		return &watchEnd{transient: true, err: err}
+	}
+	return &watchEnd{relist: metrics.RelistError, err: err}
 }
 
 // classifyEtcd turns a watch error of the reflector's own client into how

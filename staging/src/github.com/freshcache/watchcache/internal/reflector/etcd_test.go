@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
-	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 
 	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
@@ -113,7 +112,11 @@ type directEnv struct {
 }
 
 func startDirect(t *testing.T) *directEnv {
-	e := start(t)
+	return directOn(start(t))
+}
+
+// directOn is startDirect on an env already started.
+func directOn(e *env) *directEnv {
 	return &directEnv{env: e, watcher: &controlledWatcher{Watcher: e.client, watches: make(chan *endableEtcdWatch, 16)}}
 }
 
@@ -123,7 +126,7 @@ func (d *directEnv) runDirect(t *testing.T, cfg reflector.Config) *reflector.Ref
 		Watcher:       d.watcher,
 		Key:           reflector.EtcdKey(etcd3testing.PathPrefix(), "/pods/"),
 		Codec:         cachetest.ProtoCodec,
-		Transformer:   identity.NewEncryptCheckTransformer(),
+		Transformer:   d.tr,
 		NewFunc:       cachetest.NewPod,
 		GroupResource: schema.GroupResource{Resource: "pods"},
 	}

@@ -9,11 +9,17 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"k8s.io/apimachinery/pkg/watch"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/value"
+	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache/internal/reflector"
@@ -52,7 +58,7 @@ func TestUntrustedReplayedRevisionIsNotProgress(t *testing.T) {
 }
 
 // TestUndecodableEventRelistsAtOnce: an event whose value cannot be turned
-// into an object (a corrupt value, a transformer that fails) fails the
+// into an object (a corrupt value, a transformer that cannot read it) fails the
 // same way on every watch from the same revision. It is not a transient
 // etcd error: the sink goes unready and the reflector relists at once,
 // not after the retry budget (an hour here). Once the value is gone the
@@ -104,24 +110,23 @@ func (r *caughtUpRecorder) got() []time.Duration {
 	return append([]time.Duration(nil), r.d...)
 }
 
-// TestLeaderlessRetriesStayShort: while etcd has no leader every watch
-// fails at once. The reflector watches again at a short, steady pace, not
-// after a backoff that grows to seconds: the moment etcd has a leader
-// again, the next try (at most reflector.LeaderRetry plus its jitter
-// later, on the reflector's clock) finds it. Once the watch delivers again
-// the time since the first error is reported as the catch-up time.
-func TestLeaderlessRetriesStayShort(t *testing.T) {
+// TestLeaderlessRetriesBackOff: while etcd has no leader every watch
+// fails at once. The reflector watches again within its LeaderBackoff's
+// step, which never exceeds reflector.LeaderRetryCap, on the reflector's
+// clock. Once the watch delivers again the time since the first error is
+// reported as the catch-up time, and the backoff is reset.
+func TestLeaderlessRetriesBackOff(t *testing.T) {
 	ctx := context.Background()
 	e := start(t)
 	e.create(ctx, t, "pod-0")
 	clk := testingclock.NewFakeClock(time.Now())
 	rec := &caughtUpRecorder{}
-	e.runWith(t, reflector.Config{Clock: clk, Metrics: rec})
+	e.runWith(t, reflector.Config{Clock: clk, Metrics: rec, TransientRetry: time.Hour})
 	first := nextWatch(t, e)
 	e.converge(ctx, t)
 	e.control.failEveryWatch(0, internalError())
 	first.send(t, internalError())
-	step := reflector.LeaderRetry + reflector.LeaderRetry/2
+	step := reflector.LeaderRetryCap
 	const tries = 10
 	for i := 0; i < tries; i++ {
 		opened := e.control.opened.Load()
@@ -163,3 +168,67 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// kmsTransformer is the identity transformer behind a KMS plugin that the
+// test can make unreachable: while it is down, every read of a stored
+// value fails as the KMS v2 envelope fails when its plugin's gRPC call
+// does (codes.Unavailable).
+type kmsTransformer struct {
+	value.Transformer
+	down     atomic.Bool
+	failures atomic.Int64
+}
+
+func (k *kmsTransformer) TransformFromStorage(ctx context.Context, data []byte, dataCtx value.Context) ([]byte, bool, error) {
+	if k.down.Load() {
+		k.failures.Add(1)
+		return nil, false, fmt.Errorf("failed to decrypt DEK, error: %w", status.Error(codes.Unavailable, "connection error: kms plugin unreachable"))
+	}
+	return k.Transformer.TransformFromStorage(ctx, data, dataCtx)
+}
+
+// TestUnreachableKMSRewatches: while the KMS plugin is unreachable, a new
+// value cannot be decrypted. That is transient, as upstream's cacher
+// treats it (it retries its watch for 30 s): the reflector retries the
+// watch on the same history, without a relist and without going unready
+// (a relist could not decrypt either, and would answer every read with
+// 429 until it could). Once the plugin is back, the same watch history
+// delivers the value, through the store and direct.
+func TestUnreachableKMSRewatches(t *testing.T) {
+	for _, direct := range []bool{false, true} {
+		t.Run(fmt.Sprint("direct=", direct), func(t *testing.T) {
+			ctx := context.Background()
+			kms := &kmsTransformer{Transformer: identity.NewEncryptCheckTransformer()}
+			e := startWith(t, kms)
+			e.create(ctx, t, "pod-0")
+			var rec retryRecorder
+			cfg := reflector.Config{TransientRetry: time.Hour, Metrics: &rec}
+			if direct {
+				directOn(e).runDirect(t, cfg)
+			} else {
+				e.runWith(t, cfg)
+			}
+			e.converge(ctx, t)
+			kms.down.Store(true)
+			e.create(ctx, t, "while-kms-down")
+			waitUntil(t, "a retried watch", func() bool { return rec.retries.Load() >= 2 })
+			kms.down.Store(false)
+			e.converge(ctx, t)
+			replaces, unready, reasons, _ := e.counts()
+			if replaces != 1 || unready != 0 {
+				t.Fatalf("%d lists (reasons %v), %d unready; want the first list only, never unready", replaces, reasons, unready)
+			}
+			if kms.failures.Load() == 0 {
+				t.Fatal("the transformer never failed: the test did not exercise the outage")
+			}
+		})
+	}
+}
+
+// retryRecorder counts re-watches after transient errors.
+type retryRecorder struct {
+	metrics.Discard
+	retries atomic.Int64
+}
+
+func (r *retryRecorder) WatchRetried() { r.retries.Add(1) }

@@ -9,7 +9,6 @@ import (
 
 	"google.golang.org/grpc/metadata"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -29,11 +28,9 @@ const DefaultPageSize = 10000
 // reflector 30 s (MaxInternalErrorRetryDuration).
 const DefaultTransientRetry = 30 * time.Second
 
-// LeaderRetry is the pace at which a watch is tried again while etcd has
-// no leader (each try is jittered up to half as much again). Every try is
-// one stream that etcd refuses at once, and the first after an election
-// finds the new leader: the cache is following etcd again within
-// LeaderRetry*1.5 of it, where a growing backoff left it seconds behind.
+// LeaderRetry is the first step of a LeaderBackoff: the wait before a
+// watch etcd refused for want of a leader is tried again (between half
+// the step and the step), before the step grows.
 const LeaderRetry = 100 * time.Millisecond
 
 // ErrBackInTime is returned (and retried) when etcd lists at a revision
@@ -109,6 +106,10 @@ type Config struct {
 	// TransientRetry bounds how long transient watch errors are retried
 	// without a relist. Zero: DefaultTransientRetry.
 	TransientRetry time.Duration
+	// LeaderBackoff paces the watches etcd refuses for want of a leader,
+	// together with every reflector that shares it: give the reflectors
+	// of one etcd cluster one. Nil: one of its own.
+	LeaderBackoff *LeaderBackoff
 	// Metrics counts re-watches after transient errors. Nil: discarded.
 	Metrics metrics.Recorder
 	// Etcd, when set, is the reflector's own etcd client, with which it
@@ -142,6 +143,10 @@ type Reflector struct {
 	sizes storedSizes
 	// own holds the revisions of the cache's own writes (WriteEnded).
 	own ownWrites
+	// received is the revision up to which the reflector has seen every
+	// event itself (received.go); the sink's revision may be ahead of it.
+	// Only the Run goroutine uses it.
+	received uint64
 	// transientSince is when the current run of transient watch errors
 	// began; zero while watches make progress. Only the Run goroutine
 	// uses it.
@@ -170,6 +175,9 @@ func New(cfg Config) *Reflector {
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Discard{}
+	}
+	if cfg.LeaderBackoff == nil {
+		cfg.LeaderBackoff = NewLeaderBackoff()
 	}
 	r := &Reflector{cfg: cfg, listed: make(chan struct{}), relist: make(chan string, 1)}
 	r.own.wake = make(chan struct{}, 1)
@@ -225,7 +233,8 @@ type watchEnd struct {
 	// can fix (etcd lost its leader, was overloaded or unreachable).
 	transient bool
 	// leaderless: transient because etcd has no leader (or just changed
-	// it); it is tried again at LeaderRetry, not after a growing backoff.
+	// it); it is tried again after the shared LeaderBackoff, not the
+	// reflector's own backoff.
 	leaderless bool
 	// progressed: the watch delivered at least one event or notification.
 	progressed bool
@@ -305,11 +314,15 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 		// and a mistake that fails every event (a key function that rejects
 		// the objects, a codec that cannot decode them) would otherwise go
 		// unseen behind the timeouts and fallbacks of consistent reads.
-		var next time.Duration
+		var (
+			next      time.Duration
+			recovered <-chan struct{}
+		)
 		if leaderless {
-			// Each try is one stream etcd refuses at once; the first
-			// after the election finds the new leader.
-			next = wait.Jitter(LeaderRetry, 0.5)
+			// Each try is one stream etcd refuses at once. The caches of
+			// the cluster back off together, and the first of them whose
+			// watch delivers again wakes the rest (LeaderBackoff).
+			next, recovered = r.cfg.LeaderBackoff.failed()
 			klog.V(4).InfoS("freshcache: etcd has no leader, watching again", "resource", r.cfg.Name, "err", err, "retryIn", next)
 		} else {
 			next = cur.Step()
@@ -323,6 +336,8 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 			t.Stop()
 			return
 		case <-t.C():
+		case <-recovered:
+			t.Stop()
 		}
 	}
 }
@@ -332,86 +347,12 @@ func (r *Reflector) Run(stop <-chan struct{}) {
 // errors, reports how long the cache was behind. It returns true, for the
 // watch loops' progressed flag.
 func (r *Reflector) progress() bool {
+	r.cfg.LeaderBackoff.delivered()
 	if !r.transientSince.IsZero() {
 		r.cfg.Metrics.CaughtUp(r.cfg.Clock.Since(r.transientSince))
 		r.transientSince = time.Time{}
 	}
 	return true
-}
-
-func (r *Reflector) list(ctx context.Context, reason string) error {
-	// A relist asked for before this one is answered by it.
-	select {
-	case <-r.relist:
-	default:
-	}
-	var (
-		objs  []runtime.Object
-		rv    uint64
-		sizes map[string]int64
-		err   error
-	)
-	if r.cfg.Etcd != nil {
-		objs, rv, sizes, err = r.listEtcd(ctx)
-	} else {
-		objs, rv, err = r.listStore(ctx)
-	}
-	if err != nil {
-		return err
-	}
-	if have := r.cfg.Sink.RV(); rv < have {
-		return fmt.Errorf("%w: listed at %d, cache at %d", ErrBackInTime, rv, have)
-	}
-	if err := r.cfg.Sink.Replace(objs, rv, reason); err != nil {
-		return err
-	}
-	if r.cfg.Etcd != nil {
-		r.sizes.reset(sizes)
-	}
-	r.untrusted.rv, r.untrusted.keys = 0, nil
-	r.setErr(nil)
-	r.listedOnce.Do(func() { close(r.listed) })
-	return nil
-}
-
-// listStore lists the resource through the etcd3 store, in pages.
-func (r *Reflector) listStore(ctx context.Context) ([]runtime.Object, uint64, error) {
-	var objs []runtime.Object
-	var rv uint64
-	cont := ""
-	for {
-		listObj := r.cfg.NewListFunc()
-		opts := storage.ListOptions{
-			Recursive: true,
-			Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: r.cfg.PageSize, Continue: cont},
-		}
-		if err := r.cfg.Storage.GetList(ctx, r.cfg.Prefix, opts, listObj); err != nil {
-			return nil, 0, fmt.Errorf("list %s: %w", r.cfg.Prefix, err)
-		}
-		// Each item gets its own allocation (a shallow copy out of the
-		// list's Items array). Otherwise every cached object would keep the
-		// whole page's array alive, including the slack capacity it grew
-		// with while etcd3 appended to it (~15% of a pod's top-level size).
-		items, err := meta.ExtractListWithAlloc(listObj)
-		if err != nil {
-			return nil, 0, err
-		}
-		objs = append(objs, items...)
-		lm, err := meta.ListAccessor(listObj)
-		if err != nil {
-			return nil, 0, err
-		}
-		if rv == 0 {
-			rv, err = r.cfg.Versioner.ParseResourceVersion(lm.GetResourceVersion())
-			if err != nil {
-				return nil, 0, err
-			}
-		}
-		cont = lm.GetContinue()
-		if cont == "" {
-			return objs, rv, nil
-		}
-	}
 }
 
 // watch follows etcd from the sink's revision until the watch ends, an
@@ -462,14 +403,24 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 	)
 	// flush hands the batch over, now proven whole by by
 	// (metrics.CompletedBy*).
-	flush := func(by string) error {
+	// A batch the sink was moved past meanwhile is not applied: the
+	// watch ends in a relist (received.go).
+	flush := func(by string) *watchEnd {
 		if len(batch) == 0 {
 			return nil
+		}
+		if r.movedPast(batchRV) {
+			end := r.movedPastEnd(batchRV, true)
+			return &end
 		}
 		r.cfg.Metrics.RevisionCompleted(by)
 		err := r.cfg.Sink.Apply(batchRV, batch)
 		batch = batch[:0]
-		return err
+		if err != nil {
+			return &watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+		}
+		r.receive(batchRV)
+		return nil
 	}
 	progressed := false
 	for {
@@ -493,8 +444,8 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 				}
 			}
 			if whole {
-				if err := flush(metrics.CompletedByOwnWrite); err != nil {
-					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+				if end := flush(metrics.CompletedByOwnWrite); end != nil {
+					return *end
 				}
 				continue
 			}
@@ -519,22 +470,26 @@ func (r *Reflector) watch(ctx context.Context) watchEnd {
 		}
 		if ev.Type == watch.Bookmark {
 			if len(batch) > 0 && rv >= batchRV {
-				if err := flush(metrics.CompletedByProgress); err != nil {
-					return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+				if end := flush(metrics.CompletedByProgress); end != nil {
+					return *end
 				}
 			}
 			// Even a notification at or below the cache's revision
 			// answers a progress request; the sink ignores its revision.
+			r.receive(rv)
 			r.cfg.Sink.Progress(rv)
 			continue
 		}
-		if rv <= r.cfg.Sink.RV() {
+		if rv <= r.received {
 			// Applied already: the sink only holds whole revisions.
 			continue
 		}
+		if r.movedPast(rv) {
+			return r.movedPastEnd(rv, progressed)
+		}
 		if len(batch) > 0 && rv != batchRV {
-			if err := flush(metrics.CompletedByEvent); err != nil {
-				return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
+			if end := flush(metrics.CompletedByEvent); end != nil {
+				return *end
 			}
 		}
 		batchRV = rv

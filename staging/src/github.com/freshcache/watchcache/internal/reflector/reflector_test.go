@@ -21,6 +21,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/etcd3"
 	etcd3testing "k8s.io/apiserver/pkg/storage/etcd3/testing"
+	"k8s.io/apiserver/pkg/storage/value"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	"k8s.io/utils/clock"
 
@@ -286,9 +287,17 @@ type env struct {
 	client  *clientv3.Client
 	control *controlledStorage
 	sink    *recordingSink
+	tr      value.Transformer
 }
 
 func start(t *testing.T) *env {
+	t.Helper()
+	return startWith(t, identity.NewEncryptCheckTransformer())
+}
+
+// startWith is start with tr as the store's (and, direct, the
+// reflector's) value transformer.
+func startWith(t *testing.T, tr value.Transformer) *env {
 	t.Helper()
 	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
 	versioner := storage.APIObjectVersioner{}
@@ -296,7 +305,7 @@ func start(t *testing.T) *env {
 	t.Cleanup(compactor.Stop)
 	codec := cachetest.ProtoCodec
 	st, err := etcd3.New(server.V3Client, compactor, codec, cachetest.NewPod, cachetest.NewPodList,
-		etcd3testing.PathPrefix(), "/pods/", schema.GroupResource{Resource: "pods"}, identity.NewEncryptCheckTransformer(),
+		etcd3testing.PathPrefix(), "/pods/", schema.GroupResource{Resource: "pods"}, tr,
 		etcd3.NewDefaultLeaseManagerConfig(), etcd3.NewDefaultDecoder(codec, versioner), versioner)
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +316,7 @@ func start(t *testing.T) *env {
 		client:  server.V3Client.Client,
 		control: &controlledStorage{Interface: st, watches: make(chan *endableWatch, 16)},
 		sink:    newSink(),
+		tr:      tr,
 	}
 }
 

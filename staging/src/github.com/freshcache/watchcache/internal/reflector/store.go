@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"google.golang.org/grpc/codes"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,12 +34,37 @@ func classify(err error) watchEnd {
 		// reach one) as an internal error: the history is intact, so the
 		// same watch is retried from the cache's revision.
 		return watchEnd{transient: true, leaderless: noLeader(err), err: err}
+	case apierrors.IsInternalError(err) && unreachableTransformer(causes(err)...):
+		// A KMS plugin that cannot be reached: the value is fine and a
+		// relist could not decrypt it either. As upstream's cacher does,
+		// the same watch is retried, within the retry budget.
+		return watchEnd{transient: true, err: err}
 	}
 	// Anything else, a value that the transformer or the codec could not
 	// read above all, comes back at the same event on every watch from the
 	// same revision: only a relist gets past it, or finds that it cannot
 	// and leaves the cache pending, which clients see at once.
 	return watchEnd{relist: metrics.RelistError, err: err}
+}
+
+// transientCodes are the gRPC codes of a call that may succeed when tried
+// again: the server was unreachable, overloaded or too slow.
+var transientCodes = []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted}
+
+// unreachableTransformer reports whether the error texts of a failed
+// value transformation show a remote call (a KMS plugin's gRPC call, which
+// the KMS envelopes wrap with %w) that failed with a transient code. The
+// etcd3 store hands over only the text; a value that is corrupt or
+// encrypted with an unknown key says nothing of the kind, and relists.
+func unreachableTransformer(texts ...string) bool {
+	for _, text := range texts {
+		for _, c := range transientCodes {
+			if strings.Contains(text, "rpc error: code = "+c.String()+" ") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // noLeader reports whether a transient watch error says that etcd has no
@@ -135,6 +161,7 @@ func (r *Reflector) watchUntrusted(ctx context.Context) watchEnd {
 		if err := r.cfg.Sink.Apply(rv, []Event{{Type: ev.Type, Object: ev.Object}}); err != nil {
 			return watchEnd{relist: metrics.RelistError, err: err, progressed: true}
 		}
+		r.receive(rv)
 		r.untrusted.keys[key] = struct{}{}
 	}
 }

@@ -3,6 +3,7 @@ package linearizability
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // history: a put of a at 5 (acknowledged at position 2), a put of b at 6
@@ -67,6 +68,27 @@ func TestNewestAckedRV(t *testing.T) {
 	}{{1, 0}, {3, 5}, {5, 6}, {7, 7}, {21, 9}} {
 		if got := NewestAckedRV(hist, tc.invoke); got != tc.want {
 			t.Errorf("NewestAckedRV(%d) = %d, want %d", tc.invoke, got, tc.want)
+		}
+	}
+}
+
+// An rv=0 read's Invoke moves back to the last position stamped at least
+// zeroStaleness before it, so that Check excuses exactly the writes
+// acknowledged within the bound.
+func TestRecorderBounded(t *testing.T) {
+	base := time.Now()
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	zs := int(zeroStaleness / time.Millisecond)
+	rec := &recorder{pos: 5, stamps: []time.Time{ms(0), ms(1), ms(zs), ms(zs + 1), ms(2*zs + 1)}}
+	cases := []struct{ invoke, want uint64 }{
+		{1, 0}, // nothing was stamped before the bound
+		{3, 1}, // exactly zeroStaleness after position 1
+		{4, 2}, // position 2 is zeroStaleness before position 4
+		{5, 4}, // positions 1-4 are at least zeroStaleness older
+	}
+	for _, tc := range cases {
+		if got := rec.bounded(tc.invoke); got != tc.want {
+			t.Errorf("bounded(%d) = %d, want %d", tc.invoke, got, tc.want)
 		}
 	}
 }

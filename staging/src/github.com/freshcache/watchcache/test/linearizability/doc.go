@@ -16,4 +16,8 @@
 // members of a 3-member embedded etcd with concurrent writers and LIST,
 // GET and WATCH readers. check_test.go shows that Check reports
 // hand-made stale reads, so a passing run means something.
+// ownwrites_test.go runs the check on a cache that catches up on the
+// ledger of own writes; its negative control (ownwrites_fault_test.go,
+// built with the invariants tag) breaks the ledger on purpose
+// (oracle.Ledger.Break) and requires Check to find violations.
 package linearizability

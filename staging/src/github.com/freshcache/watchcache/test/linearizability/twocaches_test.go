@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,20 +28,48 @@ const (
 	readersPerCache = 2
 	// opTimeout bounds one operation; a healthy cluster never reaches it.
 	opTimeout = 30 * time.Second
+	// zeroStaleness is the caches' ZeroReadStaleness: an rv=0 read must
+	// reflect every write acknowledged this long before it started. Short,
+	// so that the bound is tight against the writers' pace and many rv=0
+	// reads still fetch.
+	zeroStaleness = 20 * time.Millisecond
 )
 
-// recorder collects the history. Positions come from one atomic counter:
-// Return of one operation < Invoke of another means it finished first.
+// recorder collects the history. Positions come from one counter, handed
+// out under mu: Return of one operation < Invoke of another means it
+// finished first. Each position's monotonic time is kept as well, for the
+// one check that needs time: an rv=0 read's bound (bounded).
 type recorder struct {
-	pos atomic.Uint64
-
 	mu     sync.Mutex
+	pos    uint64
+	stamps []time.Time // stamps[p-1]: when position p was handed out
 	writes []Write
 	reads  []Read
 	lagged int // reads that arrived while their cache was behind an acked write
 }
 
-func (r *recorder) now() uint64 { return r.pos.Add(1) }
+func (r *recorder) now() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pos++
+	r.stamps = append(r.stamps, time.Now())
+	return r.pos
+}
+
+// bounded is the Invoke that Check must give an rv=0 read invoked at
+// position invoke: the last position handed out at least zeroStaleness
+// before it, so that exactly the writes acknowledged that long before the
+// read started must be in it. (The cache took the read's arrival later
+// still, so its own bound covers at least these writes.) 0 if none.
+func (r *recorder) bounded(invoke uint64) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cutoff := r.stamps[invoke-1].Add(-zeroStaleness)
+	// The first position stamped after the cutoff; the one before it is
+	// the last at or before.
+	after := sort.Search(int(invoke), func(i int) bool { return r.stamps[i].After(cutoff) })
+	return uint64(after)
+}
 
 func (r *recorder) write(w Write) {
 	r.mu.Lock()
@@ -83,11 +110,12 @@ func TestTwoCachesLinearizable(t *testing.T) {
 	cl := cachetest.StartCluster(t)
 	opts := cachetest.WithOptions(watchcache.Options{
 		ConsistentReadsFromCache: ptr(true), FreshResourceVersionZero: ptr(true),
-		ConsistentReadTimeout: opTimeout,
+		ConsistentReadTimeout: opTimeout, ZeroReadStaleness: zeroStaleness,
 	})
 	type cache struct {
 		name string
 		c    *watchcache.Cache
+		gate *cachetest.Gate
 	}
 	var caches []cache
 	for _, member := range []int{0, 1} {
@@ -98,7 +126,7 @@ func TestTwoCachesLinearizable(t *testing.T) {
 		}
 		t.Cleanup(o.Close)
 		env := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o))
-		caches = append(caches, cache{fmt.Sprintf("cache@m%d", member), env.Cache})
+		caches = append(caches, cache{fmt.Sprintf("cache@m%d", member), env.Cache, env.Gate})
 	}
 	var stores []storage.Interface
 	for member := range cl.Members {
@@ -132,6 +160,11 @@ func TestTwoCachesLinearizable(t *testing.T) {
 			readers.Go(func() { readUntil(ctx, t, done, rec, c.c, rng, fmt.Sprintf("%s/r%d", c.name, ri)) })
 		}
 	}
+	// The second cache lags now and then: its watch is held back for a
+	// few bounds at a time, so that reads arrive while it is behind writes
+	// acknowledged longer than zeroStaleness ago, the reads a wrong bound
+	// would serve stale.
+	readers.Go(func() { lagNowAndThen(done, caches[1].gate) })
 	writers.Wait()
 	close(done)
 	readers.Wait()
@@ -145,6 +178,27 @@ func TestTwoCachesLinearizable(t *testing.T) {
 	violations := checkHistory(t, rec)
 	t.Logf("LINEARIZABILITY EVIDENCE: %d writes on 3 members, %d consistent reads on 2 caches (members 0 and 1) %v, %d arrived while their cache lagged behind an acknowledged write; violations: %d",
 		len(rec.writes), len(rec.reads), kinds, rec.lagged, len(violations))
+}
+
+// lagNowAndThen holds back g's watch for 5*zeroStaleness at a time, with
+// zeroStaleness between, until done closes. The timer paces the fault;
+// nothing waits on it.
+func lagNowAndThen(done <-chan struct{}, g *cachetest.Gate) {
+	defer g.Resume()
+	for paused := true; ; paused = !paused {
+		d := zeroStaleness
+		if paused {
+			g.Pause()
+			d = 5 * zeroStaleness
+		} else {
+			g.Resume()
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(d):
+		}
+	}
 }
 
 // readUntil has one reader read c (readOnce) until done closes; name
@@ -256,6 +310,7 @@ func readOnce(ctx context.Context, rec *recorder, c *watchcache.Cache, rng *rand
 			r.Objects["/pods/"+l.Items[i].Namespace+"/"+l.Items[i].Name] = rvOf(&l.Items[i])
 		}
 		r.SnapshotRV = listRV(l)
+		boundZero(rec, &r, rv)
 		rec.read(r, cacheRV)
 	case 1: // GET
 		_, _, key := podKey(rng.IntN(keys))
@@ -272,6 +327,7 @@ func readOnce(ctx context.Context, rec *recorder, c *watchcache.Cache, rng *rand
 		default:
 			r.Objects[key] = rvOf(p)
 		}
+		boundZero(rec, &r, rv)
 		rec.read(r, cacheRV)
 	default: // WATCH rv="" with its initial state
 		r.Name = name + "/watch"
@@ -284,6 +340,16 @@ func readOnce(ctx context.Context, rec *recorder, c *watchcache.Cache, rng *rand
 		rec.read(r, cacheRV)
 	}
 	return nil
+}
+
+// boundZero makes an rv=0 read's check the bounded one: it must reflect
+// the writes acknowledged zeroStaleness before it started, not those
+// acknowledged since (Options.ZeroReadStaleness).
+func boundZero(rec *recorder, r *Read, rv string) {
+	if rv == "0" {
+		r.Name += "/rv0"
+		r.Invoke = rec.bounded(r.Invoke)
+	}
 }
 
 // watchInitial starts WATCH rv="" with sendInitialEvents and reads its

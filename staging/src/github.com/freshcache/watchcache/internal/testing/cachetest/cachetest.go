@@ -34,6 +34,7 @@ import (
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/metrics"
+	"github.com/freshcache/watchcache/oracle"
 )
 
 var (
@@ -86,8 +87,11 @@ type Setup struct {
 	Codec        runtime.Codec
 	Transformer  value.Transformer
 	Options      watchcache.Options
-	// Oracle is Config.Oracle; nil lets the cache build its own.
-	Oracle watchcache.RevisionSource
+	// Oracle, when set, is the cache's Oracle (Config.UseOracle).
+	Oracle *oracle.Oracle
+	// Source, when set, is Config.Oracle alone. With neither, the cache
+	// builds its own.
+	Source watchcache.RevisionSource
 	// Recorder receives the cache's metrics; nil discards them.
 	Recorder metrics.Recorder
 	// Disabled is Config.ConsistentReadsDisabled.
@@ -163,8 +167,13 @@ func WithTransformer(tr value.Transformer) Option {
 // WithOptions sets the cache's Options.
 func WithOptions(o watchcache.Options) Option { return func(s *Setup) { s.Options = o } }
 
-// WithOracle makes the cache use o for its consistent reads.
-func WithOracle(o watchcache.RevisionSource) Option { return func(s *Setup) { s.Oracle = o } }
+// WithOracle makes o the cache's revision source, the hearer of its
+// writes and its ledger (Config.UseOracle).
+func WithOracle(o *oracle.Oracle) Option { return func(s *Setup) { s.Oracle = o } }
+
+// WithSource makes src the cache's revision source, with nothing hearing
+// its writes and no ledger.
+func WithSource(src watchcache.RevisionSource) Option { return func(s *Setup) { s.Source = src } }
 
 // WithRecorder makes the cache record its metrics in r.
 func WithRecorder(r metrics.Recorder) Option { return func(s *Setup) { s.Recorder = r } }
@@ -253,7 +262,7 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 	if s.Direct {
 		direct = &watchcache.EtcdSource{Client: client.Client, StoragePrefix: etcd3testing.PathPrefix(), Codec: s.Codec, Transformer: s.Transformer}
 	}
-	c, err := watchcache.New(s.Options, watchcache.Config{
+	cfg := watchcache.Config{
 		Storage:                 under,
 		Versioner:               versioner,
 		GroupResource:           s.GroupResource,
@@ -264,11 +273,15 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 		GetAttrsFunc:            PodAttrs,
 		IndexerFuncs:            s.IndexerFuncs,
 		Indexers:                indexers,
-		Oracle:                  s.Oracle,
+		Oracle:                  s.Source,
 		ConsistentReadsDisabled: s.Disabled,
 		StoragePrefix:           etcd3testing.PathPrefix(),
 		Etcd:                    direct,
-	})
+	}
+	if s.Oracle != nil {
+		cfg.UseOracle(s.Oracle)
+	}
+	c, err := watchcache.New(s.Options, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

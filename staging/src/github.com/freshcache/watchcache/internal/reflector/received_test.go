@@ -1,0 +1,42 @@
+package reflector_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/freshcache/watchcache/metrics"
+)
+
+// advance moves the sink's revision as the cache's catch-up on the ledger
+// of own writes does, from outside the reflector.
+func (s *recordingSink) advance(rv uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.moved(rv)
+}
+
+// TestEventBehindAWrongAdvance: the sink is moved past two revisions from
+// outside the reflector, as a proof from the ledger of own writes would
+// move it, and the proof is wrong: both revisions hold pods (etcd restored
+// under a running apiserver, a store that writes two keys in one
+// transaction). The reflector has received neither revision, so their
+// events contradict the sink's revision: it must relist, with its own
+// reason, and end up holding both pods, not skip them as applied.
+func TestEventBehindAWrongAdvance(t *testing.T) {
+	for _, src := range watchSources {
+		t.Run(src.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := src.follow(ctx, t)
+			_, rv := f.etcdState(ctx, t)
+			f.sink.advance(rv + 2)
+			f.create(ctx, t, "behind-1")
+			f.create(ctx, t, "behind-2")
+			f.converge(ctx, t)
+			f.checkMonotonic(t)
+			if _, _, reasons, _ := f.counts(); !slices.Contains(reasons, metrics.RelistMovedPastEvent) {
+				t.Fatalf("relist reasons %v, want %q", reasons, metrics.RelistMovedPastEvent)
+			}
+		})
+	}
+}
