@@ -452,11 +452,16 @@ func (d *Driver) Run() {
 		case <-t.C():
 			d.mu.Lock()
 			now := d.clock.Now()
-			inFlight := d.mu.m.Status().ProgressInFlight
+			before := d.mu.m.Status()
 			d.mu.m.Tick(now)
-			if inFlight && !d.mu.m.Status().ProgressInFlight {
-				// Only a stall ends a progress request in Tick.
-				d.rec.ProgressStalled()
+			if before.ProgressInFlight && !d.mu.m.Status().ProgressInFlight {
+				// Only a stall ends a progress request in Tick: a
+				// re-ask if the stream moved meanwhile.
+				if before.ProgressMoved {
+					d.rec.ProgressReasked()
+				} else {
+					d.rec.ProgressStalled()
+				}
 			}
 			d.mu.armed = time.Time{}
 			d.processLocked()
