@@ -526,19 +526,27 @@ func (d *droppingProgress) RequestWatchProgress(ctx context.Context) error {
 	return d.Interface.RequestWatchProgress(ctx)
 }
 
-// TestProgressStallCounted: a progress request that nothing answers is
-// declared lost after the stall time, counted in progress_stalls_total,
-// and followed by another, which releases the read.
-func TestProgressStallCounted(t *testing.T) {
+// startDroppingProgress starts a cache on a fake clock whose progress
+// requests dp can drop, with one object it has seen.
+func startDroppingProgress(t *testing.T) (*cachetest.Env, *testingclock.FakeClock, *recorder, *droppingProgress) {
+	t.Helper()
 	clk := testingclock.NewFakeClock(time.Now())
 	rec := newRecorder()
 	dp := &droppingProgress{}
 	e := cachetest.Start(t, cachetest.ThroughStore, cachetest.WithRecorder(rec),
 		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { dp.Interface = s; return dp }),
 		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), Clock: clk}))
-	ctx := context.Background()
 	a := create(t, e.Cache, "ns", "a", "")
 	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
+	return e, clk, rec, dp
+}
+
+// TestProgressStallCounted: a progress request that nothing answers is
+// declared lost after the stall time, counted in progress_stalls_total,
+// and followed by another, which releases the read.
+func TestProgressStallCounted(t *testing.T) {
+	e, clk, rec, dp := startDroppingProgress(t)
+	ctx := context.Background()
 	sent, stalls := rec.counts()
 	dp.drop.Store(1)
 	want := e.IncreaseRV(ctx, t)
@@ -568,15 +576,8 @@ func TestProgressStallCounted(t *testing.T) {
 // progress_reasks_total (not progress_stalls_total), and followed by
 // another request, which releases the read.
 func TestProgressReaskOnMovement(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	rec := newRecorder()
-	dp := &droppingProgress{}
-	e := cachetest.Start(t, cachetest.ThroughStore, cachetest.WithRecorder(rec),
-		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { dp.Interface = s; return dp }),
-		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), Clock: clk}))
+	e, clk, rec, dp := startDroppingProgress(t)
 	ctx := context.Background()
-	a := create(t, e.Cache, "ns", "a", "")
-	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
 	sent, stalls := rec.counts()
 	// b's event is held back until the request below is out; the write
 	// after it is of no cached resource, so only a notification proves it.
