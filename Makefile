@@ -40,7 +40,11 @@ KUBE_LDFLAGS := $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSI
 # kubelet and kube-proxy are for local-up --real-nodes.
 UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl kubelet kube-proxy
 
-build: ## Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler, kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into _output/bin (~1 min with Go's build cache warm; a cold first build 10-20 min).
+# Build kube-apiserver, local-up, kube-controller-manager, kube-scheduler,
+# kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into
+# _output/bin (~1 min with Go's build cache warm; a cold first build 10-20
+# min).
+build: ## kube-apiserver, local-up and the upstream binaries into _output/bin (~1 min warm; cold 10-20 min)
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver
 	$(GO) -C $(LAB) build -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/ ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
@@ -86,20 +90,33 @@ run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) $(if $(findstrin
 # DEMO_59848_*; FRESHCACHE_E2E_IMPLEMENTATIONS, _OUT, _PROCS, _TIMEOUT,
 # _REPORT, _COMMAND; FRESHCACHE_BENCH_PODS, _NODES, _REPEATS,
 # _LIST_SECONDS; FRESHCACHE_SEED (the library's randomized tests).
-test: verify test-lib test-root test-bench test-bench-compare test-robustness test-robustness-apiserver test-fault-heal-short demo-59848-short test-e2e-conformance ## Run every test but the root-only and long runs: make verify, library, root module and e2e, the benchmark tools and a short TestCompare, the short robustness runs in process (then a replay of the negative control) and over HTTP, the short fault-heal run, the discriminating kubernetes#59848 pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~38 min here; what .ci/run runs).
+# Run every test but the root-only and long runs: make verify, library, root
+# module and e2e, the benchmark tools and a short TestCompare, the short
+# robustness runs in process (then a replay of the negative control) and
+# over HTTP, the short fault-heal run, the discriminating kubernetes#59848
+# pair and upstream's e2e tests on freshcache+FreshResourceVersionZero (~38
+# min here; what .ci/run runs).
+test: verify test-lib test-root test-bench test-bench-compare test-robustness test-robustness-apiserver test-fault-heal-short demo-59848-short test-e2e-conformance ## Every test but root-only and long runs; what .ci/run runs (~38 min)
 
-test-lib: ## Test the watchcache library module (with invariant checks compiled in; upstream's storage suite and the linearizability test again under DirectEtcdWatch) (~7 min).
+# Test the watchcache library module (with invariant checks compiled in;
+# upstream's storage suite and the linearizability test again under
+# DirectEtcdWatch) (~7 min).
+test-lib: ## The watchcache library, with and without invariants, and under DirectEtcdWatch (~7 min)
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
-test-root: build kwok ## Test the root module (the product) and the lab module, the e2e test against the built binaries included (~4 min after make build).
+# Test the root module (the product) and the lab module, the e2e test
+# against the built binaries included (~4 min after make build).
+test-root: build kwok ## The product and lab modules, the e2e test against the built binaries (~4 min after build)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 BENCH_MOD := tools/bench
 
-test-bench: build kwok ## Test the benchmark tools' module (tools/bench: harness, diagnostics, reports, the WatchList smoke run) (~1.5 min after make build).
+# Test the benchmark tools' module (tools/bench: harness, diagnostics,
+# reports, the WatchList smoke run) (~1.5 min after make build).
+test-bench: build kwok ## The benchmark tools' module (tools/bench) (~1.5 min after make build)
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # TestCompare (tools/bench/storage) builds upstream's cacher and freshcache
@@ -109,10 +126,15 @@ test-bench: build kwok ## Test the benchmark tools' module (tools/bench: harness
 # make test; bench-compare at its own shape (20,000 pods, 3 repeats), whose
 # table means something on a quiet machine only.
 COMPARE_SHORT := FRESHCACHE_BENCH_PODS=2000 FRESHCACHE_BENCH_NODES=20 FRESHCACHE_BENCH_REPEATS=1 FRESHCACHE_BENCH_LIST_SECONDS=1
-test-bench-compare: ## tools/bench's TestCompare at 2,000 pods, one repeat: both caches answer and deliver everything (~20 s; part of make test).
+# tools/bench's TestCompare at 2,000 pods, one repeat: both caches answer
+# and deliver everything (~20 s; part of make test).
+test-bench-compare: ## TestCompare at 2,000 pods, one repeat: both caches answer everything (~20 s)
 	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(COMPARE_SHORT) $(GO) test -count=1 -timeout 15m -v -run '^TestCompare$$' ./storage/
 
-bench-compare: ## tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repeats: heap per object, rv=0 LIST by node, watch dispatch, upstream's cacher vs freshcache (~1.5 min).
+# tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repeats: heap per
+# object, rv=0 LIST by node, watch dispatch, upstream's cacher vs freshcache
+# (~1.5 min).
+bench-compare: ## TestCompare at 20,000 pods/200 nodes, 3 repeats: heap, rv=0 LIST, dispatch (~1.5 min)
 	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(GO) test -count=1 -timeout 60m -v -run '^TestCompare$$' ./storage/
 
 # test-real-nodes runs local-up --real-nodes=1 (containerd, a real kubelet
@@ -121,7 +143,10 @@ bench-compare: ## tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repea
 # then checks the host is as before (lab/test/realnode). It installs the
 # Debian packages it needs when they are missing and changes the host
 # while it runs, so make test leaves it out.
-coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (tools/coredns) into _output/bin (~8 min the first time on a busy 2-core machine).
+# Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses
+# (tools/coredns) into _output/bin (~8 min the first time on a busy 2-core
+# machine).
+coredns: ## CoreDNS v1.14.6 with local-up's plugins into _output/bin (~8 min the first time)
 	@mkdir -p $(BIN)
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
 
@@ -129,11 +154,16 @@ coredns: ## Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses (t
 # k8s.io libraries of v0.36) simulates nodes for local-up --kwok-nodes:
 # one controller keeps thousands of Node objects Ready and plays their
 # pods' lifecycle (lab/pkg/localup/kwoknode).
-kwok: ## Build kwok v0.8.0's controller, unchanged (tools/kwok), into _output/bin (~1.5 min the first time).
+kwok: ## kwok v0.8.0's controller, unchanged (tools/kwok), into _output/bin (~1.5 min the first time)
 	@mkdir -p $(BIN)
 	cd tools/kwok && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/kwok sigs.k8s.io/kwok/cmd/kwok
 
-test-real-nodes: build coredns ## Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS, a pod's logs and exec, a Service by name, the apiserver from a pod through the kubernetes Service, crash recovery, host restored; hollow nodes leave iptables alone (~1 min, plus make build; the first make coredns takes ~8 min on a busy 2-core machine).
+# Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS,
+# a pod's logs and exec, a Service by name, the apiserver from a pod through
+# the kubernetes Service, crash recovery, host restored; hollow nodes leave
+# iptables alone (~1 min, plus make build; the first make coredns takes ~8
+# min on a busy 2-core machine).
+test-real-nodes: build coredns ## (root) A real node end to end: containerd, kubelet, kube-proxy, CoreDNS (~1 min after build)
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/realnode/
 
 test-e2e: build kwok ## Run only the end-to-end test (~3.5 min after make build).
@@ -152,7 +182,10 @@ DURATION ?= 30m
 # Which variants the long run covers (a go test -run pattern).
 ROBUSTNESS_RUN ?= .
 
-test-robustness: ## Short robustness run in process: checker unit tests, upstream negative control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch), then test-robustness-replay of the negative control's history (~5 min).
+# Short robustness run in process: checker unit tests, upstream negative
+# control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch),
+# then test-robustness-replay of the negative control's history (~5 min).
+test-robustness: ## Short robustness run in process, negative control and its replay (~5 min)
 	$(ROBUSTNESS_ENV) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 	$(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) test-robustness-replay REPLAY=
 
@@ -163,16 +196,25 @@ test-robustness: ## Short robustness run in process: checker unit tests, upstrea
 # report (upstream-rv0-<seed>) under ROBUSTNESS_REPORT_DIR, which
 # test-robustness has just written.
 REPLAY ?=
-test-robustness-replay: ## Re-check a dumped robustness history offline: make test-robustness-replay [REPLAY=<report>/history.json], by default the newest negative control's (seconds; test-robustness ends with it).
+# Re-check a dumped robustness history offline: make test-robustness-replay
+# [REPLAY=<report>/history.json], by default the newest negative control's
+# (seconds; test-robustness ends with it).
+test-robustness-replay: ## Re-check a dumped robustness history offline [REPLAY=<report>/history.json] (seconds)
 	@h='$(REPLAY)'; h=$${h:-$$(ls -t $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json 2>/dev/null | head -1)}; \
 	if [ -z "$$h" ]; then echo "no $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json: run make test-robustness, or pass REPLAY=<report>/history.json" >&2; exit 1; fi; \
 	echo "replaying $$h"; \
 	ROBUSTNESS_REPLAY="$$h" $(GO) -C $(LAB) test -count=1 -v -run '^TestReplayReport$$' ./test/robustness/checker/
 
-test-robustness-long: ## Long robustness run: make test-robustness-long DURATION=30m [ROBUSTNESS_RUN=Freshcache]; DURATION per in-process variant, four in turn (~2 h at the default).
+# Long robustness run: make test-robustness-long DURATION=30m
+# [ROBUSTNESS_RUN=Freshcache]; DURATION per in-process variant, four in turn
+# (~2 h at the default).
+test-robustness-long: ## Long robustness run, DURATION=30m per variant [ROBUSTNESS_RUN=...] (~2 h at the default)
 	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) -C $(LAB) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiservers (upstream control, freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make build; part of make test).
+# Robustness over HTTP: two real kube-apiservers (upstream control,
+# freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make
+# build; part of make test).
+test-robustness-apiserver: build ## Robustness over HTTP through two real kube-apiservers (~3 min after make build)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Fault heal (lab/test/robustness TestFaultHeal): for upstream's cacher,
@@ -191,12 +233,16 @@ test-robustness-apiserver: build ## Robustness over HTTP: two real kube-apiserve
 HEAL_DURATION ?= 80s
 HEAL_STRICT ?=
 HEAL_LOG_DIR ?= $(abspath $(OUT))/fault-heal
-test-fault-heal: build ## Fault heal: member 1 cut off and healed under reads, upstream vs freshcache (two variants); writes docs/results/fault-heal.md (~6 min).
+# Fault heal: member 1 cut off and healed under reads, upstream vs
+# freshcache (two variants); writes docs/results/fault-heal.md (~6 min).
+test-fault-heal: build ## A member cut off and healed under reads; writes docs/results/fault-heal.md (~6 min)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=$(HEAL_DURATION) HEAL_STRICT=$(HEAL_STRICT) \
 		HEAL_REPORT=$(abspath docs/results/fault-heal.md) HEAL_LOG_DIR=$(HEAL_LOG_DIR) \
 		$(GO) -C $(LAB) test -count=1 -timeout 30m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-test-fault-heal-short: build ## Fault heal with one cut per implementation, report in _output (~2 min after make build; part of make test).
+# Fault heal with one cut per implementation, report in _output (~2 min
+# after make build; part of make test).
+test-fault-heal-short: build ## Fault heal, one cut per implementation; report in _output (~2 min after make build)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=20s \
 		HEAL_REPORT=$(abspath $(OUT))/fault-heal-short.md HEAL_LOG_DIR=$(HEAL_LOG_DIR)-short \
 		$(GO) -C $(LAB) test -count=1 -timeout 15m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
@@ -229,11 +275,17 @@ DEMO_59848_NODE ?= real
 DEMO_59848_OBSERVE ?= 60s
 DEMO_59848_REPORT ?= $(if $(DEMO_59848_RUN)$(DEMO_59848_WATCHLIST),$(abspath $(OUT))/demo-59848/report.md,$(abspath docs/results/demo-59848.md))
 DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848
-demo-59848: build ## kubernetes#59848 on a real kubelet and containerd (root), watch-list on and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials each (~30 min; writes docs/results/demo-59848.md).
+# kubernetes#59848 on a real kubelet and containerd (root), watch-list on
+# and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials
+# each (~30 min; writes docs/results/demo-59848.md).
+demo-59848: build ## (root) kubernetes#59848 on a real kubelet, 3 trials per mode; docs/results (~30 min)
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
 		$(GO) -C $(LAB) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
-demo-59848-short: build ## The discriminating pair on a hollow kubelet: a listing kubelet on upstream (must start the deleted pod) and on freshcache+FreshResourceVersionZero (must not) (~3.5 min after make build; part of make test).
+# The discriminating pair on a hollow kubelet: a listing kubelet on upstream
+# (must start the deleted pod) and on freshcache+FreshResourceVersionZero
+# (must not) (~3.5 min after make build; part of make test).
+demo-59848-short: build ## The discriminating #59848 pair on a hollow kubelet (~3.5 min after make build)
 	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
 		$(GO) -C $(LAB) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
@@ -252,24 +304,35 @@ E2E_CONFORMANCE_IMPLEMENTATIONS ?= upstream,freshcache,freshcache-fresh-rv0
 E2E_CONFORMANCE_REPORT ?= $(if $(filter upstream$(COMMA)freshcache$(COMMA)freshcache-fresh-rv0,$(E2E_CONFORMANCE_IMPLEMENTATIONS)),$(abspath docs/results/e2e-conformance.md),$(E2E_OUT)/report.md)
 E2E_ENV = FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_E2E_SUITE=$(abspath $(BIN)) FRESHCACHE_E2E_OUT=$(E2E_OUT) FRESHCACHE_E2E_PROCS=$(E2E_PROCS)
 
-e2e-suite: ## Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes v1.37.2, unchanged) into _output/bin (~30 s with Go's build cache warm).
+# Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes
+# v1.37.2, unchanged) into _output/bin (~30 s with Go's build cache warm).
+e2e-suite: ## Upstream's e2e.test, ginkgo and agnhost into _output/bin (~30 s warm)
 	@mkdir -p $(BIN)
 	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
 	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
 	cd $(E2E_SUITE_MOD) && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/agnhost k8s.io/kubernetes/test/images/agnhost
 
-test-conformance: build coredns e2e-suite ## (root) Upstream's e2e tests, the API-only ones and those that need containers, on one real node, for upstream, freshcache and freshcache+FreshResourceVersionZero; writes docs/results/e2e-conformance.md (~80 min: about 25 min per implementation, 460 tests, 4 ginkgo processes).
+# (root) Upstream's e2e tests, the API-only ones and those that need
+# containers, on one real node, for upstream, freshcache and
+# freshcache+FreshResourceVersionZero; writes
+# docs/results/e2e-conformance.md (~80 min: about 25 min per implementation,
+# 460 tests, 4 ginkgo processes).
+test-conformance: build coredns e2e-suite ## (root) Upstream's e2e, 460 tests on a real node, 3 implementations; docs/results (~80 min)
 	$(E2E_ENV) FRESHCACHE_E2E_REAL_NODE=1 FRESHCACHE_E2E_TIMEOUT=150m FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_CONFORMANCE_IMPLEMENTATIONS) FRESHCACHE_E2E_REPORT=$(E2E_CONFORMANCE_REPORT) \
 		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
 
 # E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (lab/test/upstreame2e
 # Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
-test-e2e-conformance: build e2e-suite ## Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min after make build and e2e-suite; part of make test).
+# Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min
+# after make build and e2e-suite; part of make test).
+test-e2e-conformance: build e2e-suite ## Upstream's e2e on freshcache+FreshResourceVersionZero, hollow nodes (~10 min after build)
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
-verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on every module; the repository checks (links, figures, make help) (~1 min; seconds with warm caches).
+# gofmt, go vet and golangci-lint on every module; the repository checks
+# (links, figures, make help) (~1 min; seconds with warm caches).
+verify: fmt lint verify-docs ## gofmt, go vet, golangci-lint and the repository checks (~1 min; seconds warm)
 
 # verify-docs: links in markdown stay inside the repository and resolve
 # (files and #anchors), section citations name existing headings, and no
@@ -282,7 +345,9 @@ verify: fmt lint verify-docs ## gofmt, go vet and golangci-lint on every module;
 verify-docs: ## The repository checks of make verify: docs links and citations, figures, make help (seconds).
 	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/repotools/docscheck/ ./internal/repotools/figures/ ./internal/repotools/makehelp/
 
-figures: ## After a benchmark rerun: rewrite the marked figures in the docs from docs/results, then check them (internal/repotools/figures).
+# After a benchmark rerun: rewrite the marked figures in the docs from
+# docs/results, then check them (internal/repotools/figures).
+figures: ## After a benchmark rerun: rewrite the docs' marked figures from docs/results, then check
 	$(GO) run ./internal/repotools/figures/cmd/figures -w
 
 fmt: ## gofmt on the source trees, go vet on every module (seconds with warm caches).
@@ -296,7 +361,9 @@ fmt: ## gofmt on the source trees, go vet on every module (seconds with warm cac
 $(GOLANGCI_LINT):
 	GOBIN=$(abspath $(OUT)/tools) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
-lint: $(GOLANGCI_LINT) ## golangci-lint on the root, lab, library and bench modules; installs it into _output/tools first (seconds with warm caches).
+# golangci-lint on the root, lab, library and bench modules; installs it
+# into _output/tools first (seconds with warm caches).
+lint: $(GOLANGCI_LINT) ## golangci-lint on every module; installs it into _output/tools first (seconds warm)
 	$(GOLANGCI_LINT) run ./...
 	cd $(LAB) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
 	cd $(LIB) && $(abspath $(GOLANGCI_LINT)) run ./...
@@ -334,14 +401,20 @@ FORCE:
 # bench's heap check at 20,000 pods goes to _output/bench: bench-full's
 # memory-full measures the same 20,000 pods next to 100,000, and
 # docs/results keeps one file set per scenario.
-bench: $(BENCH) ## Short side-by-side benchmark (<10 min), a smoke run whose figures docs/results does not keep (bench-full's storage-20k supersedes them): storage level (_output/bench/storage.md) + heap per object at 20,000 pods (_output/bench/memory.md).
+# Short side-by-side benchmark (<10 min), a smoke run whose figures
+# docs/results does not keep (bench-full's storage-20k supersedes them):
+# storage level (_output/bench/storage.md) + heap per object at 20,000 pods
+# (_output/bench/memory.md).
+bench: $(BENCH) ## Short storage and heap smoke benchmark into _output/bench (<10 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) storage $(BENCH_SHORT) --name=storage --out-dir=$(OUT)/bench $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000 --nodes=200 --name=memory --out-dir=$(OUT)/bench
 
 # bench-full runs the etcd backend on fewer scenarios at the large shapes:
 # every etcd LIST decodes every pod (~0.8 s of CPU per LIST at 20k pods).
-bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, heap at 20k and 100k, through kube-apiserver (~30 min).
+# Large shapes: storage at 20k/200 and 100k/5000, heap at 20k and 100k,
+# through kube-apiserver (~30 min).
+bench-full: $(BENCH) build ## Storage at 20k/200 and 100k/5000, heap at 20k and 100k; docs/results (~30 min)
 	$(BENCH) storage --pods=20000 --nodes=200 --etcd-scenarios=list-node,get --name=storage-20k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=100000 --nodes=5000 --etcd-scenarios=get --name=storage-100k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000,100000 --nodes=200 --name=memory-full --out-dir=$(BENCH_OUT)
@@ -357,7 +430,9 @@ bench-full: $(BENCH) build ## Large shapes: storage at 20k/200 and 100k/5000, he
 #     0.7-3 ms alone costs the same closed loop; docs/results/README.md).
 CONSISTENT_READ_SHAPE := --pods=20000 --nodes=200 --scenarios=list-node,get --etcd-scenarios=get --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep
 
-bench-targets: $(BENCH) ## Targets at 20k pods/200 nodes, c=32: the consistent-read target shape (3 repeats) and the rv=0 parity rows + gate control (~7 min).
+# Targets at 20k pods/200 nodes, c=32: the consistent-read target shape (3
+# repeats) and the rv=0 parity rows + gate control (~7 min).
+bench-targets: $(BENCH) ## The consistent-read target shape and the rv=0 parity rows at 20k pods (~7 min)
 	$(BENCH) storage $(CONSISTENT_READ_SHAPE) --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,list-all,list-label,get,watch-fanout --etcd-scenarios=get --concurrency=32 --no-sweep --gate-control=700us,1500us,3ms --name=storage-targets --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
@@ -373,7 +448,7 @@ bench-external-etcd: $(BENCH) ## The consistent-read target shape with etcd in i
 # (clients, caches, harness) to CPU 0: etcd's server half of each fetch
 # leaves the cache's core, as when etcd runs on machines of its own. Every
 # row then has one core, so compare its rows with each other only.
-bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1 and the bench on CPU 0 (~2 min; needs 2 CPUs).
+bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1, the bench on CPU 0 (~2 min)
 	@mkdir -p $(DIAG_OUT)
 	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(CONSISTENT_READ_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
@@ -383,7 +458,9 @@ bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1
 # docs/investigations/consistent-read-cost.md).
 # Traced rows run slower than untraced ones; compare them with each other.
 TRACE_DIR ?= $(OUT)/traces
-bench-trace: $(BENCH) ## The consistent-read target shape's LIST rows under execution traces, and where each freshness wait went (~1 min).
+# The consistent-read target shape's LIST rows under execution traces, and
+# where each freshness wait went (~1 min).
+bench-trace: $(BENCH) ## The target shape's LIST rows under execution traces, per-wait breakdown (~1 min)
 	@mkdir -p $(DIAG_OUT)
 	rm -rf $(TRACE_DIR)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
@@ -413,7 +490,9 @@ bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on bu
 # investigation (docs/investigations/hollow-node-cost.md), so a new run
 # goes to _output/bench.
 HOLLOW_NODES ?= 10,30,60
-bench-hollow-nodes: $(BENCH) build ## RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn (~12 min); writes _output/bench/hollow-nodes.md.
+# RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn
+# (~12 min); writes _output/bench/hollow-nodes.md.
+bench-hollow-nodes: $(BENCH) build ## RSS and CPU of 10, 30 and 60 hollow nodes, idle and under churn (~12 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(OUT)/bench/hollow-nodes.md $(BENCH_ARGS)
 
@@ -441,10 +520,14 @@ CLUSTER_NODES ?= 10,50,75,100
 CLUSTER_REPEAT ?= 1
 CLUSTER_HA_NODES ?= 30
 CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
-bench-cluster: $(BENCH) build ## Cluster-level A/B: 3 configurations at 10, 50, 75, 100 hollow nodes + HA at 30 (~105 min, quiet machine); writes docs/results/cluster.md.
+# Cluster-level A/B: 3 configurations at 10, 50, 75, 100 hollow nodes + HA
+# at 30 (~105 min, quiet machine); writes docs/results/cluster.md.
+bench-cluster: $(BENCH) build ## Cluster A/B at 10-100 hollow nodes + HA at 30; docs/results/cluster.md (~105 min)
 	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --repeat=$(CLUSTER_REPEAT) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
 
-bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min); writes _output/bench/cluster-short.md.
+# Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min);
+# writes _output/bench/cluster-short.md.
+bench-cluster-short: $(BENCH) build ## Cluster A/B at 3 hollow nodes, single + HA, short windows; _output/bench (<10 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
 
@@ -459,10 +542,17 @@ bench-cluster-short: $(BENCH) build ## Cluster-level A/B at 3 hollow nodes, sing
 SCALE_NODES ?= 1000
 SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
-bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md (~3 h here: a 1,000-node cell takes 17-22 min, 10-15 of them starting the pods).
+# Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a
+# restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md
+# (~3 h here: a 1,000-node cell takes 17-22 min, 10-15 of them starting the
+# pods).
+bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes with a restart storm, 3x3 cells; docs/results (~3 h)
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=20m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
-bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration, short windows, the same closing line (~12 min here after make build); writes _output/bench/scale-short.md.
+# Scale A/B on 200 kwok nodes, one cell per configuration, short windows,
+# the same closing line (~12 min here after make build); writes
+# _output/bench/scale-short.md.
+bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration; _output/bench (~12 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) scale --bin-dir=$(BIN) $(SCALE_SHORT) --out=$(OUT)/bench/scale-short.md $(BENCH_ARGS)
 
@@ -471,10 +561,15 @@ bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell 
 # selector that matches none, for upstream's cacher, freshcache,
 # freshcache+FreshResourceVersionZero and no watch cache (every LIST from
 # etcd); the report sets the figures next to the KEP's published ones.
-bench-kep-2340: $(BENCH) build ## KEP-2340's shape at 100,000 configmaps of 1 KiB, 1 LIST/s matching nothing, 4 configurations including no watch cache; writes docs/results/kep-2340.md (~10 min here).
+# KEP-2340's shape at 100,000 configmaps of 1 KiB, 1 LIST/s matching
+# nothing, 4 configurations including no watch cache; writes
+# docs/results/kep-2340.md (~10 min here).
+bench-kep-2340: $(BENCH) build ## KEP-2340's shape at 100,000 configmaps, 4 configurations; docs/results (~10 min)
 	$(BENCH) kep-2340 --bin-dir=$(BIN) --out=$(BENCH_OUT)/kep-2340.md $(BENCH_ARGS)
 
-bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 30 s windows (~3 min); writes _output/bench/kep-2340-short.md.
+# KEP-2340's shape at 10,000 configmaps, 30 s windows (~3 min); writes
+# _output/bench/kep-2340-short.md.
+bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 30 s windows; _output/bench (~3 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) kep-2340 --short --bin-dir=$(BIN) --out=$(OUT)/bench/kep-2340-short.md $(BENCH_ARGS)
 
@@ -488,7 +583,9 @@ bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 3
 # apiserver-rss-growth=... etcd-rss-growth=... (freshcache/upstream) 5xx=...
 # bench-stall-short is a smoke run of the same timeline (1,000 configmaps,
 # 8 clients, a 5 s stall); it writes under _output, never docs.
-bench-stall: $(BENCH) build ## etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS growth, answers, recovery; 5 configurations (~13 min).
+# etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS
+# growth, answers, recovery; 5 configurations (~13 min).
+bench-stall: $(BENCH) build ## etcd stopped 10 s under 50 MB consistent LISTs, 5 configurations (~13 min)
 	$(BENCH) stall --bin-dir=$(BIN) --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
 bench-stall-short: $(BENCH) build ## Smoke run of bench-stall (~4 min); writes _output/bench/stall-short.{md,json}.
@@ -509,10 +606,14 @@ bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and fre
 # ratios: read-p99-ms=... upstream-read-p99-ms=... throughput-drop=...
 # watchlist-cpu-share=... bench-watchlist-short is a smoke run (3,000
 # objects, phases of seconds) that writes under _output, never docs.
-bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads, 3 configurations (~9 min on a busy 2-core machine); writes docs/results/watchlist.md.
+# WatchList over 100,000 configmaps against fresh reads, 3 configurations
+# (~9 min on a busy 2-core machine); writes docs/results/watchlist.md.
+bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads; docs/results (~9 min)
 	$(BENCH) watchlist --bin-dir=$(BIN) --out=$(BENCH_OUT)/watchlist.md $(BENCH_ARGS)
 
-bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects with short phases (~1.5 min); writes _output/bench/watchlist-short.md.
+# The WatchList scenario at 3,000 objects with short phases (~1.5 min);
+# writes _output/bench/watchlist-short.md.
+bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects, short phases; _output/bench (~1.5 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) watchlist --bin-dir=$(BIN) --short --out=$(OUT)/bench/watchlist-short.md $(BENCH_ARGS)
 
@@ -522,5 +623,5 @@ clean: ## Remove build output (keeps nothing under _output).
 .PHONY: kind-up
 # KIND_ARGS, e.g. KIND_ARGS="--ha" or KIND_ARGS="--dry-run"; docs/kind.md.
 KIND_ARGS ?=
-kind-up: ## Build our kube-apiserver image and a kind cluster running it (KIND_ARGS="--ha", "--dry-run"); needs Docker, never timed here.
+kind-up: ## A kind cluster running our kube-apiserver (KIND_ARGS="--ha" or "--dry-run"); needs Docker
 	hack/kind-up.sh $(KIND_ARGS)

@@ -11,7 +11,8 @@
 //   - every target named on a .PHONY line (continuation lines included)
 //     must have a rule line the help recipe lists: the target name alone
 //     before the colon, letters, digits, '_' and '-' only (HelpRule), and
-//     "## " with a non-empty text after its prerequisites;
+//     "## " with a non-empty text of at most MaxHelp characters after its
+//     prerequisites;
 //   - every rule the help recipe lists must be .PHONY, so that a file of
 //     the same name can never make it "up to date".
 //

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // HelpRule is the rule line the Makefile's help recipe lists (its grep
@@ -11,6 +12,10 @@ import (
 // prerequisites, then "## " and the help text. Keep the two in step; the
 // repository test runs the recipe to catch a difference.
 var HelpRule = regexp.MustCompile(`^([a-zA-Z0-9_-]+):.*?## (.*)$`)
+
+// MaxHelp is the longest help text a rule may have, in characters, so that
+// `make help` reads as a list: one line per target on a wide terminal.
+const MaxHelp = 100
 
 // phonyLine is a .PHONY declaration; its targets follow the colon.
 var phonyLine = regexp.MustCompile(`^\.PHONY\s*:(.*)$`)
@@ -112,6 +117,9 @@ func Check(makefile string) []Problem {
 		listed[l.Name] = true
 		if l.Text == "" {
 			problems = append(problems, Problem{l.Target, `empty help text after "## "`})
+		}
+		if n := utf8.RuneCountInString(l.Text); n > MaxHelp {
+			problems = append(problems, Problem{l.Target, fmt.Sprintf("help text of %d characters, more than %d: keep the line short and say the rest in a comment above the rule", n, MaxHelp)})
 		}
 		if !phony[l.Name] {
 			problems = append(problems, Problem{l.Target, "make help lists it, but it is not declared .PHONY"})

@@ -2,6 +2,7 @@ package makehelp
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,13 @@ func TestCheck(t *testing.T) {
 			makefile: ".PHONY: a\n" +
 				"a: ##   \n",
 			want: []string{`Makefile:2: a: empty help text after "## "`},
+		},
+		{
+			name: "help text at most MaxHelp characters, runes counted",
+			makefile: ".PHONY: a b\n" +
+				"a: ## " + strings.Repeat("é", MaxHelp) + "\n" +
+				"b: ## " + strings.Repeat("x", MaxHelp+1) + "\n",
+			want: []string{"Makefile:3: b: help text of 101 characters, more than 100: keep the line short and say the rest in a comment above the rule"},
 		},
 		{
 			name: "listed but not phony",
