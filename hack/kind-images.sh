@@ -242,7 +242,7 @@ RUN chmod 0755 /usr/local/bin/* /kind /kind/bin /kind/bin/* /kind/freshcache-pre
  && containerd --version && runc --version && kubelet --version
 ENV container=docker
 STOPSIGNAL SIGRTMIN+3
-ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]
+ENTRYPOINT [ "/kind/freshcache-preload/unprivileged-entrypoint.sh", "/usr/local/bin/entrypoint", "/sbin/init" ]
 EOF
   "$DOCKER" build -t "$NODE_BASE_IMAGE" "$ctx"
 }

@@ -168,8 +168,29 @@ timed run "$DOCKER" build --platform linux/amd64 -t "$APISERVER_IMAGE" "$OUT/api
 # 3. Image B: the kind node image carrying A.
 timed run "$DOCKER" save -o "$OUT/node/images/kube-apiserver.tar" "$APISERVER_IMAGE"
 timed run "$DOCKER" build --platform linux/amd64 -t "$NODE_IMAGE" "$OUT/node"
-# 4. The cluster.
-timed run "$KIND" create cluster --name "$NAME" --config "$OUT/kind-config.yaml" --wait 5m
+# 4. The cluster. kind runs its nodes with --privileged; an engine whose
+#    host lacks a capability cannot (runc: "unable to apply caps"), so kind
+#    then gets hack/kind-docker-shim.sh as its docker.
+KIND_ENV=()
+if [[ $DRY_RUN == 0 ]] && ! probe=$("$DOCKER" run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" 2>&1); then
+  if [[ $probe != *"apply caps"* ]]; then
+    echo "kind-up.sh: docker run --privileged $NODE_IMAGE failed: $probe" >&2
+    exit 1
+  fi
+  mkdir -p "$OUT/docker-shim"
+  ln -sf "$ROOT/hack/kind-docker-shim.sh" "$OUT/docker-shim/docker"
+  KIND_ENV=(env "KIND_REAL_DOCKER=$(command -v "$DOCKER")" "PATH=$OUT/docker-shim:$PATH")
+  echo "docker cannot run --privileged containers here (runc: apply caps); kind gets hack/kind-docker-shim.sh"
+fi
+# On Docker's fuse-overlayfs storage driver kind's entrypoint would pick the
+# fuse-overlayfs snapshotter, which the offline node image does not have;
+# containerd's own directory is on the node's /var volume, where overlayfs works.
+if [[ $DRY_RUN == 0 && $MODE == offline && -z ${KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER:-} ]] &&
+  [[ $("$DOCKER" info -f '{{.Driver}}' 2>/dev/null) == fuse-overlayfs ]]; then
+  export KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs
+  echo "Docker stores images on fuse-overlayfs: KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs"
+fi
+timed run ${KIND_ENV[@]+"${KIND_ENV[@]}"} "$KIND" create cluster --name "$NAME" --config "$OUT/kind-config.yaml" --wait 5m
 timed run "$KUBECTL" --context "kind-$NAME" wait --for=condition=Ready nodes --all --timeout=5m
 run "$KUBECTL" --context "kind-$NAME" get nodes -o wide
 # 5. Show that the control plane runs our image, with our gates, and serves our metrics.
