@@ -145,7 +145,7 @@ timed() {
   local s
   s=$(date +%s)
   "$@"
-  echo "  ($(($(date +%s) - s)) s)"
+  if [[ $DRY_RUN == 0 ]]; then echo "  ($(($(date +%s) - s)) s)"; fi
 }
 
 # 0. Generate the Dockerfiles, systemd unit, kubeadm patch and kind config.
