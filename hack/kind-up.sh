@@ -136,6 +136,13 @@ if [[ $MODE == offline ]]; then
     exit 1
   fi
 fi
+# Several control planes sit behind kind's load balancer, the image
+# docker.io/envoyproxy/envoy (C++): nothing here builds it (docs/kind.md).
+if [[ $MODE == offline && $CONTROL_PLANES -gt 1 && $DRY_RUN == 0 ]] &&
+  ! "$DOCKER" image inspect docker.io/envoyproxy/envoy:v1.36.2 >/dev/null 2>&1; then
+  echo "kind-up.sh: $CONTROL_PLANES control planes need kind's load balancer image docker.io/envoyproxy/envoy:v1.36.2, which is not here and cannot be built offline (docs/kind.md)" >&2
+  exit 1
+fi
 APISERVER_BASE=${APISERVER_BASE:-registry.k8s.io/kube-apiserver:${K8S_VERSION}}
 NODE_BASE=${NODE_BASE:-kindest/node:${K8S_VERSION}}
 echo "mode: $MODE (node base $NODE_BASE, kube-apiserver base $APISERVER_BASE)"
