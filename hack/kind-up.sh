@@ -5,7 +5,15 @@
 #
 # Usage: hack/kind-up.sh [--dry-run] [--ha | --control-planes N] [--workers N]
 #                        [--name NAME] [--out DIR] [--feature-gates G=bool,...]
-#                        [--apiserver-arg name=value]...
+#                        [--apiserver-arg name=value]... [--offline | --online]
+#
+# Offline (no registry): `make kind-images` (hack/kind-images.sh) builds the
+# node image and every image kubeadm starts from Debian packages and Go
+# modules. When its images exist the script uses them (--offline insists,
+# --online ignores them): NODE_BASE and APISERVER_BASE become
+# freshcache.local/kind-node-base and freshcache.local/kube-apiserver-base,
+# kind's kindnetd is off (the node image brings a bridge CNI), and after the
+# cluster is up a busybox Deployment checks logs and exec.
 #
 # How our image gets into the cluster (the mechanics matter):
 #   kind runs `kubeadm init` inside `kind create cluster`, and the kubelet
@@ -38,11 +46,22 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GO=${GO:-go}
 DOCKER=${DOCKER:-docker}
-KIND=${KIND:-kind}
-KUBECTL=${KUBECTL:-kubectl}
+# kind and kubectl: the ones make kind-bins builds, else the PATH's.
+if [[ -z ${KIND:-} ]]; then
+  KIND=kind
+  [[ -x $ROOT/_output/bin/kind ]] && KIND=$ROOT/_output/bin/kind
+fi
+if [[ -z ${KUBECTL:-} ]]; then
+  KUBECTL=kubectl
+  command -v kubectl >/dev/null || [[ ! -x $ROOT/_output/kindnode/bin/kubectl ]] || KUBECTL=$ROOT/_output/kindnode/bin/kubectl
+fi
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
-APISERVER_BASE=${APISERVER_BASE:-registry.k8s.io/kube-apiserver:${K8S_VERSION}}
-NODE_BASE=${NODE_BASE:-kindest/node:${K8S_VERSION}}
+OFFLINE_NODE_BASE=freshcache.local/kind-node-base:${K8S_VERSION}
+OFFLINE_APISERVER_BASE=freshcache.local/kube-apiserver-base:${K8S_VERSION}
+WORKLOAD_IMAGE=${WORKLOAD_IMAGE:-freshcache.local/busybox:1.35.0}
+# APISERVER_LDFLAGS: -ldflags for our kube-apiserver (make kind-up passes
+# the version stamp make kind-bins uses, so Go's cache serves that build).
+APISERVER_LDFLAGS=${APISERVER_LDFLAGS:-}
 APISERVER_IMAGE=${APISERVER_IMAGE:-freshcache.local/kube-apiserver:${K8S_VERSION}-freshcache}
 NODE_IMAGE=${NODE_IMAGE:-freshcache.local/kind-node:${K8S_VERSION}-freshcache}
 OUT=${OUT:-_output/kind}
@@ -53,8 +72,9 @@ WORKERS=1
 NAME=freshcache
 FEATURE_GATES=FreshResourceVersionZero=true
 APISERVER_ARGS=()
+MODE=auto
 
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -72,6 +92,8 @@ while [[ $# -gt 0 ]]; do
     --feature-gates=*) FEATURE_GATES=${1#*=} ;;
     --apiserver-arg) APISERVER_ARGS+=("--apiserver-arg=${2:?--apiserver-arg needs name=value}"); shift ;;
     --apiserver-arg=*) APISERVER_ARGS+=("--apiserver-arg=${1#*=}") ;;
+    --offline) MODE=offline ;;
+    --online) MODE=online ;;
     -h|--help) usage; exit 0 ;;
     *) echo "kind-up.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -96,6 +118,43 @@ if [[ $DRY_RUN == 0 ]]; then
   "$DOCKER" info >/dev/null 2>&1 || { echo "kind-up.sh: no Docker engine answers (try --dry-run)" >&2; exit 1; }
 fi
 
+# Offline when the images of hack/kind-images.sh exist and no base image was named.
+if [[ $MODE == auto ]]; then
+  MODE=online
+  if [[ -z ${NODE_BASE:-}${APISERVER_BASE:-} ]] &&
+    "$DOCKER" image inspect "$OFFLINE_NODE_BASE" "$OFFLINE_APISERVER_BASE" >/dev/null 2>&1; then
+    MODE=offline
+  fi
+fi
+KIND_CONFIG_ARGS=()
+if [[ $MODE == offline ]]; then
+  NODE_BASE=${NODE_BASE:-$OFFLINE_NODE_BASE}
+  APISERVER_BASE=${APISERVER_BASE:-$OFFLINE_APISERVER_BASE}
+  KIND_CONFIG_ARGS+=(--disable-default-cni)
+  if [[ $DRY_RUN == 0 ]] && ! "$DOCKER" image inspect "$NODE_BASE" "$APISERVER_BASE" >/dev/null 2>&1; then
+    echo "kind-up.sh: --offline: $NODE_BASE or $APISERVER_BASE missing: run make kind-images" >&2
+    exit 1
+  fi
+fi
+# Several control planes sit behind kind's load balancer, the image
+# docker.io/envoyproxy/envoy (C++): nothing here builds it (docs/kind.md).
+if [[ $MODE == offline && $CONTROL_PLANES -gt 1 && $DRY_RUN == 0 ]] &&
+  ! "$DOCKER" image inspect docker.io/envoyproxy/envoy:v1.36.2 >/dev/null 2>&1; then
+  echo "kind-up.sh: $CONTROL_PLANES control planes need kind's load balancer image docker.io/envoyproxy/envoy:v1.36.2, which is not here and cannot be built offline (docs/kind.md)" >&2
+  exit 1
+fi
+APISERVER_BASE=${APISERVER_BASE:-registry.k8s.io/kube-apiserver:${K8S_VERSION}}
+NODE_BASE=${NODE_BASE:-kindest/node:${K8S_VERSION}}
+echo "mode: $MODE (node base $NODE_BASE, kube-apiserver base $APISERVER_BASE)"
+
+# timed CMD...: run CMD and print its wall time (for docs/kind.md).
+timed() {
+  local s
+  s=$(date +%s)
+  "$@"
+  if [[ $DRY_RUN == 0 ]]; then echo "  ($(($(date +%s) - s)) s)"; fi
+}
+
 # 0. Generate the Dockerfiles, systemd unit, kubeadm patch and kind config.
 #    This runs in --dry-run too: it is what the dry run is for.
 echo "writing generated files into $OUT"
@@ -103,25 +162,68 @@ echo "writing generated files into $OUT"
   --control-planes "$CONTROL_PLANES" --workers "$WORKERS" \
   --apiserver-base "$APISERVER_BASE" --node-base "$NODE_BASE" \
   --apiserver-image "$APISERVER_IMAGE" --node-image "$NODE_IMAGE" \
-  --feature-gates "$FEATURE_GATES" ${APISERVER_ARGS[@]+"${APISERVER_ARGS[@]}"}) | sed 's/^/  /'
+  --feature-gates "$FEATURE_GATES" ${APISERVER_ARGS[@]+"${APISERVER_ARGS[@]}"} \
+  ${KIND_CONFIG_ARGS[@]+"${KIND_CONFIG_ARGS[@]}"}) | sed 's/^/  /'
 
 echo "commands:"
 # 1. Our kube-apiserver, static, for the image (linux/amd64).
-run env CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$GO" build -trimpath -o "$OUT/apiserver/kube-apiserver" ./cmd/kube-apiserver
+LDFLAGS_ARGS=()
+[[ -z $APISERVER_LDFLAGS ]] || LDFLAGS_ARGS=(-ldflags "$APISERVER_LDFLAGS")
+timed run env CGO_ENABLED=0 GOOS=linux GOARCH=amd64 "$GO" build -trimpath ${LDFLAGS_ARGS[@]+"${LDFLAGS_ARGS[@]}"} -o "$OUT/apiserver/kube-apiserver" ./cmd/kube-apiserver
 # 2. Image A: upstream's kube-apiserver image with our binary.
-run "$DOCKER" build --platform linux/amd64 -t "$APISERVER_IMAGE" "$OUT/apiserver"
+timed run "$DOCKER" build --platform linux/amd64 -t "$APISERVER_IMAGE" "$OUT/apiserver"
 # 3. Image B: the kind node image carrying A.
-run "$DOCKER" save -o "$OUT/node/images/kube-apiserver.tar" "$APISERVER_IMAGE"
-run "$DOCKER" build --platform linux/amd64 -t "$NODE_IMAGE" "$OUT/node"
-# 4. The cluster.
-run "$KIND" create cluster --name "$NAME" --config "$OUT/kind-config.yaml" --wait 5m
-# 5. Show that the control plane runs our image and serves our metrics.
+timed run "$DOCKER" save -o "$OUT/node/images/kube-apiserver.tar" "$APISERVER_IMAGE"
+timed run "$DOCKER" build --platform linux/amd64 -t "$NODE_IMAGE" "$OUT/node"
+# 4. The cluster. kind runs its nodes with --privileged; an engine whose
+#    host lacks a capability cannot (runc: "unable to apply caps"), so kind
+#    then gets hack/kind-docker-shim.sh as its docker.
+KIND_ENV=()
+if [[ $DRY_RUN == 0 ]] && ! probe=$("$DOCKER" run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" 2>&1); then
+  if [[ $probe != *"apply caps"* ]]; then
+    echo "kind-up.sh: docker run --privileged $NODE_IMAGE failed: $probe" >&2
+    exit 1
+  fi
+  mkdir -p "$OUT/docker-shim"
+  ln -sf "$ROOT/hack/kind-docker-shim.sh" "$OUT/docker-shim/docker"
+  KIND_ENV=(env "KIND_REAL_DOCKER=$(command -v "$DOCKER")" "PATH=$OUT/docker-shim:$PATH")
+  echo "docker cannot run --privileged containers here (runc: apply caps); kind gets hack/kind-docker-shim.sh"
+fi
+# On Docker's fuse-overlayfs storage driver kind's entrypoint would pick the
+# fuse-overlayfs snapshotter, which the offline node image does not have;
+# containerd's own directory is on the node's /var volume, where overlayfs works.
+if [[ $DRY_RUN == 0 && $MODE == offline && -z ${KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER:-} ]] &&
+  [[ $("$DOCKER" info -f '{{.Driver}}' 2>/dev/null) == fuse-overlayfs ]]; then
+  export KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs
+  echo "Docker stores images on fuse-overlayfs: KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs"
+fi
+timed run ${KIND_ENV[@]+"${KIND_ENV[@]}"} "$KIND" create cluster --name "$NAME" --config "$OUT/kind-config.yaml" --wait 5m
+timed run "$KUBECTL" --context "kind-$NAME" wait --for=condition=Ready nodes --all --timeout=5m
+run "$KUBECTL" --context "kind-$NAME" get nodes -o wide
+# 5. Show that the control plane runs our image, with our gates, and serves our metrics.
 run "$KUBECTL" --context "kind-$NAME" -n kube-system get pods -l component=kube-apiserver \
   -o 'custom-columns=NAME:.metadata.name,IMAGE:.spec.containers[0].image,NODE:.spec.nodeName'
+printf '+ %q --context %q -n kube-system get pods -l component=kube-apiserver -o jsonpath={..command} | grep feature-gates\n' "$KUBECTL" "kind-$NAME"
 printf '+ %q --context %q get --raw /metrics > %q\n' "$KUBECTL" "kind-$NAME" "$OUT/metrics.txt"
 if [[ $DRY_RUN == 0 ]]; then
+  "$KUBECTL" --context "kind-$NAME" -n kube-system get pods -l component=kube-apiserver -o 'jsonpath={..command}' |
+    tr ' ' '\n' | tr -d '[]"' | tr ',' '\n' | grep -E '^--feature-gates=' | sort -u
   "$KUBECTL" --context "kind-$NAME" get --raw /metrics >"$OUT/metrics.txt"
   echo "apiserver_freshcache_ series: $(grep -c '^apiserver_freshcache_' "$OUT/metrics.txt")"
+fi
+# 6. Offline: a workload from the busybox image preloaded in the node image.
+if [[ $MODE == offline ]]; then
+  K=("$KUBECTL" --context "kind-$NAME")
+  timed run "${K[@]}" create deployment hello --image="$WORKLOAD_IMAGE" --replicas=2 \
+    -- /bin/sh -c 'while true; do echo "hello from $(hostname)"; sleep 5; done'
+  timed run "${K[@]}" rollout status deployment/hello --timeout=3m
+  run "${K[@]}" get pods -l app=hello -o wide
+  timed run "${K[@]}" wait --for=condition=Ready pods -l app=hello --timeout=1m
+  run sleep 6
+  run "${K[@]}" logs deployment/hello --tail=2
+  run "${K[@]}" exec deployment/hello -- /bin/sh -c 'echo exec works in $(hostname); ls /'
+fi
+if [[ $DRY_RUN == 0 ]]; then
   echo "ready: kubectl --context kind-$NAME get nodes; docs/kind.md has the manual tests"
 else
   echo "dry run: nothing was built or started"

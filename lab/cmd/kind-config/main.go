@@ -54,6 +54,7 @@ func main() {
 	flag.StringVar(&o.NodeBase, "node-base", o.NodeBase, "kind node image to build FROM")
 	flag.StringVar(&o.APIServerImage, "apiserver-image", o.APIServerImage, "tag of the kube-apiserver image to build")
 	flag.StringVar(&o.NodeImage, "node-image", o.NodeImage, "tag of the node image to build")
+	flag.BoolVar(&o.DisableDefaultCNI, "disable-default-cni", o.DisableDefaultCNI, "turn kind's kindnetd off (the offline node image brings its own CNI)")
 	gates := flag.String("feature-gates", o.FeatureGatesString(), "kube-apiserver --feature-gates (Name=bool,...)")
 	args := argList{}
 	flag.Var(args, "apiserver-arg", "extra kube-apiserver flag name=value (repeatable), e.g. consistent-read-timeout-action=reject")

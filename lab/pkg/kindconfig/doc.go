@@ -25,6 +25,17 @@
 // apiServer.extraArgs; kind's own `featureGates` field would also reach the
 // stock controller-manager, scheduler and kubelet, which do not know it.
 //
+// # Offline node images and cgroup v1
+//
+// The node image may also be the one hack/kind-images.sh builds with no
+// registry (FROM freshcache.local/kind-node-base, the apiserver image FROM
+// a scratch base). That image has no kindnetd, so Options.DisableDefaultCNI
+// sets networking.disableDefaultCNI and the node image's own bridge CNI
+// takes over. Every config carries a KubeletConfiguration patch with
+// failCgroupV1: false: 1.35+ kubelets refuse to start on a cgroup v1 host
+// otherwise, kind v0.33 does not set it, and it changes nothing on cgroup
+// v2.
+//
 // # Who calls it
 //
 // lab/cmd/kind-config, which hack/kind-up.sh runs to write these files before it

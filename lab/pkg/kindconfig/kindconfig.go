@@ -46,6 +46,11 @@ type Options struct {
 	// APIServerArgs are extra kube-apiserver flags (name without "--" ->
 	// value), e.g. {"consistent-read-timeout-action": "reject"}.
 	APIServerArgs map[string]string
+	// DisableDefaultCNI turns kind's kindnetd off
+	// (networking.disableDefaultCNI): the node images hack/kind-images.sh
+	// builds have no kindnetd image (no Go module of it is served) and
+	// bring their own bridge CNI configuration instead.
+	DisableDefaultCNI bool
 }
 
 // Defaults returns the options hack/kind-up.sh starts from.
@@ -222,7 +227,20 @@ nodes:
 - role: worker
   image: {{$.NodeImage}}
 {{- end}}
+{{- if .DisableDefaultCNI}}
+# No kindnetd: the node image writes a bridge CNI config from each node's
+# podCIDR and routes the other nodes' podCIDRs (docs/kind.md).
+networking:
+  disableDefaultCNI: true
+{{- end}}
 kubeadmConfigPatches:
+# Kubernetes 1.35+ kubelets refuse to start on a cgroup v1 host unless
+# failCgroupV1 is false; kind v0.33 only warns about cgroup v1 and does not
+# set it. Without effect on cgroup v2.
+- |
+  apiVersion: kubelet.config.k8s.io/v1beta1
+  kind: KubeletConfiguration
+  failCgroupV1: false
 # kube-apiserver only: the stock controller-manager, scheduler and kubelet
 # do not know freshcache's gates (kind's featureGates would reach them all).
 - |

@@ -66,14 +66,23 @@ func checkCluster(t *testing.T, c *kindv1alpha4.Cluster, patch []byte, o Options
 			Patches struct {
 				Directory string `json:"directory"`
 			} `json:"patches"`
+			FailCgroupV1 *bool `json:"failCgroupV1"`
 		}
 		if err := yaml.UnmarshalStrict([]byte(p), &doc); err != nil {
 			t.Fatalf("kubeadm config patch does not parse: %v\n%s", err, p)
 		}
-		if doc.APIVersion != "kubeadm.k8s.io/v1beta4" {
-			t.Errorf("patch for %s has apiVersion %q", doc.Kind, doc.APIVersion)
+		wantAPIVersion := "kubeadm.k8s.io/v1beta4"
+		if doc.Kind == "KubeletConfiguration" {
+			wantAPIVersion = "kubelet.config.k8s.io/v1beta1"
+		}
+		if doc.APIVersion != wantAPIVersion {
+			t.Errorf("patch for %s has apiVersion %q, want %q", doc.Kind, doc.APIVersion, wantAPIVersion)
 		}
 		switch doc.Kind {
+		case "KubeletConfiguration":
+			if doc.FailCgroupV1 != nil && !*doc.FailCgroupV1 {
+				found["failCgroupV1"] = true
+			}
 		case "ClusterConfiguration":
 			for _, a := range doc.APIServer.ExtraArgs {
 				if a.Name == "feature-gates" && strings.Contains(a.Value, "FreshResourceVersionZero=true") {
@@ -86,7 +95,7 @@ func checkCluster(t *testing.T, c *kindv1alpha4.Cluster, patch []byte, o Options
 			}
 		}
 	}
-	for _, want := range []string{"gate", "InitConfiguration", "JoinConfiguration"} {
+	for _, want := range []string{"gate", "InitConfiguration", "JoinConfiguration", "failCgroupV1"} {
 		if !found[want] {
 			t.Errorf("kind config lacks the %s patch:\n%s", want, strings.Join(c.KubeadmConfigPatches, "---\n"))
 		}
@@ -139,6 +148,24 @@ func TestKindConfig(t *testing.T) {
 				t.Errorf("import script:\n%s", s)
 			}
 		})
+	}
+}
+
+// TestDisableDefaultCNI: the offline node image has no kindnetd, so the
+// kind config turns kind's default CNI off; by default it stays on.
+func TestDisableDefaultCNI(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		o := Defaults()
+		o.DisableDefaultCNI = disable
+		files, err := Files(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := parseKindConfig(t, []byte(files[KindConfigFile]))
+		checkCluster(t, c, []byte(files[KubeadmPatch]), o)
+		if c.Networking.DisableDefaultCNI != disable {
+			t.Errorf("DisableDefaultCNI=%t: kind config has networking.disableDefaultCNI=%t:\n%s", disable, c.Networking.DisableDefaultCNI, files[KindConfigFile])
+		}
 	}
 }
 
