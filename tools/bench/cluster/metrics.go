@@ -37,7 +37,7 @@ type apiMetrics struct {
 	etcdOps map[string]float64
 	// fetches counts freshcache's revision fetches, progress its progress
 	// requests; zero on upstream's cacher, which exports neither.
-	fetches, progress, stalls, reasks float64
+	fetches, progress, stalls float64
 	// progressBy is progress requests by resource ("leases.coordination.k8s.io").
 	progressBy map[string]float64
 	// fetchSec is the fetches' summed round trips, fetchReads the reads
@@ -122,7 +122,6 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.progress = servermetrics.CounterFrom(mfs, servermetrics.FreshcacheProgress)
 	a.progressBy = counterByResource(mfs, servermetrics.FreshcacheProgress)
 	a.stalls = servermetrics.CounterFrom(mfs, "apiserver_freshcache_progress_stalls_total")
-	a.reasks = servermetrics.CounterFrom(mfs, "apiserver_freshcache_progress_reasks_total")
 	a.fetchSec = histogramSum(mfs, servermetrics.FreshcacheFetch)
 	a.fetchReads = histogramSum(mfs, "apiserver_freshcache_reads_per_revision_fetch")
 	a.freshReads = servermetrics.CounterFrom(mfs, "apiserver_freshcache_reads_total")
@@ -322,7 +321,6 @@ type windowDelta struct {
 	Progress    float64
 	ProgressBy  map[string]float64
 	Stalls      float64
-	Reasks      float64
 	// FetchSec, FetchReads and FreshReads are the window's part of
 	// apiMetrics' sums of the same names.
 	FetchSec, FetchReads, FreshReads float64
@@ -382,7 +380,6 @@ func diffSamples(before, after clusterSample) windowDelta {
 		d.Fetches += a.fetches - b.fetches
 		d.Progress += a.progress - b.progress
 		d.Stalls += a.stalls - b.stalls
-		d.Reasks += a.reasks - b.reasks
 		for k, v := range subMaps(a.progressBy, b.progressBy) {
 			d.ProgressBy[k] += v
 		}

@@ -73,10 +73,6 @@ type Row struct {
 	// ProgressStalls counts progress requests no notification answered
 	// within freshcache's stall time, each followed by another.
 	ProgressStalls float64 `json:"progress_stalls"`
-	// ProgressReasks counts progress requests given up 10 ms after the
-	// send because the stream moved while reads waited, each followed by
-	// another (0 in runs from before the re-ask).
-	ProgressReasks float64 `json:"progress_reasks,omitempty"`
 	// FreshReads counts freshcache's reads_total (every read that needed
 	// freshness, every resource); FetchReads the reads the revision
 	// fetches answered, FetchSeconds the fetches' summed round trips.
@@ -197,7 +193,6 @@ func (r *Row) fillWindow(d windowDelta) {
 	r.APICPUSec, r.APICPUSecEach, r.EtcdCPUSec = d.APICPUSec, d.APICPUSecEach, d.EtcdCPUSec
 	r.EtcdReads, r.EtcdHandled, r.EtcdWatchMsgs, r.EtcdMVCC = d.etcdReads(), d.EtcdHandled, d.EtcdWatch, d.EtcdMVCC
 	r.APIEtcdOps, r.RevisionFetches, r.ProgressRequests, r.ProgressStalls = d.APIEtcdOps, d.Fetches, d.Progress, d.Stalls
-	r.ProgressReasks = d.Reasks
 	if len(d.ProgressBy) > 0 {
 		r.ProgressByResource = d.ProgressBy
 	}

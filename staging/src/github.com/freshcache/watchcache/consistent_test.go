@@ -90,7 +90,6 @@ type recorder struct {
 	reads    map[string]int // verb/requested/outcome
 	progress int
 	stalls   int
-	reasks   int
 	advances int // AdvancedByOwnWrites
 	disabled []string
 	// waits and releases are the observed durations, by verb/requested.
@@ -143,19 +142,6 @@ func (r *recorder) ProgressStalled() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stalls++
-}
-
-func (r *recorder) ProgressReasked() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.reasks++
-}
-
-// reaskCount is the progress re-asks recorded so far.
-func (r *recorder) reaskCount() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reasks
 }
 
 // counts is the progress requests and stalls recorded so far.
@@ -526,27 +512,19 @@ func (d *droppingProgress) RequestWatchProgress(ctx context.Context) error {
 	return d.Interface.RequestWatchProgress(ctx)
 }
 
-// startDroppingProgress starts a cache on a fake clock whose progress
-// requests dp can drop, with one object it has seen.
-func startDroppingProgress(t *testing.T) (*cachetest.Env, *testingclock.FakeClock, *recorder, *droppingProgress) {
-	t.Helper()
+// TestProgressStallCounted: a progress request that nothing answers is
+// declared lost after the stall time, counted in progress_stalls_total,
+// and followed by another, which releases the read.
+func TestProgressStallCounted(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	rec := newRecorder()
 	dp := &droppingProgress{}
 	e := cachetest.Start(t, cachetest.ThroughStore, cachetest.WithRecorder(rec),
 		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { dp.Interface = s; return dp }),
 		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), Clock: clk}))
+	ctx := context.Background()
 	a := create(t, e.Cache, "ns", "a", "")
 	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
-	return e, clk, rec, dp
-}
-
-// TestProgressStallCounted: a progress request that nothing answers is
-// declared lost after the stall time, counted in progress_stalls_total,
-// and followed by another, which releases the read.
-func TestProgressStallCounted(t *testing.T) {
-	e, clk, rec, dp := startDroppingProgress(t)
-	ctx := context.Background()
 	sent, stalls := rec.counts()
 	dp.drop.Store(1)
 	want := e.IncreaseRV(ctx, t)
@@ -567,47 +545,6 @@ func TestProgressStallCounted(t *testing.T) {
 	p, s := rec.counts()
 	if s-stalls != 1 || p-sent != 2 {
 		t.Fatalf("%d stalls and %d progress requests, want the lost one counted and one more sent", s-stalls, p-sent)
-	}
-}
-
-// TestProgressReaskOnMovement: a progress request still out when the
-// cache's stream delivers events below a waiting read's revision counts as
-// lost after freshness.DefaultProgressReask, not the stall time: counted in
-// progress_reasks_total (not progress_stalls_total), and followed by
-// another request, which releases the read.
-func TestProgressReaskOnMovement(t *testing.T) {
-	e, clk, rec, dp := startDroppingProgress(t)
-	ctx := context.Background()
-	sent, stalls := rec.counts()
-	// b's event is held back until the request below is out; the write
-	// after it is of no cached resource, so only a notification proves it.
-	e.Gate.Pause()
-	create(t, e.Etcd, "ns", "b", "")
-	resp, err := e.Client.Put(ctx, "/unrelated/key", "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := uint64(resp.Header.Revision)
-	dp.drop.Store(1)
-	done := make(chan error, 1)
-	list := &example.PodList{}
-	go func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), list) }()
-	waitFor(t, "a progress request", func() bool { p, _ := rec.counts(); return p > sent })
-	e.Gate.Resume()
-	waitFor(t, "the stream to move", func() bool { return e.Cache.FreshnessStatus().ProgressMoved })
-	if e.Cache.RV() >= want {
-		t.Fatalf("the cache reached %d without a notification", e.Cache.RV())
-	}
-	clk.Step(freshness.DefaultProgressReask)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got := rvOf(t, list.ResourceVersion); got < want {
-		t.Fatalf("LIST at %d, want >= %d", got, want)
-	}
-	p, s := rec.counts()
-	if r := rec.reaskCount(); r != 1 || s != stalls || p-sent != 2 {
-		t.Fatalf("%d re-asks, %d stalls and %d progress requests; want one re-ask, no stall, one more request", r, s-stalls, p-sent)
 	}
 }
 

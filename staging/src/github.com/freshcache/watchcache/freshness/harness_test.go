@@ -37,7 +37,6 @@ type harness struct {
 	progressInFlight bool
 	progressBase     int64     // E when the progress request in flight was sent
 	progressSentAt   time.Time // and when
-	progressMoved    bool      // c rose since it was sent (the Machine re-asks sooner)
 	// pending is the highest revision reported with RevisionPending.
 	pending int64
 	// noProgress: the Machine runs with Options.NoProgress.
@@ -86,7 +85,6 @@ func newHarness() *harness { return newHarnessWith(Options{}) }
 
 func newHarnessWith(opts Options) *harness {
 	opts.ProgressStall = testStall
-	opts.ProgressReask = testReask
 	m, err := New(opts)
 	if err != nil {
 		panic(err)
@@ -239,7 +237,7 @@ func (h *harness) do(op, arg byte) error {
 			rv = h.c - int64(arg%2) // stale or repeated: must be a no-op
 		}
 		h.m.EventApplied(rv)
-		h.advance(rv)
+		h.c = max(h.c, rv)
 		h.note("event rv=%d c=%d", rv, h.c)
 	case 7: // send a progress request: when asked, and sometimes unasked
 		if !h.lastOutput.SendProgress && arg%2 == 0 {
@@ -256,7 +254,7 @@ func (h *harness) do(op, arg byte) error {
 		if err != nil {
 			return h.errorf("ProgressRequestSent: %v", err)
 		}
-		h.progressInFlight, h.progressBase, h.progressSentAt, h.progressMoved = true, h.etcd, h.now, false
+		h.progressInFlight, h.progressBase, h.progressSentAt = true, h.etcd, h.now
 		h.note("progressSend at E=%d", h.etcd)
 	case 8: // the progress request in flight is answered
 		if !h.progressInFlight {
@@ -270,23 +268,23 @@ func (h *harness) do(op, arg byte) error {
 		h.m.ProgressNotified(rv)
 		h.m.ProgressAnswered()
 		h.c = max(h.c, rv)
-		h.progressInFlight, h.progressMoved = false, false
+		h.progressInFlight = false
 		h.note("progressAnswer rv=%d c=%d", rv, h.c)
 	case 9: // an unsolicited progress notification (or a broken stream)
 		rv := h.c + int64(arg)%(h.etcd-h.c+1)
 		h.m.ProgressNotified(rv)
-		h.advance(rv)
+		h.c = max(h.c, rv)
 		if arg%3 == 0 {
 			h.m.ProgressAnswered()
-			h.progressInFlight, h.progressMoved = false, false
+			h.progressInFlight = false
 		}
 		h.note("unsolicitedProgress rv=%d c=%d answered=%v", rv, h.c, arg%3 == 0)
 	case 10: // time passes
 		h.now = h.now.Add(time.Duration(arg%20) * time.Millisecond)
-		if h.progressInFlight && h.progressWanted() && !h.now.Before(h.progressLostAt()) {
+		if h.progressInFlight && h.progressWanted() && !h.now.Before(h.progressSentAt.Add(testStall)) {
 			// Unanswered for too long: lost. A late answer is then an
 			// unsolicited notification.
-			h.progressInFlight, h.progressMoved = false, false
+			h.progressInFlight = false
 			h.note("progress request lost")
 		}
 		h.m.Tick(h.now)
@@ -300,9 +298,6 @@ func (h *harness) do(op, arg byte) error {
 		rv := h.c + 1 + int64(arg)%(h.etcd-h.c)
 		h.m.RevisionPending(rv)
 		h.pending = max(h.pending, rv)
-		if h.progressInFlight {
-			h.progressMoved = true // rv > c here
-		}
 		h.note("revisionPending rv=%d", rv)
 	case 13: // the fetch in flight ends unanswered (it ran out of time)
 		cause := errors.New("context deadline exceeded")
@@ -351,31 +346,8 @@ func (h *harness) do(op, arg byte) error {
 	return h.check(expectTimeouts, expectFailed, failedFetch)
 }
 
-// testStall and testReask are the harness Machine's Options.ProgressStall
-// and ProgressReask.
-const (
-	testStall = 30 * time.Millisecond
-	testReask = 10 * time.Millisecond
-)
-
-// advance is the model's c moving to rv; a rise while a progress request
-// is out marks it moved.
-func (h *harness) advance(rv int64) {
-	if rv > h.c {
-		h.c = rv
-		h.progressMoved = h.progressInFlight
-	}
-}
-
-// progressLostAt is when the model's progress request in flight counts as
-// lost while something needs it: testReask after its send if c rose since,
-// else testStall.
-func (h *harness) progressLostAt() time.Time {
-	if h.progressMoved {
-		return h.progressSentAt.Add(testReask)
-	}
-	return h.progressSentAt.Add(testStall)
-}
+// testStall is the harness Machine's Options.ProgressStall.
+const testStall = 30 * time.Millisecond
 
 // progressWanted is the model's view of whether a progress notification is
 // needed: a read waits for c, or a revision is pending.
@@ -525,7 +497,7 @@ func (h *harness) check(expectTimeouts bool, expectFailed []ReadID, failedFetch 
 		}
 	}
 	if h.progressInFlight && h.progressWanted() {
-		if stall := h.progressLostAt(); want.IsZero() || stall.Before(want) {
+		if stall := h.progressSentAt.Add(testStall); want.IsZero() || stall.Before(want) {
 			want = stall
 		}
 	}

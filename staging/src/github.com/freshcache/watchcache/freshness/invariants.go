@@ -22,9 +22,6 @@ func (m *Machine) verify() error {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if m.progressMoved && !m.progressInFlight {
-		fail("progress marked moved with no request in flight")
-	}
 	var pending, covered, waiting, withDeadline int
 	for id, r := range m.reads {
 		if r.ID != id {

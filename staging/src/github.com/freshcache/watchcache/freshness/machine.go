@@ -51,12 +51,6 @@ type Machine struct {
 	// long it may stay unanswered before it counts as lost.
 	progressSentAt time.Time
 	stall          time.Duration
-	// progressMoved: the stream moved (c rose, or events of a revision
-	// above c arrived) while the request in flight was out (see
-	// Options.ProgressReask); reask is how long after its send the
-	// request then counts as lost.
-	progressMoved bool
-	reask         time.Duration
 	// noProgress: Options.NoProgress.
 	noProgress bool
 	// pendingRev is the highest revision the cache holds events of that
@@ -86,16 +80,6 @@ type Options struct {
 	// watch stream broke, etcd was unreachable, or etcd dropped it) and
 	// asks for another. Zero: DefaultProgressStall.
 	ProgressStall time.Duration
-	// ProgressReask is how long after its send a progress request counts
-	// as lost when the stream moved meanwhile (the cache revision rose, or
-	// RevisionPending reported events above it) and something still
-	// needs a notification: the stream is moving, so the request was
-	// probably dropped (etcd drops one while a watch on the stream is
-	// catching up, and says nothing when that watch catches up without
-	// events), and asking again then beats waiting out ProgressStall. Zero:
-	// DefaultProgressReask; at or above ProgressStall: never sooner than
-	// the stall.
-	ProgressReask time.Duration
 }
 
 // DefaultProgressStall is Options.ProgressStall's default: upstream's
@@ -109,14 +93,6 @@ type Options struct {
 // answers both.
 const DefaultProgressStall = 100 * time.Millisecond
 
-// DefaultProgressReask is Options.ProgressReask's default. A request that
-// etcd answers comes back within a few milliseconds on a healthy member, so
-// one still out 10 ms after the send, while events of this very stream
-// arrived, was most likely dropped; if it was only slow, etcd answers both
-// and the second notification costs one message. At most one request per
-// 10 ms per waiting cache, and only while its stream moves.
-const DefaultProgressReask = 10 * time.Millisecond
-
 // New returns a Machine with no reads, no fetch and no progress request in
 // flight.
 func New(opts Options) (*Machine, error) {
@@ -126,21 +102,14 @@ func New(opts Options) (*Machine, error) {
 	if opts.ProgressStall < 0 {
 		return nil, fmt.Errorf("freshness: negative progress stall %v", opts.ProgressStall)
 	}
-	if opts.ProgressReask < 0 {
-		return nil, fmt.Errorf("freshness: negative progress re-ask time %v", opts.ProgressReask)
-	}
 	if opts.ProgressStall == 0 {
 		opts.ProgressStall = DefaultProgressStall
-	}
-	if opts.ProgressReask == 0 {
-		opts.ProgressReask = DefaultProgressReask
 	}
 	return &Machine{
 		rev:        opts.Revision,
 		reads:      make(map[ReadID]*read),
 		noProgress: opts.NoProgress,
 		stall:      opts.ProgressStall,
-		reask:      min(opts.ProgressReask, opts.ProgressStall),
 	}, nil
 }
 
@@ -342,9 +311,6 @@ func (m *Machine) RevisionPending(rv int64) {
 	if rv > m.pendingRev {
 		m.pendingRev = rv
 	}
-	if rv > m.rev && m.progressInFlight {
-		m.progressMoved = true // the stream delivered events: it moves
-	}
 	m.checkInvariants()
 }
 
@@ -358,7 +324,6 @@ func (m *Machine) ProgressRequestSent(at time.Time) error {
 	}
 	m.progressInFlight = true
 	m.progressSentAt = at
-	m.progressMoved = false
 	m.checkInvariants()
 	return nil
 }
@@ -369,17 +334,15 @@ func (m *Machine) ProgressRequestSent(at time.Time) error {
 // (e.g. for an unsolicited notification) does nothing.
 func (m *Machine) ProgressAnswered() {
 	m.progressInFlight = false
-	m.progressMoved = false
 	m.checkInvariants()
 }
 
 // Tick passes the current time. Every unresolved read whose deadline is at or
 // before now times out, and a progress request that stalled (see
-// ProgressRequestSent and Options.ProgressReask) counts as lost.
+// ProgressRequestSent) counts as lost.
 func (m *Machine) Tick(now time.Time) {
 	if stall, ok := m.stallDeadline(); ok && !now.Before(stall) {
 		m.progressInFlight = false
-		m.progressMoved = false
 	}
 	for len(m.deadlines) > 0 && !m.deadlines[0].Deadline.After(now) {
 		r := m.deadlines[0]
@@ -406,14 +369,10 @@ func (m *Machine) NextDeadline() (time.Time, bool) {
 }
 
 // stallDeadline is when the progress request in flight counts as lost, if
-// one is in flight and something needs it: ProgressStall after its send,
-// or ProgressReask if the cache revision rose since.
+// one is in flight and something needs it.
 func (m *Machine) stallDeadline() (time.Time, bool) {
 	if !m.progressInFlight || !m.progressWanted() {
 		return time.Time{}, false
-	}
-	if m.progressMoved {
-		return m.progressSentAt.Add(m.reask), true
 	}
 	return m.progressSentAt.Add(m.stall), true
 }
@@ -457,7 +416,6 @@ func (m *Machine) Status() Status {
 		FetchInFlight:    m.fetchInFlight,
 		Fetch:            m.lastFetch,
 		ProgressInFlight: m.progressInFlight,
-		ProgressMoved:    m.progressInFlight && m.progressMoved,
 		PendingRevision:  m.pendingRev,
 		Pending:          m.nPending,
 		Covered:          m.nCovered,
@@ -478,7 +436,6 @@ func (m *Machine) progressWanted() bool {
 func (m *Machine) advance(rv int64) {
 	if rv > m.rev {
 		m.rev = rv
-		m.progressMoved = m.progressInFlight
 		for len(m.waiting) > 0 && m.waiting[0].target <= m.rev {
 			r := m.waiting[0]
 			m.resolve(r)

@@ -15,9 +15,7 @@ import (
 //
 //	rev N              EventApplied(N)
 //	progress N         ProgressNotified(N)
-//	psent / panswer    ProgressRequestSent(epoch) / ProgressAnswered
-//	psent MS           ProgressRequestSent(epoch+MS)
-//	pending N          RevisionPending(N)
+//	psent / panswer    ProgressRequestSent / ProgressAnswered
 //	read ID            a Consistent read arrives        [deadline=MS]
 //	read ID min=N      a NotOlderThan read arrives      [deadline=MS]
 //	read ID catchup=MS a patient Consistent read arrives
@@ -70,15 +68,9 @@ func runScript(t *testing.T, script string) {
 		case "progress":
 			m.ProgressNotified(arg(1))
 		case "psent":
-			at := epoch
-			if len(f) > 1 {
-				at = epoch.Add(time.Duration(arg(1)) * time.Millisecond)
-			}
-			err = m.ProgressRequestSent(at)
+			err = m.ProgressRequestSent(epoch)
 		case "panswer":
 			m.ProgressAnswered()
-		case "pending":
-			m.RevisionPending(arg(1))
 		case "read":
 			r := Read{ID: ReadID(arg(1)), Kind: Consistent}
 			for i := 2; i < len(f); i++ {
@@ -250,70 +242,6 @@ func TestScenarios(t *testing.T) {
 			progress 10
 			output rel:1@10/10
 			panswer
-			output -
-		`},
-		{"a request out while the stream moves is asked again after ProgressReask, else after ProgressStall", `
-			read 1 min=10
-			output progress
-			psent
-			tick 10
-			output -
-			# c rises, still below the target: the request was probably dropped
-			rev 5
-			tick 9
-			output -
-			tick 10
-			output progress
-			psent 10
-			# nothing moved since: the stall applies
-			tick 20
-			output -
-			tick 109
-			output -
-			tick 110
-			output progress
-			psent 110
-			progress 10
-			output rel:1@10/10
-		`},
-		{"a repeated or older revision is no movement; an answer forgets it", `
-			rev 5
-			read 1 min=10
-			output progress
-			psent
-			rev 5
-			rev 4
-			tick 10
-			output -
-			rev 6
-			progress 7
-			panswer
-			output progress
-			psent 1
-			tick 11
-			output -
-			tick 101
-			output progress
-		`},
-		{"events that nothing proves whole yet are movement too", `
-			rev 5
-			read 1 min=10
-			output progress
-			psent
-			pending 5
-			tick 10
-			output -
-			pending 8
-			tick 10
-			output progress
-		`},
-		{"movement that releases every waiter needs no new request", `
-			read 1 min=10
-			output progress
-			psent
-			rev 10
-			output rel:1@10/10
-			tick 10
 			output -
 		`},
 		{"no progress request while reads only wait for a fetch", `

@@ -180,10 +180,6 @@ type Status struct {
 	Fetch         FetchID
 	// ProgressInFlight: whether a progress request is in flight.
 	ProgressInFlight bool
-	// ProgressMoved: the stream moved (see Options.ProgressReask) since
-	// the request in flight was sent, so it counts as lost after Options.ProgressReask rather
-	// than ProgressStall.
-	ProgressMoved bool
 	// PendingRevision is the highest revision passed to RevisionPending;
 	// it is still pending while above Revision.
 	PendingRevision int64

@@ -197,11 +197,6 @@ type Recorder interface {
 	// answered within the stall time (etcd drops a request while a watch
 	// on the stream is catching up), so that another was asked for.
 	ProgressStalled()
-	// ProgressReasked counts one progress request given up before the
-	// stall time because the stream delivered events while reads still
-	// waited (freshness.Options.ProgressReask), so that another was asked
-	// for.
-	ProgressReasked()
 	// AdvancedByOwnWrites counts one time the cache caught up with a
 	// read's revision without a progress request: every revision in
 	// between was this process's own write of another resource.
@@ -219,7 +214,6 @@ func For(gr schema.GroupResource) Recorder {
 	return &legacy{group: gr.Group, resource: gr.Resource,
 		progress: progressRequests.WithLabelValues(gr.Group, gr.Resource),
 		stalls:   progressStalls.WithLabelValues(gr.Group, gr.Resource),
-		reasks:   progressReasks.WithLabelValues(gr.Group, gr.Resource),
 		advances: ownWriteAdvances.WithLabelValues(gr.Group, gr.Resource),
 		rv:       resourceVersion.WithLabelValues(gr.Group, gr.Resource),
 		events:   eventsReceived.WithLabelValues(gr.Group, gr.Resource),
@@ -243,7 +237,6 @@ type legacy struct {
 	watchers        compbasemetrics.GaugeMetric
 	progress        compbasemetrics.CounterMetric
 	stalls          compbasemetrics.CounterMetric
-	reasks          compbasemetrics.CounterMetric
 	advances        compbasemetrics.CounterMetric
 	inconsistent    compbasemetrics.CounterMetric
 	completed       map[string]compbasemetrics.CounterMetric

@@ -95,13 +95,6 @@ var (
 		Help:           "Progress requests that no notification answered within the stall time (etcd drops one while a watch on the stream is catching up), after which the cache sent another.",
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, labels)
-	progressReasks = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "progress_reasks_total",
-		Help:           "Progress requests given up early because the cache's watch stream delivered events while reads still waited (the request was probably dropped), after which the cache sent another.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
 	consistentReadsDisabled = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -115,7 +108,7 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, progressReasks, ownWriteAdvances, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, ownWriteAdvances, consistentReadsDisabled)
 	})
 }
 
@@ -145,9 +138,6 @@ func (l *legacy) ProgressRequest() { l.progress.Inc() }
 // ProgressStalled counts one progress request declared lost.
 func (l *legacy) ProgressStalled() { l.stalls.Inc() }
 
-// ProgressReasked counts one progress request given up early.
-func (l *legacy) ProgressReasked() { l.reasks.Inc() }
-
 // AdvancedByOwnWrites counts one catch-up proven by the ledger.
 func (l *legacy) AdvancedByOwnWrites() { l.advances.Inc() }
 
@@ -170,9 +160,6 @@ func (Discard) ProgressRequest() {}
 
 // ProgressStalled records nothing.
 func (Discard) ProgressStalled() {}
-
-// ProgressReasked records nothing.
-func (Discard) ProgressReasked() {}
 
 // AdvancedByOwnWrites records nothing.
 func (Discard) AdvancedByOwnWrites() {}

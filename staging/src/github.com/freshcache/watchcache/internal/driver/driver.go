@@ -452,16 +452,11 @@ func (d *Driver) Run() {
 		case <-t.C():
 			d.mu.Lock()
 			now := d.clock.Now()
-			before := d.mu.m.Status()
+			inFlight := d.mu.m.Status().ProgressInFlight
 			d.mu.m.Tick(now)
-			if before.ProgressInFlight && !d.mu.m.Status().ProgressInFlight {
-				// Only a stall ends a progress request in Tick: a
-				// re-ask if the stream moved meanwhile.
-				if before.ProgressMoved {
-					d.rec.ProgressReasked()
-				} else {
-					d.rec.ProgressStalled()
-				}
+			if inFlight && !d.mu.m.Status().ProgressInFlight {
+				// Only a stall ends a progress request in Tick.
+				d.rec.ProgressStalled()
 			}
 			d.mu.armed = time.Time{}
 			d.processLocked()
