@@ -47,6 +47,8 @@ type writeProbe struct {
 	w         *oracle.Write
 	reflector *reflector.Reflector
 	ledger    *oracle.Ledger // nil without ProgressFromOwnWrites
+	// ticket is the ledger's record of the attempt in flight.
+	ticket oracle.Sent
 	// key is the etcd key the store writes, "" if unknown.
 	key string
 	// sent: the reflector and the ledger have been told of the attempt in
@@ -79,7 +81,7 @@ func (p *writeProbe) sending() {
 	p.w = p.announcer.WriteStarting()
 	if !p.sent {
 		p.reflector.WriteSending()
-		p.ledger.Sending()
+		p.ticket = p.ledger.Sending()
 		p.sent = true
 	}
 }
@@ -93,7 +95,7 @@ func (p *writeProbe) retrying() {
 	p.w = nil
 	if p.sent {
 		p.reflector.WriteEnded(0)
-		p.ledger.Ended(0, "")
+		p.ledger.Ended(p.ticket, 0, "")
 		p.sent = false
 	}
 }
@@ -129,7 +131,7 @@ func (p *writeProbe) end(err error, obj runtime.Object, versioner storage.Versio
 		p.reflector.WriteEnded(rv)
 		// Before the revision answers reads (Succeeded), so that the
 		// caches those reads wait on can prove themselves current by it.
-		p.ledger.Ended(int64(rv), p.key)
+		p.ledger.Ended(p.ticket, int64(rv), p.key)
 		p.sent = false
 	}
 	w := p.w

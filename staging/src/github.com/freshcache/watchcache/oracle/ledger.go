@@ -34,8 +34,15 @@ type Ledger struct {
 		// ring[rev%LedgerSpan] is the latest write recorded at a revision
 		// with that remainder; allocated on the first write.
 		ring []ledgerEntry
-		// inflight counts writes sent (Sending) and not yet ended.
-		inflight int
+		// inflight counts the writes sent (Sending) and not yet ended by
+		// their floor: the newest revision recorded when each was sent.
+		// etcd commits such a write above its floor, so it can fill no
+		// revision at or below it.
+		inflight map[int64]int
+		// ninflight is the sum of inflight's counts.
+		ninflight int
+		// top is the newest revision recorded.
+		top int64
 		// changed is closed, and replaced, when a write ends.
 		changed chan struct{}
 		// fault breaks Prove on purpose, for the negative controls of the
@@ -76,7 +83,9 @@ const (
 	// key outside the prefix.
 	Proven
 	// Pending means not proven yet, but it may soon be. Either writes of this
-	// process are in flight, as many as the revisions the ledger lacks, or
+	// process are in flight that etcd may yet commit at every revision the
+	// ledger lacks (each above the newest revision recorded when it was
+	// sent, so a gap below every write in flight is Unproven at once), or
 	// a revision of the span is this process's write of a key under the
 	// prefix, whose event the cache has yet to apply (after which the span
 	// starts past it). Ask again when the ledger changes (Changed) or the
@@ -87,26 +96,41 @@ const (
 // NewLedger returns an empty Ledger. Every Oracle has one (Oracle.Ledger).
 func NewLedger() *Ledger { return &Ledger{} }
 
-// Sending announces a write of one key, in a transaction of its own, that
-// is about to be sent to etcd. End every Sending with one Ended.
-func (l *Ledger) Sending() {
-	if l == nil {
-		return
-	}
-	l.mu.Lock()
-	l.mu.inflight++
-	l.mu.Unlock()
+// Sent is a write Sending announced, for its Ended.
+type Sent struct {
+	// floor is the newest revision the ledger held when the write was
+	// sent; -1 for a nil Ledger's.
+	floor int64
 }
 
-// Ended ends a write Sending announced: rev is the revision etcd committed
-// it at and key the etcd key it wrote, or rev is 0 when nothing was
-// written (refused, failed, withdrawn) or when the revision or the key is
-// unknown.
-func (l *Ledger) Ended(rev int64, key string) {
+// Sending announces a write of one key, in a transaction of its own, that
+// is about to be sent to etcd. End every Sending with one Ended.
+func (l *Ledger) Sending() Sent {
+	if l == nil {
+		return Sent{floor: -1}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.inflight == nil {
+		l.mu.inflight = map[int64]int{}
+	}
+	s := Sent{floor: l.mu.top}
+	l.mu.inflight[s.floor]++
+	l.mu.ninflight++
+	return s
+}
+
+// Ended ends the write s: rev is the revision etcd committed it at and key
+// the etcd key it wrote, or rev is 0 when nothing was written (refused,
+// failed, withdrawn) or when the revision or the key is unknown.
+func (l *Ledger) Ended(s Sent, rev int64, key string) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
+	if rev > 0 {
+		l.mu.top = max(l.mu.top, rev)
+	}
 	if rev > 0 && key != "" {
 		if l.mu.ring == nil {
 			l.mu.ring = make([]ledgerEntry, LedgerSpan)
@@ -116,8 +140,12 @@ func (l *Ledger) Ended(rev int64, key string) {
 			*e = ledgerEntry{rev: rev, key: key}
 		}
 	}
-	if l.mu.inflight > 0 {
-		l.mu.inflight--
+	if l.mu.inflight[s.floor] > 0 {
+		l.mu.inflight[s.floor]--
+		if l.mu.inflight[s.floor] == 0 {
+			delete(l.mu.inflight, s.floor)
+		}
+		l.mu.ninflight--
 	}
 	if l.mu.changed != nil {
 		close(l.mu.changed)
@@ -155,7 +183,10 @@ func (l *Ledger) Prove(prefix string, from, to int64) Proof {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	missing, own := 0, false
+	// missing holds the revisions the ledger lacks, ascending, up to one
+	// more than the writes in flight could fill.
+	var missing []int64
+	own := false
 	for rev := from + 1; rev <= to; rev++ {
 		var e ledgerEntry
 		if l.mu.ring != nil {
@@ -164,17 +195,43 @@ func (l *Ledger) Prove(prefix string, from, to int64) Proof {
 		switch {
 		case e.rev != rev:
 			if l.mu.fault != FaultIgnoreGaps {
-				missing++
+				missing = append(missing, rev)
+				if len(missing) > l.mu.ninflight {
+					return Unproven
+				}
 			}
 		case strings.HasPrefix(e.key, prefix):
 			own = l.mu.fault != FaultIgnorePrefix
 		}
 	}
-	switch {
-	case missing == 0 && !own:
+	if len(missing) == 0 {
+		if own {
+			return Pending
+		}
 		return Proven
-	case missing > l.mu.inflight:
+	}
+	if !l.fillableLocked(missing) {
 		return Unproven
 	}
 	return Pending
+}
+
+// fillableLocked reports whether the writes in flight can fill every
+// revision of missing (ascending), each write one revision above its
+// floor. The writes that can fill a revision include those that can fill
+// any lower one, so they can fill all of missing exactly when, for every
+// k, at least k of them can fill the k-th.
+func (l *Ledger) fillableLocked(missing []int64) bool {
+	for k, rev := range missing {
+		n := 0
+		for floor, count := range l.mu.inflight {
+			if floor < rev {
+				n += count
+			}
+		}
+		if n < k+1 {
+			return false
+		}
+	}
+	return true
 }

@@ -8,10 +8,8 @@ import "testing"
 // restores the ledger.
 func TestLedgerBreak(t *testing.T) {
 	l := NewLedger()
-	l.Sending()
-	l.Ended(2, "/registry/pods/ns/p") // the resource's own write
-	l.Sending()
-	l.Ended(3, "/registry/leases/ns/l")
+	l.Ended(l.Sending(), 2, "/registry/pods/ns/p") // the resource's own write
+	l.Ended(l.Sending(), 3, "/registry/leases/ns/l")
 	for _, tc := range []struct {
 		fault    LedgerFault
 		from, to int64

@@ -9,14 +9,17 @@ import (
 
 func TestLedgerProve(t *testing.T) {
 	const pods = "/registry/pods/"
+	// A write is sent and ended in its turn; a write with no key and no
+	// revision is sent and left in flight, so etcd will commit it above
+	// every revision ended before its turn.
 	type write struct {
 		rev int64
 		key string
 	}
+	inFlight := write{}
 	for _, tc := range []struct {
 		name     string
 		writes   []write
-		inflight int
 		from, to int64
 		want     Proof
 	}{
@@ -25,8 +28,12 @@ func TestLedgerProve(t *testing.T) {
 		{name: "writes of another resource", writes: []write{{2, "/registry/leases/a"}, {3, "/registry/events/b"}}, from: 1, to: 3, want: Proven},
 		{name: "a prefix that only starts the same", writes: []write{{2, "/registry/podsecurity/a"}}, from: 1, to: 2, want: Proven},
 		{name: "a gap", writes: []write{{2, "/registry/leases/a"}, {4, "/registry/leases/b"}}, from: 1, to: 4, want: Unproven},
-		{name: "a gap a write in flight may fill", writes: []write{{2, "/registry/leases/a"}, {4, "/registry/leases/b"}}, inflight: 1, from: 1, to: 4, want: Pending},
-		{name: "more gaps than writes in flight", writes: []write{{3, "/registry/leases/a"}}, inflight: 1, from: 1, to: 4, want: Unproven},
+		{name: "a gap a write in flight may fill", writes: []write{{2, "/registry/leases/a"}, inFlight, {4, "/registry/leases/b"}}, from: 1, to: 4, want: Pending},
+		{name: "a gap below every write in flight", writes: []write{{2, "/registry/leases/a"}, {4, "/registry/leases/b"}, inFlight}, from: 1, to: 4, want: Unproven},
+		{name: "more gaps than writes in flight", writes: []write{{3, "/registry/leases/a"}, inFlight}, from: 1, to: 4, want: Unproven},
+		{name: "each gap above a write in flight of its own", writes: []write{{1, "/registry/leases/a"}, inFlight, {2, "/registry/leases/b"}, {4, "/registry/leases/c"}, {5, "/registry/leases/d"}, inFlight}, from: 0, to: 6, want: Pending},
+		{name: "two gaps above only one write in flight", writes: []write{{1, "/registry/leases/a"}, inFlight, {4, "/registry/leases/c"}, {5, "/registry/leases/d"}, inFlight}, from: 0, to: 5, want: Unproven},
+		{name: "a write in flight before anything was recorded", writes: []write{inFlight, {2, "/registry/leases/a"}}, from: 0, to: 2, want: Pending},
 		{name: "the prefix's own write, not yet applied", writes: []write{{2, pods + "ns/p"}, {3, "/registry/leases/a"}}, from: 1, to: 3, want: Pending},
 		{name: "the prefix's own write, applied", writes: []write{{2, pods + "ns/p"}, {3, "/registry/leases/a"}}, from: 2, to: 3, want: Proven},
 		{name: "span longer than the ledger", writes: []write{{2, "/registry/leases/a"}}, from: 1, to: 2 + LedgerSpan, want: Unproven},
@@ -38,11 +45,10 @@ func TestLedgerProve(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := NewLedger()
 			for _, w := range tc.writes {
-				l.Sending()
-				l.Ended(w.rev, w.key)
-			}
-			for range tc.inflight {
-				l.Sending()
+				s := l.Sending()
+				if w != inFlight {
+					l.Ended(s, w.rev, w.key)
+				}
 			}
 			if got := l.Prove(pods, tc.from, tc.to); got != tc.want {
 				t.Fatalf("Prove(%d, %d) = %d, want %d", tc.from, tc.to, got, tc.want)
@@ -53,8 +59,7 @@ func TestLedgerProve(t *testing.T) {
 
 func TestLedgerNil(t *testing.T) {
 	var l *Ledger
-	l.Sending()
-	l.Ended(3, "/registry/leases/a")
+	l.Ended(l.Sending(), 3, "/registry/leases/a")
 	if l.Changed() != nil {
 		t.Fatal("a nil ledger's Changed is not nil")
 	}
@@ -69,13 +74,13 @@ func TestLedgerChanged(t *testing.T) {
 	if ch != l.Changed() {
 		t.Fatal("two Changed calls without a write in between differ")
 	}
-	l.Sending()
+	sent := l.Sending()
 	select {
 	case <-ch:
 		t.Fatal("Changed closed by Sending")
 	default:
 	}
-	l.Ended(0, "")
+	l.Ended(sent, 0, "")
 	select {
 	case <-ch:
 	default:
@@ -106,8 +111,7 @@ func TestLedgerModel(t *testing.T) {
 			}
 			key := prefixes[rng.IntN(len(prefixes))] + fmt.Sprint(rev)
 			owner[rev] = key
-			l.Sending()
-			l.Ended(rev, key)
+			l.Ended(l.Sending(), rev, key)
 		}
 		for range 50 {
 			prefix := prefixes[rng.IntN(len(prefixes))]
