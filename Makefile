@@ -1,5 +1,6 @@
 # freshcache: build, run and test a kube-apiserver whose watch cache serves
-# consistent reads. `make help` lists the targets.
+# consistent reads. `make help` lists the everyday targets, `make help-all`
+# the rest.
 
 SHELL := /usr/bin/env bash -o pipefail
 GO ?= go
@@ -16,12 +17,23 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes coredns kwok demo-59848 demo-59848-short e2e-suite test-conformance test-e2e-conformance
+.PHONY: help help-all build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes build-coredns build-kwok demo-59848 demo-59848-short build-e2e-suite test-conformance test-e2e-conformance
 
-# help lists every rule line of the form `target: prerequisites ## text`;
-# internal/repotools/makehelp (make verify) fails when a .PHONY target has none.
-help: ## Show this help.
-	@grep -E '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {n[NR] = $$1; h[NR] = $$2; if (length($$1) > w) w = length($$1)} END {for (i = 1; i <= NR; i++) printf "  %-" w "s  %s\n", n[i], h[i]}'
+# A rule line ending in "## <text>" is an everyday target, which make help
+# lists; one ending in "### <text>" is listed by make help-all (diagnostics,
+# short and long variants, build steps). internal/repotools/makehelp (make
+# verify) holds the Makefile to it: every .PHONY target in exactly one of
+# the two lists, at most 15 in make help, every printed line under 100
+# characters. HELP_LIST prints the rules with the mark $(1), in two columns.
+define HELP_LIST
+awk -v mark='$(1) ' '$$0 ~ "^[a-zA-Z0-9_-]+:[^#]*" mark {n[++c] = substr($$0, 1, index($$0, ":") - 1); h[c] = $$0; sub("^[^#]*" mark, "", h[c]); if (length(n[c]) > w) w = length(n[c])} END {for (i = 1; i <= c; i++) printf "  %-" w "s  %s\n", n[i], h[i]}' $(MAKEFILE_LIST)
+endef
+help: ### Show the everyday targets.
+	@$(call HELP_LIST,##)
+	@echo "make help-all lists the rest: diagnostics, short and long variants, build steps."
+
+help-all: ### Show the other targets: this list.
+	@$(call HELP_LIST,###)
 
 # Every Kubernetes binary says it is v1.37.2, the module it is built from,
 # instead of v0.0.0-master+$$Format:%H$$: nodes, `kubectl version` and
@@ -44,7 +56,7 @@ UPSTREAM_CMDS := kube-controller-manager kube-scheduler kubemark kubectl kubelet
 # kubemark, kubectl, kubelet, kube-proxy and freshcache-pause into
 # _output/bin (~1 min with Go's build cache warm; a cold first build 10-20
 # min).
-build: ## kube-apiserver, local-up and the upstream binaries into _output/bin (~1 min warm; cold 10-20 min)
+build: ## Our kube-apiserver, local-up and upstream's binaries (~1 min; cold 10-20 min)
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(KUBE_LDFLAGS)" -o $(BIN)/ ./cmd/kube-apiserver
 	$(GO) -C $(LAB) build -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/ ./cmd/local-up ./cmd/kubemark-watchlist-off $(addprefix k8s.io/kubernetes/cmd/,$(UPSTREAM_CMDS))
@@ -52,7 +64,7 @@ build: ## kube-apiserver, local-up and the upstream binaries into _output/bin (~
 
 # CoreDNS (tools/coredns, a module of its own) is only for real nodes: it
 # is built when RUN_ARGS ask for them.
-run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),coredns) $(if $(findstring --kwok-nodes,$(RUN_ARGS)),kwok) ## Run etcd + kube-apiserver locally (the README's run command), until interrupted.
+run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),build-coredns) $(if $(findstring --kwok-nodes,$(RUN_ARGS)),build-kwok) ## A local cluster: etcd, our kube-apiserver, controllers, hollow nodes [RUN_ARGS]
 	$(BIN)/local-up $(RUN_ARGS)
 
 # make test runs every test in the repository, each through the target
@@ -101,14 +113,14 @@ test: verify test-lib test-root test-bench test-bench-compare test-robustness te
 # Test the watchcache library module (with invariant checks compiled in;
 # upstream's storage suite and the linearizability test again under
 # DirectEtcdWatch) (~7 min).
-test-lib: ## The watchcache library, with and without invariants, and under DirectEtcdWatch (~7 min)
+test-lib: ### The library, also with invariants and under DirectEtcdWatch (~7 min)
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 # Test the root module (the product) and the lab module, the e2e test
 # against the built binaries included (~4 min after make build).
-test-root: build kwok ## The product and lab modules, the e2e test against the built binaries (~4 min after build)
+test-root: build build-kwok ### The product and lab modules, e2e against the built binaries (~4 min)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
@@ -116,7 +128,7 @@ BENCH_MOD := tools/bench
 
 # Test the benchmark tools' module (tools/bench: harness, diagnostics,
 # reports, the WatchList smoke run) (~1.5 min after make build).
-test-bench: build kwok ## The benchmark tools' module (tools/bench) (~1.5 min after make build)
+test-bench: build build-kwok ### The benchmark tools' module (tools/bench) (~1.5 min after make build)
 	cd $(BENCH_MOD) && FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # TestCompare (tools/bench/storage) builds upstream's cacher and freshcache
@@ -128,13 +140,13 @@ test-bench: build kwok ## The benchmark tools' module (tools/bench) (~1.5 min af
 COMPARE_SHORT := FRESHCACHE_BENCH_PODS=2000 FRESHCACHE_BENCH_NODES=20 FRESHCACHE_BENCH_REPEATS=1 FRESHCACHE_BENCH_LIST_SECONDS=1
 # tools/bench's TestCompare at 2,000 pods, one repeat: both caches answer
 # and deliver everything (~20 s; part of make test).
-test-bench-compare: ## TestCompare at 2,000 pods, one repeat: both caches answer everything (~20 s)
+test-bench-compare: ### TestCompare at 2,000 pods, once: both caches answer everything (~20 s)
 	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(COMPARE_SHORT) $(GO) test -count=1 -timeout 15m -v -run '^TestCompare$$' ./storage/
 
 # tools/bench's TestCompare at 20,000 pods on 200 nodes, 3 repeats: heap per
 # object, rv=0 LIST by node, watch dispatch, upstream's cacher vs freshcache
 # (~1.5 min).
-bench-compare: ## TestCompare at 20,000 pods/200 nodes, 3 repeats: heap, rv=0 LIST, dispatch (~1.5 min)
+bench-compare: ### TestCompare at 20k pods x3: heap, rv=0 LIST, watch dispatch (~1.5 min)
 	cd $(BENCH_MOD) && FRESHCACHE_BENCH=1 $(GO) test -count=1 -timeout 60m -v -run '^TestCompare$$' ./storage/
 
 # test-real-nodes runs local-up --real-nodes=1 (containerd, a real kubelet
@@ -146,7 +158,7 @@ bench-compare: ## TestCompare at 20,000 pods/200 nodes, 3 repeats: heap, rv=0 LI
 # Build CoreDNS v1.14.6 with the plugins local-up --real-nodes uses
 # (tools/coredns) into _output/bin (~8 min the first time on a busy 2-core
 # machine).
-coredns: ## CoreDNS v1.14.6 with local-up's plugins into _output/bin (~8 min the first time)
+build-coredns: ### CoreDNS v1.14.6 with local-up's plugins into _output/bin (~8 min cold)
 	@mkdir -p $(BIN)
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/coredns .
 
@@ -154,19 +166,19 @@ coredns: ## CoreDNS v1.14.6 with local-up's plugins into _output/bin (~8 min the
 # k8s.io libraries of v0.36) simulates nodes for local-up --kwok-nodes:
 # one controller keeps thousands of Node objects Ready and plays their
 # pods' lifecycle (lab/pkg/localup/kwoknode).
-kwok: ## kwok v0.8.0's controller, unchanged (tools/kwok), into _output/bin (~1.5 min the first time)
+build-kwok: ### kwok v0.8.0's controller, unchanged, into _output/bin (~1.5 min cold)
 	@mkdir -p $(BIN)
 	cd tools/kwok && CGO_ENABLED=0 $(GO) build -ldflags "-s -w" -o $(abspath $(BIN))/kwok sigs.k8s.io/kwok/cmd/kwok
 
 # Real node end to end as root: containerd + kubelet + kube-proxy + CoreDNS,
 # a pod's logs and exec, a Service by name, the apiserver from a pod through
 # the kubernetes Service, crash recovery, host restored; hollow nodes leave
-# iptables alone (~1 min, plus make build; the first make coredns takes ~8
+# iptables alone (~1 min, plus make build; the first make build-coredns takes ~8
 # min on a busy 2-core machine).
-test-real-nodes: build coredns ## (root) A real node end to end: containerd, kubelet, kube-proxy, CoreDNS (~1 min after build)
+test-real-nodes: build build-coredns ### (root) A real node end to end: containerd, kubelet, CoreDNS (~1 min)
 	FRESHCACHE_REAL_NODES=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/realnode/
 
-test-e2e: build kwok ## Run only the end-to-end test (~3.5 min after make build).
+test-e2e: build build-kwok ### Run only the end-to-end test (~3.5 min after make build).
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # Robustness (lab/test/robustness): 3-member etcd behind fault proxies, two
@@ -199,7 +211,7 @@ REPLAY ?=
 # Re-check a dumped robustness history offline: make test-robustness-replay
 # [REPLAY=<report>/history.json], by default the newest negative control's
 # (seconds; test-robustness ends with it).
-test-robustness-replay: ## Re-check a dumped robustness history offline [REPLAY=<report>/history.json] (seconds)
+test-robustness-replay: ### Re-check a robustness history offline [REPLAY=<dir>/history.json]
 	@h='$(REPLAY)'; h=$${h:-$$(ls -t $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json 2>/dev/null | head -1)}; \
 	if [ -z "$$h" ]; then echo "no $(ROBUSTNESS_REPORTS)/upstream-rv0-*/history.json: run make test-robustness, or pass REPLAY=<report>/history.json" >&2; exit 1; fi; \
 	echo "replaying $$h"; \
@@ -208,13 +220,13 @@ test-robustness-replay: ## Re-check a dumped robustness history offline [REPLAY=
 # Long robustness run: make test-robustness-long DURATION=30m
 # [ROBUSTNESS_RUN=Freshcache]; DURATION per in-process variant, four in turn
 # (~2 h at the default).
-test-robustness-long: ## Long robustness run, DURATION=30m per variant [ROBUSTNESS_RUN=...] (~2 h at the default)
+test-robustness-long: ### Long robustness run, DURATION=30m per variant [ROBUSTNESS_RUN] (~2 h)
 	$(ROBUSTNESS_ENV) ROBUSTNESS_DURATION=$(DURATION) $(GO) -C $(LAB) test -count=1 -timeout 0 -v -run '$(ROBUSTNESS_RUN)' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Robustness over HTTP: two real kube-apiservers (upstream control,
 # freshcache+FreshResourceVersionZero), client-go traffic (~3 min after make
 # build; part of make test).
-test-robustness-apiserver: build ## Robustness over HTTP through two real kube-apiservers (~3 min after make build)
+test-robustness-apiserver: build ### Robustness over HTTP through two real kube-apiservers (~3 min)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Fault heal (lab/test/robustness TestFaultHeal): for upstream's cacher,
@@ -235,14 +247,14 @@ HEAL_STRICT ?=
 HEAL_LOG_DIR ?= $(abspath $(OUT))/fault-heal
 # Fault heal: member 1 cut off and healed under reads, upstream vs
 # freshcache (two variants); writes docs/results/fault-heal.md (~6 min).
-test-fault-heal: build ## A member cut off and healed under reads; writes docs/results/fault-heal.md (~6 min)
+test-fault-heal: build ### An etcd member cut off and healed under reads; docs/results (~6 min)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=$(HEAL_DURATION) HEAL_STRICT=$(HEAL_STRICT) \
 		HEAL_REPORT=$(abspath docs/results/fault-heal.md) HEAL_LOG_DIR=$(HEAL_LOG_DIR) \
 		$(GO) -C $(LAB) test -count=1 -timeout 30m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Fault heal with one cut per implementation, report in _output (~2 min
 # after make build; part of make test).
-test-fault-heal-short: build ## Fault heal, one cut per implementation; report in _output (~2 min after make build)
+test-fault-heal-short: build ### Fault heal, one cut per implementation; report in _output (~2 min)
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) HEAL_DURATION=20s \
 		HEAL_REPORT=$(abspath $(OUT))/fault-heal-short.md HEAL_LOG_DIR=$(HEAL_LOG_DIR)-short \
 		$(GO) -C $(LAB) test -count=1 -timeout 15m -v -run '^TestFaultHeal$$' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
@@ -278,14 +290,14 @@ DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DE
 # kubernetes#59848 on a real kubelet and containerd (root), watch-list on
 # and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials
 # each (~30 min; writes docs/results/demo-59848.md).
-demo-59848: build ## (root) kubernetes#59848 on a real kubelet, 3 trials per mode; docs/results (~30 min)
+demo-59848: build ## (root) kubernetes#59848 replayed on a real kubelet; docs/results (~30 min)
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
 		$(GO) -C $(LAB) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # The discriminating pair on a hollow kubelet: a listing kubelet on upstream
 # (must start the deleted pod) and on freshcache+FreshResourceVersionZero
 # (must not) (~3.5 min after make build; part of make test).
-demo-59848-short: build ## The discriminating #59848 pair on a hollow kubelet (~3.5 min after make build)
+demo-59848-short: build ### The discriminating #59848 pair on a hollow kubelet (~3.5 min)
 	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
 		$(GO) -C $(LAB) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
@@ -306,7 +318,7 @@ E2E_ENV = FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_E2E_SUITE=$(abspath $(
 
 # Build upstream's e2e.test and the ginkgo runner (k8s.io/kubernetes
 # v1.37.2, unchanged) into _output/bin (~30 s with Go's build cache warm).
-e2e-suite: ## Upstream's e2e.test, ginkgo and agnhost into _output/bin (~30 s warm)
+build-e2e-suite: ### Upstream's e2e.test, ginkgo and agnhost into _output/bin (~30 s warm)
 	@mkdir -p $(BIN)
 	cd $(E2E_SUITE_MOD) && $(GO) test -c -ldflags "$(KUBE_LDFLAGS)" -o $(abspath $(BIN))/e2e.test k8s.io/kubernetes/test/e2e
 	cd $(E2E_SUITE_MOD) && $(GO) build -o $(abspath $(BIN))/ginkgo github.com/onsi/ginkgo/v2/ginkgo
@@ -317,7 +329,7 @@ e2e-suite: ## Upstream's e2e.test, ginkgo and agnhost into _output/bin (~30 s wa
 # freshcache+FreshResourceVersionZero; writes
 # docs/results/e2e-conformance.md (~80 min: about 25 min per implementation,
 # 460 tests, 4 ginkgo processes).
-test-conformance: build coredns e2e-suite ## (root) Upstream's e2e, 460 tests on a real node, 3 implementations; docs/results (~80 min)
+test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e2e tests, a real node, 3 caches; docs/results (~80 min)
 	$(E2E_ENV) FRESHCACHE_E2E_REAL_NODE=1 FRESHCACHE_E2E_TIMEOUT=150m FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_CONFORMANCE_IMPLEMENTATIONS) FRESHCACHE_E2E_REPORT=$(E2E_CONFORMANCE_REPORT) \
 		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
 
@@ -325,8 +337,8 @@ test-conformance: build coredns e2e-suite ## (root) Upstream's e2e, 460 tests on
 # Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
 # Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min
-# after make build and e2e-suite; part of make test).
-test-e2e-conformance: build e2e-suite ## Upstream's e2e on freshcache+FreshResourceVersionZero, hollow nodes (~10 min after build)
+# after make build and build-e2e-suite; part of make test).
+test-e2e-conformance: build build-e2e-suite ### Upstream's e2e on freshcache-fresh-rv0 and hollow nodes (~10 min)
 	$(E2E_ENV) FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_IMPLEMENTATIONS) \
 		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestUpstreamConformance ./test/upstreame2e/
 
@@ -341,16 +353,17 @@ verify: fmt lint verify-docs ## gofmt, go vet, golangci-lint and the repository 
 # figure agrees with the docs/results file it comes from, within its
 # tolerance, every figure key is quoted somewhere, and the results index
 # lists exactly the files of docs/results (internal/repotools/figures/doc.go); make
-# help lists every .PHONY target with a text (internal/repotools/makehelp/doc.go).
-verify-docs: ## The repository checks of make verify: docs links and citations, figures, make help (seconds).
+# help or make help-all lists every .PHONY target once, with a text
+# (internal/repotools/makehelp/doc.go).
+verify-docs: ### make verify's repository checks: links, citations, figures, make help
 	FRESHCACHE_VERIFY_DOCS=1 $(GO) test -count=1 -run TestRepository ./internal/repotools/docscheck/ ./internal/repotools/figures/ ./internal/repotools/makehelp/
 
 # After a benchmark rerun: rewrite the marked figures in the docs from
 # docs/results, then check them (internal/repotools/figures).
-figures: ## After a benchmark rerun: rewrite the docs' marked figures from docs/results, then check
+figures: ## After a benchmark rerun: rewrite the docs' marked figures from docs/results
 	$(GO) run ./internal/repotools/figures/cmd/figures -w
 
-fmt: ## gofmt on the source trees, go vet on every module (seconds with warm caches).
+fmt: ### gofmt on the source trees, go vet on every module (seconds warm)
 	@out=$$(gofmt -l cmd internal pkg hack tools $(LAB) $(LIB) 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) -C $(LAB) vet ./...
@@ -363,7 +376,7 @@ $(GOLANGCI_LINT):
 
 # golangci-lint on the root, lab, library and bench modules; installs it
 # into _output/tools first (seconds with warm caches).
-lint: $(GOLANGCI_LINT) ## golangci-lint on every module; installs it into _output/tools first (seconds warm)
+lint: $(GOLANGCI_LINT) ### golangci-lint on every module; installs it in _output/tools (seconds)
 	$(GOLANGCI_LINT) run ./...
 	cd $(LAB) && $(abspath $(GOLANGCI_LINT)) run --config $(abspath .golangci.yml) ./...
 	cd $(LIB) && $(abspath $(GOLANGCI_LINT)) run ./...
@@ -405,7 +418,7 @@ FORCE:
 # docs/results does not keep (bench-full's storage-20k supersedes them):
 # storage level (_output/bench/storage.md) + heap per object at 20,000 pods
 # (_output/bench/memory.md).
-bench: $(BENCH) ## Short storage and heap smoke benchmark into _output/bench (<10 min)
+bench: $(BENCH) ### Short storage and heap smoke benchmark into _output/bench (<10 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) storage $(BENCH_SHORT) --name=storage --out-dir=$(OUT)/bench $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000 --nodes=200 --name=memory --out-dir=$(OUT)/bench
@@ -414,7 +427,7 @@ bench: $(BENCH) ## Short storage and heap smoke benchmark into _output/bench (<1
 # every etcd LIST decodes every pod (~0.8 s of CPU per LIST at 20k pods).
 # Large shapes: storage at 20k/200 and 100k/5000, heap at 20k and 100k,
 # through kube-apiserver (~30 min).
-bench-full: $(BENCH) build ## Storage at 20k/200 and 100k/5000, heap at 20k and 100k; docs/results (~30 min)
+bench-full: $(BENCH) build ## Storage and heap at 20k and 100k pods, apiserver rows; docs/results (~30 min)
 	$(BENCH) storage --pods=20000 --nodes=200 --etcd-scenarios=list-node,get --name=storage-20k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=100000 --nodes=5000 --etcd-scenarios=get --name=storage-100k --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) memory --pods=20000,100000 --nodes=200 --name=memory-full --out-dir=$(BENCH_OUT)
@@ -432,7 +445,7 @@ CONSISTENT_READ_SHAPE := --pods=20000 --nodes=200 --scenarios=list-node,get --et
 
 # Targets at 20k pods/200 nodes, c=32: the consistent-read target shape (3
 # repeats) and the rv=0 parity rows + gate control (~7 min).
-bench-targets: $(BENCH) ## The consistent-read target shape and the rv=0 parity rows at 20k pods (~7 min)
+bench-targets: $(BENCH) ### Consistent-read target shape and rv=0 parity rows at 20k pods (~7 min)
 	$(BENCH) storage $(CONSISTENT_READ_SHAPE) --name=consistent-reads --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node,list-all,list-label,get,watch-fanout --etcd-scenarios=get --concurrency=32 --no-sweep --gate-control=700us,1500us,3ms --name=storage-targets --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
@@ -440,7 +453,7 @@ bench-targets: $(BENCH) ## The consistent-read target shape and the rv=0 parity 
 # process of its own (same cores), as in a real control plane: it separates
 # what the in-process etcd costs the cache's Go runtime from what the
 # protocol does.
-bench-external-etcd: $(BENCH) ## The consistent-read target shape with etcd in its own process (~3 min).
+bench-external-etcd: $(BENCH) ### Consistent-read target shape with etcd in its own process (~3 min)
 	@mkdir -p $(DIAG_OUT)
 	BENCH=$(BENCH) hack/bench-external-etcd.sh $(CONSISTENT_READ_SHAPE) --name=consistent-reads-external-etcd --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
@@ -448,7 +461,7 @@ bench-external-etcd: $(BENCH) ## The consistent-read target shape with etcd in i
 # (clients, caches, harness) to CPU 0: etcd's server half of each fetch
 # leaves the cache's core, as when etcd runs on machines of its own. Every
 # row then has one core, so compare its rows with each other only.
-bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1, the bench on CPU 0 (~2 min)
+bench-etcd-own-core: $(BENCH) ### Consistent-read target shape, etcd on CPU 1, bench on CPU 0 (~2 min)
 	@mkdir -p $(DIAG_OUT)
 	ETCD_CPUS=1 BENCH_CPUS=0 BENCH=$(BENCH) hack/bench-external-etcd.sh $(CONSISTENT_READ_SHAPE) --note="etcd pinned to CPU 1, this process to CPU 0 (taskset; make bench-etcd-own-core)" --name=consistent-reads-etcd-own-core --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
 
@@ -460,7 +473,7 @@ bench-etcd-own-core: $(BENCH) ## The consistent-read target shape, etcd on CPU 1
 TRACE_DIR ?= $(OUT)/traces
 # The consistent-read target shape's LIST rows under execution traces, and
 # where each freshness wait went (~1 min).
-bench-trace: $(BENCH) ## The target shape's LIST rows under execution traces, per-wait breakdown (~1 min)
+bench-trace: $(BENCH) ### The target shape's LIST rows traced: where each wait went (~1 min)
 	@mkdir -p $(DIAG_OUT)
 	rm -rf $(TRACE_DIR)
 	$(BENCH) storage --pods=20000 --nodes=200 --scenarios=list-node --backends=freshcache --rvs=consistent,0,consistent,0,consistent,0 --concurrency=32 --pod-write-rate=0 --lease-write-rate=100 --no-sweep --trace-dir=$(TRACE_DIR) --name=consistent-reads-trace --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
@@ -471,7 +484,7 @@ bench-trace: $(BENCH) ## The target shape's LIST rows under execution traces, pe
 # per op split by part (tools/bench/diag/cpusplit, by freshcache's pprof
 # labels): the fetch chain, the reader's wait, the op, GC.
 PROFILE_DIR ?= $(OUT)/profiles
-bench-cpu-split: $(BENCH) ## The consistent-read target command with a CPU profile per row, split by part (~5 min).
+bench-cpu-split: $(BENCH) ### Consistent-read target shape, CPU per row split by part (~5 min)
 	@mkdir -p $(DIAG_OUT)
 	rm -rf $(PROFILE_DIR)
 	$(BENCH) storage $(CONSISTENT_READ_SHAPE) --cpuprofile-dir=$(PROFILE_DIR) --name=consistent-reads-cpu-split --out-dir=$(DIAG_OUT) $(BENCH_ARGS)
@@ -480,7 +493,7 @@ bench-cpu-split: $(BENCH) ## The consistent-read target command with a CPU profi
 # round trip while 0-64 goroutines burn CPU and park like the benchmark's
 # readers: what Go's network poller adds to any socket round trip, a
 # revision fetch's included, on saturated cores (package netpollfloor).
-bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on busy cores (~1 min).
+bench-netpoll-floor: $(BENCH) ### A socket round trip against a channel one on busy cores (~1 min).
 	@mkdir -p $(DIAG_OUT)
 	$(BENCH) netpoll-floor --out=$(DIAG_OUT)/netpoll-floor.md $(BENCH_ARGS)
 
@@ -492,7 +505,7 @@ bench-netpoll-floor: $(BENCH) ## A socket round trip against a channel one on bu
 HOLLOW_NODES ?= 10,30,60
 # RSS and CPU of hollow nodes at 10, 30 and 60 nodes, idle and under churn
 # (~12 min); writes _output/bench/hollow-nodes.md.
-bench-hollow-nodes: $(BENCH) build ## RSS and CPU of 10, 30 and 60 hollow nodes, idle and under churn (~12 min)
+bench-hollow-nodes: $(BENCH) build ### RSS and CPU of 10, 30, 60 hollow nodes, idle and under churn (~12 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) hollow-nodes --bin-dir=$(BIN) --nodes=$(HOLLOW_NODES) --out=$(OUT)/bench/hollow-nodes.md $(BENCH_ARGS)
 
@@ -522,12 +535,12 @@ CLUSTER_HA_NODES ?= 30
 CLUSTER_SHORT := --nodes=3 --ha-nodes=3 --pods-per-node=10 --replicas-per-deployment=10 --warmup=5s --window=20s --calibration-window=3s --informer-restart=10s
 # Cluster-level A/B: 3 configurations at 10, 50, 75, 100 hollow nodes + HA
 # at 30 (~105 min, quiet machine); writes docs/results/cluster.md.
-bench-cluster: $(BENCH) build ## Cluster A/B at 10-100 hollow nodes + HA at 30; docs/results/cluster.md (~105 min)
+bench-cluster: $(BENCH) build ## Cluster A/B at 10-100 hollow nodes + HA at 30; docs/results (~105 min)
 	$(BENCH) cluster --bin-dir=$(BIN) --nodes=$(CLUSTER_NODES) --ha-nodes=$(CLUSTER_HA_NODES) --repeat=$(CLUSTER_REPEAT) --out=$(BENCH_OUT)/cluster.md $(BENCH_ARGS)
 
 # Cluster-level A/B at 3 hollow nodes, single + HA, short windows (<10 min);
 # writes _output/bench/cluster-short.md.
-bench-cluster-short: $(BENCH) build ## Cluster A/B at 3 hollow nodes, single + HA, short windows; _output/bench (<10 min)
+bench-cluster-short: $(BENCH) build ### Cluster A/B at 3 hollow nodes, single + HA, short windows (<10 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
 
@@ -546,13 +559,13 @@ SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-wi
 # restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md
 # (~3 h here: a 1,000-node cell takes 17-22 min, 10-15 of them starting the
 # pods).
-bench-scale: $(BENCH) build kwok ## Scale A/B on 1,000 kwok nodes with a restart storm, 3x3 cells; docs/results (~3 h)
+bench-scale: $(BENCH) build build-kwok ## Scale A/B on 1,000 kwok nodes, a restart storm, 3x3 cells; docs/results (~3 h)
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=20m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 # Scale A/B on 200 kwok nodes, one cell per configuration, short windows,
 # the same closing line (~12 min here after make build); writes
 # _output/bench/scale-short.md.
-bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell per configuration; _output/bench (~12 min)
+bench-scale-short: $(BENCH) build build-kwok ### Scale A/B on 200 kwok nodes, one cell per configuration (~12 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) scale --bin-dir=$(BIN) $(SCALE_SHORT) --out=$(OUT)/bench/scale-short.md $(BENCH_ARGS)
 
@@ -564,12 +577,12 @@ bench-scale-short: $(BENCH) build kwok ## Scale A/B on 200 kwok nodes, one cell 
 # KEP-2340's shape at 100,000 configmaps of 1 KiB, 1 LIST/s matching
 # nothing, 4 configurations including no watch cache; writes
 # docs/results/kep-2340.md (~10 min here).
-bench-kep-2340: $(BENCH) build ## KEP-2340's shape at 100,000 configmaps, 4 configurations; docs/results (~10 min)
+bench-kep-2340: $(BENCH) build ### KEP-2340's shape, 100,000 configmaps, 4 setups; docs/results (~10 min)
 	$(BENCH) kep-2340 --bin-dir=$(BIN) --out=$(BENCH_OUT)/kep-2340.md $(BENCH_ARGS)
 
 # KEP-2340's shape at 10,000 configmaps, 30 s windows (~3 min); writes
 # _output/bench/kep-2340-short.md.
-bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 30 s windows; _output/bench (~3 min)
+bench-kep-2340-short: $(BENCH) build ### KEP-2340's shape at 10,000 configmaps, 30 s windows (~3 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) kep-2340 --short --bin-dir=$(BIN) --out=$(OUT)/bench/kep-2340-short.md $(BENCH_ARGS)
 
@@ -585,14 +598,14 @@ bench-kep-2340-short: $(BENCH) build ## KEP-2340's shape at 10,000 configmaps, 3
 # 8 clients, a 5 s stall); it writes under _output, never docs.
 # etcd stopped 10 s under consistent LISTs of 50 MB: apiserver/etcd RSS
 # growth, answers, recovery; 5 configurations (~13 min).
-bench-stall: $(BENCH) build ## etcd stopped 10 s under 50 MB consistent LISTs, 5 configurations (~13 min)
+bench-stall: $(BENCH) build ### etcd stopped 10 s under 50 MB consistent LISTs, 5 setups (~13 min)
 	$(BENCH) stall --bin-dir=$(BIN) --out-dir=$(BENCH_OUT) $(BENCH_ARGS)
 
-bench-stall-short: $(BENCH) build ## Smoke run of bench-stall (~4 min); writes _output/bench/stall-short.{md,json}.
+bench-stall-short: $(BENCH) build ### Smoke run of bench-stall into _output/bench (~4 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) stall --short --bin-dir=$(BIN) --out-dir=$(OUT)/bench --name=stall-short $(BENCH_ARGS)
 
-bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and freshcache) on one etcd (~3 min, estimated).
+bench-apiserver: $(BENCH) build ### Two kube-apiservers (upstream, freshcache) on one etcd (~3 min)
 	$(BENCH) apiserver --bin-dir=$(BIN) --name=apiserver --out-dir=$(BENCH_OUT)
 
 # bench-watchlist is the "WatchList over a huge resource" scenario
@@ -608,12 +621,12 @@ bench-apiserver: $(BENCH) build ## Through two kube-apiservers (upstream and fre
 # objects, phases of seconds) that writes under _output, never docs.
 # WatchList over 100,000 configmaps against fresh reads, 3 configurations
 # (~9 min on a busy 2-core machine); writes docs/results/watchlist.md.
-bench-watchlist: $(BENCH) build ## WatchList over 100,000 configmaps against fresh reads; docs/results (~9 min)
+bench-watchlist: $(BENCH) build ### WatchList over 100,000 configmaps, fresh reads; docs/results (~9 min)
 	$(BENCH) watchlist --bin-dir=$(BIN) --out=$(BENCH_OUT)/watchlist.md $(BENCH_ARGS)
 
 # The WatchList scenario at 3,000 objects with short phases (~1.5 min);
 # writes _output/bench/watchlist-short.md.
-bench-watchlist-short: $(BENCH) build ## The WatchList scenario at 3,000 objects, short phases; _output/bench (~1.5 min)
+bench-watchlist-short: $(BENCH) build ### The WatchList scenario at 3,000 objects, short phases (~1.5 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) watchlist --bin-dir=$(BIN) --short --out=$(OUT)/bench/watchlist-short.md $(BENCH_ARGS)
 
@@ -623,7 +636,7 @@ clean: ## Remove build output (keeps nothing under _output).
 .PHONY: kind-up
 # KIND_ARGS, e.g. KIND_ARGS="--ha" or KIND_ARGS="--dry-run"; docs/kind.md.
 KIND_ARGS ?=
-kind-up: ## kind cluster (1+1) on our kube-apiserver, offline after make kind-images (~1 min; KIND_ARGS).
+kind-up: ## A kind cluster (1+1) on our apiserver, after kind-images (~1 min) [KIND_ARGS]
 	APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" hack/kind-up.sh $(KIND_ARGS)
 
 # Offline kind (docs/kind.md, "Building every image here"): the static
@@ -631,11 +644,11 @@ kind-up: ## kind cluster (1+1) on our kube-apiserver, offline after make kind-im
 # modules: tools/kindnode (k8s.io/kubernetes v1.37.2, cri-tools v1.37.0,
 # kind v0.33.0), tools/kindetcd (etcd v3.7.0), tools/kindcontainerd
 # (containerd v2.3.4), tools/coredns, and our kube-apiserver and pause.
-.PHONY: kind-bins kind-images kind-down
+.PHONY: build-kind-bins kind-images kind-down
 KIND_BIN := $(OUT)/kindnode/bin
 KIND_CMDS := kubeadm kubelet kubectl kube-controller-manager kube-scheduler kube-proxy
 CONTAINERD_TAGS := no_aufs no_zfs no_btrfs no_devmapper
-kind-bins: ## Static binaries for the offline kind images (~38 min cold on 2 cores, ~30 s warm).
+build-kind-bins: ### Static binaries for the offline kind images (~38 min cold, ~30 s warm)
 	@mkdir -p $(KIND_BIN)
 	CGO_ENABLED=0 $(GO) -C tools/kindnode build -trimpath -ldflags "-s -w $(KUBE_LDFLAGS)" -o $(abspath $(KIND_BIN))/ $(addprefix k8s.io/kubernetes/cmd/,$(KIND_CMDS))
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(KUBE_LDFLAGS)" -o $(KIND_BIN)/kube-apiserver ./cmd/kube-apiserver
@@ -646,11 +659,21 @@ kind-bins: ## Static binaries for the offline kind images (~38 min cold on 2 cor
 	CGO_ENABLED=0 $(GO) -C $(LAB) build -trimpath -o $(abspath $(KIND_BIN))/pause ./cmd/freshcache-pause
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $(KIND_BIN))/coredns .
 
-kind-images: kind-bins ## Every kind image, offline: Debian, node, kubeadm's, busybox (~45 min cold, ~1 min warm).
+# Every kind image, offline: Debian bookworm (mmdebstrap), the node image,
+# the images kubeadm starts, busybox (hack/kind-images.sh).
+kind-images: build-kind-bins ## Every kind image, built here with no registry (~45 min cold, ~1 min warm)
 	hack/kind-images.sh
 
 # kind-down also removes kind's Docker network "kind" when no container is
 # left on it (kind creates it and never removes it), so the host is as before.
-kind-down: ## Delete the cluster of make kind-up and its empty Docker network (KIND_NAME) (~3-7 s).
+kind-down: ## Delete make kind-up's cluster and its empty Docker network (~3-7 s) [KIND_NAME]
 	$(if $(wildcard $(BIN)/kind),$(BIN)/kind,kind) delete cluster --name $(or $(KIND_NAME),freshcache)
 	@if [ "$$(docker network inspect kind -f '{{len .Containers}}' 2>/dev/null)" = 0 ]; then docker network rm kind >/dev/null && echo "removed Docker network kind"; fi
+
+# The build steps' old names, so that scripts and habits that use them keep
+# working.
+.PHONY: coredns kwok e2e-suite kind-bins
+coredns: build-coredns ### Old name of build-coredns.
+kwok: build-kwok ### Old name of build-kwok.
+e2e-suite: build-e2e-suite ### Old name of build-e2e-suite.
+kind-bins: build-kind-bins ### Old name of build-kind-bins.

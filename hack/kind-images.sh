@@ -5,7 +5,7 @@
 # Usage: hack/kind-images.sh [--rebuild]
 #
 # Needs: Docker, mmdebstrap (Debian's package) and a Debian mirror, the Go
-# module proxy, and the binaries of `make kind-bins` in _output/kindnode/bin.
+# module proxy, and the binaries of `make build-kind-bins` in _output/kindnode/bin.
 # Every image is built here from Debian packages and Go modules: nothing is
 # pulled. A second run reuses every image that exists (--rebuild: none).
 #
@@ -118,7 +118,7 @@ step "debian with iptables ($IPTABLES_IMAGE)" debian_image "$IPTABLES_IMAGE" ipt
 step "node rootfs ($ROOTFS_IMAGE)" debian_image "$ROOTFS_IMAGE" "$NODE_PACKAGES"
 
 for b in kubeadm kubelet kubectl kube-controller-manager kube-scheduler kube-proxy crictl etcd coredns pause containerd ctr containerd-shim-runc-v2; do
-  [[ -x $KIND_BIN/$b ]] || { echo "kind-images.sh: $KIND_BIN/$b missing: run make kind-bins" >&2; exit 1; }
+  [[ -x $KIND_BIN/$b ]] || { echo "kind-images.sh: $KIND_BIN/$b missing: run make build-kind-bins" >&2; exit 1; }
 done
 
 # The names kubeadm v1.37.2 starts its images under.

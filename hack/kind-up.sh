@@ -46,7 +46,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GO=${GO:-go}
 DOCKER=${DOCKER:-docker}
-# kind and kubectl: the ones make kind-bins builds, else the PATH's.
+# kind and kubectl: the ones make build-kind-bins builds, else the PATH's.
 if [[ -z ${KIND:-} ]]; then
   KIND=kind
   [[ -x $ROOT/_output/bin/kind ]] && KIND=$ROOT/_output/bin/kind
@@ -60,7 +60,7 @@ OFFLINE_NODE_BASE=freshcache.local/kind-node-base:${K8S_VERSION}
 OFFLINE_APISERVER_BASE=freshcache.local/kube-apiserver-base:${K8S_VERSION}
 WORKLOAD_IMAGE=${WORKLOAD_IMAGE:-freshcache.local/busybox:1.35.0}
 # APISERVER_LDFLAGS: -ldflags for our kube-apiserver (make kind-up passes
-# the version stamp make kind-bins uses, so Go's cache serves that build).
+# the version stamp make build-kind-bins uses, so Go's cache serves that build).
 APISERVER_LDFLAGS=${APISERVER_LDFLAGS:-}
 APISERVER_IMAGE=${APISERVER_IMAGE:-freshcache.local/kube-apiserver:${K8S_VERSION}-freshcache}
 NODE_IMAGE=${NODE_IMAGE:-freshcache.local/kind-node:${K8S_VERSION}-freshcache}

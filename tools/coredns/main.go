@@ -5,7 +5,7 @@
 // forward, in CoreDNS's own order. Upstream's build links every plugin (clouds' DNS services among
 // them), which would bring their SDKs into this module for nothing.
 //
-// make coredns builds it statically into _output/bin; local-up
+// make build-coredns builds it statically into _output/bin; local-up
 // --real-nodes packs it into registry.k8s.io/coredns/coredns:v1.14.6
 // (lab/pkg/localup/realnode) and deploys it (lab/pkg/localup/coredns.go). It is a
 // module of its own so that the product's go.mod does not carry CoreDNS's

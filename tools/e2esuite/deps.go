@@ -6,7 +6,7 @@
 // The imports are those of upstream's lab/test/e2e/e2e_test.go: go mod tidy
 // keeps only what some package of the main module imports, and a test file
 // of a dependency does not count. The ginkgo CLI is a tool of this module
-// (go.mod's tool block); make e2e-suite builds both into _output/bin.
+// (go.mod's tool block); make build-e2e-suite builds both into _output/bin.
 package e2esuite
 
 import (

@@ -4,13 +4,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestRepository checks the repository's Makefile, and that `make help`
-// prints every .PHONY target. make verify runs it
-// (FRESHCACHE_VERIFY_DOCS=1); a plain go test skips it.
+// and `make help-all` print what Check read, so that together they name
+// every .PHONY target once. make verify runs it (FRESHCACHE_VERIFY_DOCS=1);
+// a plain go test skips it.
 func TestRepository(t *testing.T) {
 	if os.Getenv("FRESHCACHE_VERIFY_DOCS") == "" {
 		t.Skip("set FRESHCACHE_VERIFY_DOCS=1 (make verify) to check the repository's Makefile")
@@ -28,22 +31,38 @@ func TestRepository(t *testing.T) {
 		t.Error(p)
 	}
 
-	// The recipe itself: its output must name every .PHONY target.
-	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("make help: %v", err)
-	}
-	printed := map[string]bool{}
-	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 1 {
-			printed[f[0]] = true
+	// The recipes themselves: their target lines must be the ones Lines
+	// renders from HelpRule's reading, and no line of theirs may be long.
+	listed := Help(makefile)
+	printed := map[string]int{}
+	for _, all := range []bool{false, true} {
+		target := map[bool]string{false: "help", true: "help-all"}[all]
+		cmd := exec.Command("make", "--no-print-directory", "-s", target)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make %s: %v", target, err)
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > MaxLine {
+				t.Errorf("make %s prints a line of %d characters, more than %d: %q", target, n, MaxLine, l)
+			}
+			if strings.HasPrefix(l, "  ") {
+				lines = append(lines, l)
+				printed[strings.Fields(l)[0]]++
+			}
+		}
+		if want := Lines(listed, all); !slices.Equal(lines, want) {
+			t.Errorf("make %s prints\n%s\nbut HelpRule reads the Makefile as\n%s", target, strings.Join(lines, "\n"), strings.Join(want, "\n"))
+		}
+		if !all && len(lines) > MaxEveryday {
+			t.Errorf("make help lists %d targets, more than %d", len(lines), MaxEveryday)
 		}
 	}
 	for _, p := range Phony(makefile) {
-		if !printed[p.Name] {
-			t.Errorf("Makefile:%d: make help does not print %s", p.Line, p.Name)
+		if n := printed[p.Name]; n != 1 {
+			t.Errorf("Makefile:%d: make help and make help-all print %s %d times, not once", p.Line, p.Name, n)
 		}
 	}
 }

@@ -74,11 +74,11 @@ func resolveBinary(flag, given string) (string, error) {
 	case "kube-proxy":
 		hint = ", or --real-node-kube-proxy=false"
 	case "kwok":
-		return "", errors.New("no kwok binary next to local-up or on $PATH; run `make kwok` (tools/kwok), or pass --kwok-nodes=0")
+		return "", errors.New("no kwok binary next to local-up or on $PATH; run `make build-kwok` (tools/kwok), or pass --kwok-nodes=0")
 	case "agnhost":
-		return "", errors.New("no agnhost binary next to local-up or on $PATH; run `make e2e-suite`, or pass --real-node-e2e-images=false")
+		return "", errors.New("no agnhost binary next to local-up or on $PATH; run `make build-e2e-suite`, or pass --real-node-e2e-images=false")
 	case "coredns":
-		return "", errors.New("no coredns binary next to local-up or on $PATH; run `make coredns` (tools/coredns), or pass --real-node-dns=false")
+		return "", errors.New("no coredns binary next to local-up or on $PATH; run `make build-coredns` (tools/coredns), or pass --real-node-dns=false")
 	}
 	return "", fmt.Errorf("no %s binary next to local-up or on $PATH; run `make build` or pass --%s%s", flag, flag, hint)
 }

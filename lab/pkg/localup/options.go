@@ -117,7 +117,7 @@ type Options struct {
 	// Ready, with pods that go Running without running (package
 	// kwoknode); Kwok.Nodes 0 runs none.
 	Kwok kwoknode.Options
-	// KwokBinary is kwok's controller (make kwok); empty means next to
+	// KwokBinary is kwok's controller (make build-kwok); empty means next to
 	// local-up, then $PATH.
 	KwokBinary string
 
@@ -187,15 +187,15 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.RealNodes, "real-nodes", o.RealNodes, "Real nodes beside the hollow ones (0 or 1): containerd, runc and the upstream kubelet, with pods that are real processes (logs and exec work). Needs root; installs containerd, runc, containernetworking-plugins, busybox-static and iptables with apt-get when missing; adds --real-node-ip to lo, a CNI bridge, iptables rules and sysctls, all undone at exit.")
 	fs.StringVar(&o.RealNodeIP, "real-node-ip", o.RealNodeIP, "The real node's InternalIP (IPv4, not loopback), added to lo while local-up runs. The first kube-apiserver also serves on it and advertises it: pods reach it through the kubernetes Service.")
 	fs.BoolVar(&o.RealNodeKubeProxy, "real-node-kube-proxy", o.RealNodeKubeProxy, "Run kube-proxy (iptables mode, as system:kube-proxy) on the real nodes, so Services work from pods and the host.")
-	fs.BoolVar(&o.RealNodeDNS, "real-node-dns", o.RealNodeDNS, "Deploy CoreDNS (Service kube-system/kube-dns at 10.0.0.10) on the real node and make it the real kubelets' cluster DNS; needs --real-node-kube-proxy and the coredns binary (make coredns).")
+	fs.BoolVar(&o.RealNodeDNS, "real-node-dns", o.RealNodeDNS, "Deploy CoreDNS (Service kube-system/kube-dns at 10.0.0.10) on the real node and make it the real kubelets' cluster DNS; needs --real-node-kube-proxy and the coredns binary (make build-coredns).")
 	fs.StringToStringVar(&o.NodeAPIServerOverrides, "node-apiserver-overrides", o.NodeAPIServerOverrides, "Per-node kube-apiserver over --node-apiserver, hollow or real, e.g. hollow-0=2,real-0=1.")
 	fs.StringVar(&o.KubeletBinary, "kubelet", o.KubeletBinary, "Path of the kubelet binary (real nodes). Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.PauseBinary, "freshcache-pause", o.PauseBinary, "Path of the statically linked pause program packed into the real nodes' sandbox image. Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.KubeProxyBinary, "kube-proxy", o.KubeProxyBinary, "Path of the kube-proxy binary (real nodes). Default: next to local-up, then $PATH.")
 	fs.StringVar(&o.CoreDNSBinary, "coredns", o.CoreDNSBinary, "Path of the coredns binary (--real-node-dns). Default: next to local-up, then $PATH.")
-	fs.BoolVar(&o.RealNodeE2EImages, "real-node-e2e-images", o.RealNodeE2EImages, "Also give the real nodes upstream's e2e test image agnhost:2.66.1, built from the agnhost program (make e2e-suite) with Debian's curl and dig (installed when missing).")
+	fs.BoolVar(&o.RealNodeE2EImages, "real-node-e2e-images", o.RealNodeE2EImages, "Also give the real nodes upstream's e2e test image agnhost:2.66.1, built from the agnhost program (make build-e2e-suite) with Debian's curl and dig (installed when missing).")
 	fs.StringVar(&o.AgnhostBinary, "agnhost", o.AgnhostBinary, "Path of the statically linked agnhost binary (--real-node-e2e-images). Default: next to local-up, then $PATH.")
-	fs.IntVar(&o.Kwok.Nodes, "kwok-nodes", o.Kwok.Nodes, fmt.Sprintf("Number of kwok nodes (0 to %d): Node objects that one kwok controller keeps Ready and whose pods it marks Running without running them; no kubelet, so thousands fit. Needs the kwok binary (make kwok).", kwoknode.MaxNodes))
+	fs.IntVar(&o.Kwok.Nodes, "kwok-nodes", o.Kwok.Nodes, fmt.Sprintf("Number of kwok nodes (0 to %d): Node objects that one kwok controller keeps Ready and whose pods it marks Running without running them; no kubelet, so thousands fit. Needs the kwok binary (make build-kwok).", kwoknode.MaxNodes))
 	fs.StringVar(&o.Kwok.NamePrefix, "kwok-node-name-prefix", o.Kwok.NamePrefix, "kwok node i is called <prefix><i>.")
 	fs.DurationVar(&o.Kwok.NodeStatusInterval, "kwok-node-status-interval", o.Kwok.NodeStatusInterval, "How often kwok rewrites each kwok node's status (up to 10% more at random); its Lease is renewed every 10 s regardless, as a kubelet's.")
 	fs.StringVar(&o.KwokBinary, "kwok", o.KwokBinary, "Path of the kwok binary (--kwok-nodes). Default: next to local-up, then $PATH.")

@@ -1,6 +1,6 @@
 // Package kwoknode describes the simulated nodes of local-up --kwok-nodes:
 // Node objects that no kubelet backs, kept alive by one kwok controller
-// (sigs.k8s.io/kwok v0.8.0, built unchanged by make kwok from the nested
+// (sigs.k8s.io/kwok v0.8.0, built unchanged by make build-kwok from the nested
 // module tools/kwok). kwok renews each node's Lease, reports the node
 // Ready, moves the pods bound to it to Running and finishes their
 // deletion, as the stages in Options.Config say; it runs no containers
