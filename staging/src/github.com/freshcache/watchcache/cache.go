@@ -376,7 +376,7 @@ func (c *Cache) buildDriver(untrusted bool) error {
 		o, err := oracle.NewFromFunc(func(ctx context.Context) (int64, error) {
 			rv, err := cfg.Storage.GetCurrentResourceVersion(ctx)
 			return int64(rv), err
-		}, oracle.Options{WriteHold: oracle.GateWriteHold()})
+		}, oracle.Options{})
 		if err != nil {
 			return fmt.Errorf("watchcache: revision oracle: %w", err)
 		}

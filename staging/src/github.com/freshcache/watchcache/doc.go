@@ -25,7 +25,7 @@
 // then watches etcd on the cache's own gRPC stream, and publishes a new
 // snapshot after every etcd revision it has whole (all keys of a
 // transaction). The one other publisher is the catch-up on the ledger of
-// own writes (ledger.go, gate ProgressFromOwnWrites), which moves the
+// own writes (ledger.go, Options.ProgressFromOwnWrites), which moves the
 // unchanged state to a later revision under Cache.mu, as a progress
 // notification would. internal/fanout delivers events to watchers.
 //

@@ -152,13 +152,14 @@ type Options struct {
 	// the gate once, when NewStorageDecorator is called (or in New).
 	RevisionsFromWrites *bool
 
-	// ProgressFromOwnWrites overrides the feature gate of the same name: a
-	// cache behind a read's revision advances to it without a progress
-	// request when every revision in between is one of this process's
-	// writes of another resource (oracle.Ledger). It takes effect only
-	// with RevisionsFromWrites, an Oracle that has a Ledger, and
-	// Config.StoragePrefix set. Nil: read the gate once, when
-	// NewStorageDecorator is called (or in New).
+	// ProgressFromOwnWrites: a cache behind a read's revision advances to
+	// it without a progress request when every revision in between is one
+	// of this process's writes of another resource (oracle.Ledger). It
+	// takes effect only with RevisionsFromWrites, an Oracle that has a
+	// Ledger, and Config.StoragePrefix set. Nil: on. It is an option, not
+	// a feature gate (it won its measurements and is on in every
+	// kube-apiserver), for an embedder whose store breaks the first
+	// assumption below, which must turn it off.
 	//
 	// It assumes that every write through the caches' storage changes one
 	// key in one etcd transaction (upstream's etcd3 store: Create,
@@ -247,7 +248,7 @@ type resolved struct {
 	directEtcdWatch bool
 	// revisionsFromWrites is the RevisionsFromWrites gate.
 	revisionsFromWrites bool
-	// progressFromOwnWrites is the ProgressFromOwnWrites gate.
+	// progressFromOwnWrites is Options.ProgressFromOwnWrites, resolved.
 	progressFromOwnWrites bool
 }
 
@@ -316,7 +317,7 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.detectInconsistency = *o.InconsistencyDetection
 	r.directEtcdWatch = *o.DirectEtcdWatch
 	r.revisionsFromWrites = *o.RevisionsFromWrites
-	r.progressFromOwnWrites = *o.ProgressFromOwnWrites
+	r.progressFromOwnWrites = o.ProgressFromOwnWrites == nil || *o.ProgressFromOwnWrites
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
 	r.shardedLists = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ShardedListAndWatch)
 	return r, nil
@@ -329,8 +330,7 @@ type gateOverride struct {
 }
 
 // gateOverrides is the one table of the gates a cache's Options can
-// override. (HoldReadsForWrites is not here: it belongs to the process's
-// Oracles, oracle.GateWriteHold.)
+// override.
 func (o *Options) gateOverrides() []gateOverride {
 	return []gateOverride{
 		{&o.ConsistentReadsFromCache, func(s features.Set) bool { return s.ConsistentReadsFromCache }},
@@ -338,7 +338,6 @@ func (o *Options) gateOverrides() []gateOverride {
 		{&o.InconsistencyDetection, func(s features.Set) bool { return s.CacheInconsistencyDetection }},
 		{&o.DirectEtcdWatch, func(s features.Set) bool { return s.DirectEtcdWatch }},
 		{&o.RevisionsFromWrites, func(s features.Set) bool { return s.RevisionsFromWrites }},
-		{&o.ProgressFromOwnWrites, func(s features.Set) bool { return s.ProgressFromOwnWrites }},
 	}
 }
 

@@ -73,7 +73,6 @@ func TestGateOverridesResolveOnce(t *testing.T) {
 		{features.CacheInconsistencyDetection, func(o *Options, b *bool) { o.InconsistencyDetection = b }, func(r resolved) bool { return r.detectInconsistency }},
 		{features.DirectEtcdWatch, func(o *Options, b *bool) { o.DirectEtcdWatch = b }, func(r resolved) bool { return r.directEtcdWatch }},
 		{features.RevisionsFromWrites, func(o *Options, b *bool) { o.RevisionsFromWrites = b }, func(r resolved) bool { return r.revisionsFromWrites }},
-		{features.ProgressFromOwnWrites, func(o *Options, b *bool) { o.ProgressFromOwnWrites = b }, func(r resolved) bool { return r.progressFromOwnWrites }},
 	}
 	if n := len((&Options{}).gateOverrides()); n != len(gates) {
 		t.Fatalf("%d overridable gates, the test knows %d", n, len(gates))
@@ -113,5 +112,25 @@ func TestGateOverridesResolveOnce(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// ProgressFromOwnWrites is on unless an embedder turns it off.
+func TestProgressFromOwnWritesDefault(t *testing.T) {
+	off, on := false, true
+	for _, tc := range []struct {
+		name string
+		opt  *bool
+		want bool
+	}{{"nil", nil, true}, {"on", &on, true}, {"off", &off, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Options{ProgressFromOwnWrites: tc.opt}.resolve(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.progressFromOwnWrites != tc.want {
+				t.Fatalf("progressFromOwnWrites = %v, want %v", r.progressFromOwnWrites, tc.want)
+			}
+		})
 	}
 }

@@ -48,27 +48,6 @@ const (
 	// it, so its revision is as good a bound as a fetch's. When off, every
 	// revision comes from a fetch.
 	RevisionsFromWrites featuregate.Feature = "RevisionsFromWrites"
-
-	// HoldReadsForWrites holds a consistent read that finds no revision
-	// fetch in flight for this kube-apiserver's next write, when it writes
-	// often (twice the mean gap between its writes, if that fits in
-	// 20 ms), so that the write's revision answers the read and no fetch
-	// is sent (oracle.Options.WriteHold). It needs RevisionsFromWrites.
-	// Alpha: it sheds etcd reads at 1,000 nodes, but its effect on the
-	// rest of the cluster's work has not been measured side by side yet.
-	HoldReadsForWrites featuregate.Feature = "HoldReadsForWrites"
-
-	// ProgressFromOwnWrites lets a cache that lags the revision a read
-	// waits for catch up without a progress request when every revision
-	// in between is this kube-apiserver's own write of another resource:
-	// the etcd3 store writes one key per transaction, so none of them can
-	// hold an event of the cache's (oracle.Ledger). Any other revision in
-	// between (another apiserver's write, a lease expiry) proves nothing,
-	// and the cache asks etcd for progress as before. It needs
-	// RevisionsFromWrites. Alpha: in three interleaved pairs at 1,000 kwok
-	// nodes it spared about 1,200-1,300 progress requests a window but did
-	// not bring the pod LIST p99 down to upstream's.
-	ProgressFromOwnWrites featuregate.Feature = "ProgressFromOwnWrites"
 )
 
 // introducedIn is the Kubernetes minor version our gates are pinned to, so
@@ -95,12 +74,6 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		RevisionsFromWrites: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
-		HoldReadsForWrites: {
-			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
-		},
-		ProgressFromOwnWrites: {
-			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
-		},
 	}
 }
 
@@ -115,8 +88,6 @@ type Set struct {
 	CacheInconsistencyDetection bool
 	DirectEtcdWatch             bool
 	RevisionsFromWrites         bool
-	HoldReadsForWrites          bool
-	ProgressFromOwnWrites       bool
 }
 
 // Current reads every freshcache gate from k8s.io/apiserver's default
@@ -130,7 +101,5 @@ func Current() Set {
 		CacheInconsistencyDetection: g.Enabled(CacheInconsistencyDetection),
 		DirectEtcdWatch:             g.Enabled(DirectEtcdWatch),
 		RevisionsFromWrites:         g.Enabled(RevisionsFromWrites),
-		HoldReadsForWrites:          g.Enabled(HoldReadsForWrites),
-		ProgressFromOwnWrites:       g.Enabled(ProgressFromOwnWrites),
 	}
 }

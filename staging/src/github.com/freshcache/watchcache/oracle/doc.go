@@ -79,9 +79,9 @@
 // writes one key per transaction, so a cache at revision c that needs R is
 // at R already when every revision in (c, R] is one of those writes, of a
 // key outside the cache's prefix: the cache advances without a progress
-// request (the ProgressFromOwnWrites gate). A revision the ledger lacks
-// (another apiserver's write, a lease expiry, the compactor) proves
-// nothing, and the cache asks etcd as before. Builds with the invariants
+// request (unless the cache's Options.ProgressFromOwnWrites is off). A
+// revision the ledger lacks (another apiserver's write, a lease expiry,
+// the compactor) proves nothing, and the cache asks etcd as before. Builds with the invariants
 // tag can break a Ledger on purpose (Ledger.Break), for the negative
 // controls of the history checks.
 //

@@ -2,16 +2,11 @@ package oracle
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	featuregatetesting "k8s.io/component-base/featuregate/testing"
-
-	"github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/metrics"
 )
 
@@ -230,23 +225,6 @@ func TestNoHoldBehindAFetch(t *testing.T) {
 	}
 	if st := o.Stats(); st.Holds != 0 || st.Fetches != 2 {
 		t.Fatalf("stats %+v", st)
-	}
-}
-
-// The gate decides the hold of the Oracles the apiserver builds: off (the
-// default), never; on, the default bound.
-func TestGateWriteHold(t *testing.T) {
-	for _, on := range []bool{false, true} {
-		t.Run(fmt.Sprint("HoldReadsForWrites=", on), func(t *testing.T) {
-			featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, features.HoldReadsForWrites, on)
-			want := time.Duration(-1)
-			if on {
-				want = 0
-			}
-			if got := GateWriteHold(); got != want {
-				t.Fatalf("GateWriteHold() = %v, want %v", got, want)
-			}
-		})
 	}
 }
 

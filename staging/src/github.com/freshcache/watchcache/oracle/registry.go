@@ -5,11 +5,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/metrics"
 )
 
@@ -77,22 +75,11 @@ func NewRegistry(opts Options) *Registry {
 // shared is built on first use, so that importing the package registers no
 // metrics.
 var shared = sync.OnceValue(func() *Registry {
-	return NewRegistry(Options{Recorder: metrics.NewOracleRecorder(), WriteHold: GateWriteHold()})
+	return NewRegistry(Options{Recorder: metrics.NewOracleRecorder()})
 })
 
-// GateWriteHold is Options.WriteHold as the HoldReadsForWrites gate sets
-// it: the default bound when on, never when off. Read it when building an
-// Oracle, never on a request path.
-func GateWriteHold() time.Duration {
-	if features.Current().HoldReadsForWrites {
-		return 0
-	}
-	return -1
-}
-
 // Shared returns the process-wide registry, built on first use. Its
-// Oracles use the default Options, with the hold as the
-// HoldReadsForWrites gate says at that moment, and record apiserver_freshcache_revision_fetches_total and
+// Oracles use the default Options and record apiserver_freshcache_revision_fetches_total and
 // apiserver_freshcache_reads_per_revision_fetch (metrics.OracleRecorder).
 // Caches in different storage decorators of one apiserver (core,
 // apiextensions, aggregator) find each other's Oracles through it.
