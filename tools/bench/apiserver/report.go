@@ -1,10 +1,8 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
@@ -26,11 +24,7 @@ func (r Report) WriteJSON(path string) error { return report.WriteJSON(path, r) 
 // ReadReport reads a JSON report.
 func ReadReport(path string) (Report, error) {
 	var r Report
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return r, err
-	}
-	err = json.Unmarshal(b, &r)
+	err := report.ReadJSON(path, &r)
 	return r, err
 }
 

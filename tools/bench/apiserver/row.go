@@ -79,18 +79,10 @@ func serverCells(r Row) []string {
 
 // WriteTable prints apiserver rows as an aligned table.
 func WriteTable(w io.Writer, rows []Row) error {
-	return report.WriteAligned(w, serverHeader, serverCellsOf(rows))
+	return report.WriteAligned(w, serverHeader, report.Cells(rows, serverCells))
 }
 
 // writeRowsMarkdown prints apiserver rows as a markdown table.
 func writeRowsMarkdown(w io.Writer, rows []Row) {
-	report.WriteMarkdownTable(w, serverHeader, serverCellsOf(rows), 3)
-}
-
-func serverCellsOf(rows []Row) [][]string {
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		out[i] = serverCells(r)
-	}
-	return out
+	report.WriteMarkdownTable(w, serverHeader, report.Cells(rows, serverCells), 3)
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
 )
@@ -147,7 +148,7 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); row.Churn = runChurn(loadCtx, apis[0].cs, schedule) }()
-	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+	if err := ctxsleep.Sleep(ctx, cfg.Warmup); err != nil {
 		return row, err
 	}
 
@@ -190,7 +191,7 @@ func runCell(ctx context.Context, cfg Config, c cell) (row Row, err error) {
 	go func() {
 		peaks <- peakRSS(rssCtx, append(append([]int(nil), probe.apiPIDs...), probe.etcdPID), time.Second)
 	}()
-	if err := sleepCtx(ctx, time.Until(end)); err != nil {
+	if err := ctxsleep.Sleep(ctx, time.Until(end)); err != nil {
 		return row, err
 	}
 	after, err := probe.sample(ctx)
@@ -268,7 +269,7 @@ func calibrate(ctx context.Context, cfg Config, probe *clusterProbe, target read
 	if err != nil {
 		return idle, nil, err
 	}
-	if err := sleepCtx(ctx, cfg.CalibWindow); err != nil {
+	if err := ctxsleep.Sleep(ctx, cfg.CalibWindow); err != nil {
 		return idle, nil, err
 	}
 	s1, err := probe.sample(ctx)

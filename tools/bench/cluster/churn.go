@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 )
 
 // Kinds of churnAction.
@@ -165,7 +167,7 @@ func runChurn(ctx context.Context, cs kubernetes.Interface, actions []churnActio
 	var res churnResult
 	start := time.Now()
 	for _, a := range actions {
-		if err := sleepCtx(ctx, time.Until(start.Add(a.At))); err != nil {
+		if err := ctxsleep.Sleep(ctx, time.Until(start.Add(a.At))); err != nil {
 			break
 		}
 		var patch string

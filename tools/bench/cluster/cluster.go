@@ -327,14 +327,3 @@ func cellDir(root string, c cell) string {
 	}
 	return filepath.Join(root, name)
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/freshcache/freshcache/lab/pkg/localup"
 	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
@@ -104,7 +105,7 @@ func measure(ctx context.Context, cfg Config, nodes int) (row Row, err error) {
 		controlPIDs = append(controlPIDs, p.PID)
 	}
 
-	if err := sleepCtx(ctx, cfg.Settle); err != nil {
+	if err := ctxsleep.Sleep(ctx, cfg.Settle); err != nil {
 		return row, err
 	}
 	idle, err := sampleWindow(ctx, cfg.Window, nodePIDs, controlPIDs, nil)
@@ -243,17 +244,6 @@ func waitRunning(ctx context.Context, cs kubernetes.Interface, want int, timeout
 			return fmt.Errorf("%d of %d churn pods Running after %s: %w", n, want, timeout, ctx.Err())
 		case <-tick.C:
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

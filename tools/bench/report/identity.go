@@ -115,3 +115,14 @@ func WriteJSON(path string, v any) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
+
+// ReadJSON reads the JSON at path into v, which WriteJSON wrote. Its errors
+// are os.ReadFile's and json.Unmarshal's, unwrapped, so that callers add
+// the context they need.
+func ReadJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}

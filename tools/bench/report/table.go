@@ -20,6 +20,16 @@ func WriteAligned(w io.Writer, header []string, rows [][]string) error {
 	return tw.Flush()
 }
 
+// Cells turns each row into its table cells with cells, in order: the
+// rows argument of WriteAligned and WriteMarkdownTable.
+func Cells[R any](rows []R, cells func(R) []string) [][]string {
+	out := make([][]string, len(rows))
+	for i, r := range rows {
+		out[i] = cells(r)
+	}
+	return out
+}
+
 // WriteMarkdownTable prints header and rows as a markdown table whose
 // columns from firstNumeric up to the last one (a notes column, left
 // aligned) are right-aligned. A cell that is exactly `""` (an empty

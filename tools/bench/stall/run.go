@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
@@ -157,7 +158,7 @@ func runOne(ctx context.Context, cfg Config, name, dir string) (res ConfigResult
 		{cfg.After, nil, &tl.End, "end of observation; draining reads in flight"},
 	}
 	for _, s := range steps {
-		if err := sleepCtx(ctx, s.wait); err != nil {
+		if err := ctxsleep.Sleep(ctx, s.wait); err != nil {
 			readers.finish()
 			return res, err
 		}
@@ -183,19 +184,6 @@ func runOne(ctx context.Context, cfg Config, name, dir string) (res ConfigResult
 	res.Samples, res.Metrics = thinSamples(samples), thinMetrics(metrics)
 	fmt.Fprintf(progress, "# %s: drained at %v\n", name, time.Since(t0).Round(100*time.Millisecond))
 	return res, ctx.Err()
-}
-
-// sleepCtx waits d or until ctx ends: the run's timeline is a schedule,
-// not a condition to wait for.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // refusal finds, in local-up's output, kube-apiserver refusing a flag or

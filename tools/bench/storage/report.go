@@ -1,10 +1,8 @@
 package storage
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -32,11 +30,7 @@ func (r Report) WriteJSON(path string) error { return report.WriteJSON(path, r) 
 // ReadReport reads a JSON report.
 func ReadReport(path string) (Report, error) {
 	var r Report
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return r, err
-	}
-	err = json.Unmarshal(b, &r)
+	err := report.ReadJSON(path, &r)
 	return r, err
 }
 
@@ -120,20 +114,12 @@ func formatRow(r Row) string {
 
 // WriteTable prints rows as an aligned table.
 func WriteTable(w io.Writer, rows []Row) error {
-	return report.WriteAligned(w, rowHeader, cellsOf(rows))
+	return report.WriteAligned(w, rowHeader, report.Cells(rows, rowCells))
 }
 
 // writeRowsMarkdown prints rows as a GitHub markdown table.
 func writeRowsMarkdown(w io.Writer, rows []Row) {
-	report.WriteMarkdownTable(w, rowHeader, cellsOf(rows), 3)
-}
-
-func cellsOf(rows []Row) [][]string {
-	out := make([][]string, len(rows))
-	for i, r := range rows {
-		out[i] = rowCells(r)
-	}
-	return out
+	report.WriteMarkdownTable(w, rowHeader, report.Cells(rows, rowCells), 3)
 }
 
 // headline is one of the storage-level targets (the consistent-read

@@ -230,10 +230,4 @@ func ReadResult(path string) (Result, error) {
 }
 
 // WriteJSON writes r, indented, to path.
-func (r Result) WriteJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
-}
+func (r Result) WriteJSON(path string) error { return report.WriteJSON(path, r) }

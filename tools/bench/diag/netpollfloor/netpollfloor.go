@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 )
 
 // Options shapes one measurement. Zero fields take the defaults below.
@@ -87,7 +89,7 @@ func Measure(ctx context.Context, opts Options) (Result, error) {
 	}
 	defer p.close()
 
-	if err := sleep(ctx, opts.Warmup); err != nil {
+	if err := ctxsleep.Sleep(ctx, opts.Warmup); err != nil {
 		return Result{}, err
 	}
 	tcp := make([]time.Duration, 0, opts.Samples)
@@ -99,22 +101,11 @@ func Measure(ctx context.Context, opts Options) (Result, error) {
 		}
 		tcp = append(tcp, d)
 		ch = append(ch, p.chanRoundTrip())
-		if err := sleep(ctx, opts.Pause); err != nil {
+		if err := ctxsleep.Sleep(ctx, opts.Pause); err != nil {
 			return Result{}, err
 		}
 	}
 	return Result{Options: opts, TCP: quantiles(tcp), Chan: quantiles(ch), Samples: len(tcp)}, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // startLoad starts the gate and the busy goroutines; the returned func
