@@ -3,5 +3,5 @@
 // or the lab. docscheck checks the markdown (links, anchors, section
 // citations); figures computes every figure the docs quote from
 // docs/results and rewrites or checks it; makehelp checks the Makefile's
-// help lines.
+// help lines; repotest is what their repository tests share.
 package repotools

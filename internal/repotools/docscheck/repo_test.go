@@ -2,21 +2,16 @@ package docscheck
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/freshcache/freshcache/internal/repotools/repotest"
 )
 
 // TestRepository checks this repository's tracked files. make verify runs
 // it (FRESHCACHE_VERIFY_DOCS=1); a plain go test skips it, so that the
 // rules hold the docs at verify time and not in every test run.
 func TestRepository(t *testing.T) {
-	if os.Getenv("FRESHCACHE_VERIFY_DOCS") == "" {
-		t.Skip("set FRESHCACHE_VERIFY_DOCS=1 (make verify) to check the repository's docs")
-	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repotest.Root(t, "docs")
 	files, err := TrackedFiles(root)
 	if err != nil {
 		t.Fatal(err)
@@ -25,10 +20,5 @@ func TestRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range problems {
-		t.Error(p)
-	}
-	if len(problems) > 0 {
-		t.Log("internal/repotools/docscheck/doc.go says what each rule wants")
-	}
+	repotest.Report(t, problems, "internal/repotools/docscheck/doc.go says what each rule wants")
 }

@@ -2,10 +2,10 @@ package figures
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/freshcache/freshcache/internal/repotools/docscheck"
+	"github.com/freshcache/freshcache/internal/repotools/repotest"
 )
 
 // TestRepository checks this repository's marked figures against its
@@ -14,13 +14,7 @@ import (
 // (FRESHCACHE_VERIFY_DOCS=1); a plain go test skips it, as docscheck's
 // does.
 func TestRepository(t *testing.T) {
-	if os.Getenv("FRESHCACHE_VERIFY_DOCS") == "" {
-		t.Skip("set FRESHCACHE_VERIFY_DOCS=1 (make verify) to check the repository's figures")
-	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repotest.Root(t, "figures")
 	files, err := docscheck.TrackedFiles(root)
 	if err != nil {
 		t.Fatal(err)

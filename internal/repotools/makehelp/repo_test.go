@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/freshcache/freshcache/internal/repotools/repotest"
 )
 
 // TestRepository checks the repository's Makefile, and that `make help`
@@ -15,13 +17,7 @@ import (
 // every .PHONY target once. make verify runs it (FRESHCACHE_VERIFY_DOCS=1);
 // a plain go test skips it.
 func TestRepository(t *testing.T) {
-	if os.Getenv("FRESHCACHE_VERIFY_DOCS") == "" {
-		t.Skip("set FRESHCACHE_VERIFY_DOCS=1 (make verify) to check the repository's Makefile")
-	}
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repotest.Root(t, "Makefile")
 	b, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
