@@ -10,6 +10,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/freshcache/freshcache/lab/internal/tcptest"
 )
 
 func client(t *testing.T, c *Cluster) *clientv3.Client {
@@ -83,13 +85,9 @@ func TestThreeMembersFormAQuorum(t *testing.T) {
 }
 
 func TestPortInUseIsReported(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := tcptest.Listen(t)
 	port := l.Addr().(*net.TCPAddr).Port
-	_, err = Start(context.Background(), Options{DataDir: t.TempDir(), ClientPorts: []int{port}})
+	_, err := Start(context.Background(), Options{DataDir: t.TempDir(), ClientPorts: []int{port}})
 	if !errors.Is(err, ErrPortInUse) {
 		t.Fatalf("Start on a taken port returned %v, want ErrPortInUse", err)
 	}

@@ -7,39 +7,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/internal/tcptest"
 )
 
 // echoServer answers each line it reads with "echo: " and the line, and
 // closes its side when the client half-closes.
 func echoServer(t *testing.T) net.Listener {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
+	return tcptest.Serve(t, func(c net.Conn) {
+		defer func() { _ = c.Close() }()
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer func() { _ = c.Close() }()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					if _, err := io.WriteString(c, "echo: "+line); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := io.WriteString(c, "echo: "+line); err != nil {
+				return
+			}
 		}
-	}()
-	return ln
+	})
 }
 
 func TestForwarderCarriesBothWays(t *testing.T) {
@@ -87,12 +75,7 @@ func TestForwarderCarriesBothWays(t *testing.T) {
 }
 
 func TestForwarderWithoutTargetClosesTheClient(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
+	dead := tcptest.DeadAddr(t)
 	f, err := startForwarder("127.0.0.1:0", dead)
 	if err != nil {
 		t.Fatal(err)
@@ -137,11 +120,7 @@ func TestForwarderCloseEndsOpenConnections(t *testing.T) {
 }
 
 func TestForwarderRefusesABusyAddress(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = busy.Close() }()
+	busy := tcptest.Listen(t)
 	if _, err := startForwarder(busy.Addr().String(), "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "forwarding") {
 		t.Fatalf("got %v, want an error naming the forward", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/freshcache/freshcache/lab/internal/freeport"
+	"github.com/freshcache/freshcache/lab/internal/tcptest"
 )
 
 // implementations are the watch caches the e2e suite runs against; the
@@ -334,11 +335,7 @@ func TestKubeAPIServerRefusesUnknownImplementation(t *testing.T) {
 }
 
 func TestLocalUpReportsPortInUse(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := tcptest.Listen(t)
 	port := taken.Addr().(*net.TCPAddr).Port
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -401,12 +398,7 @@ func TestLocalUpRefusesBadFlags(t *testing.T) {
 }
 
 func TestLocalUpReportsUnreachableEtcd(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := closed.Addr().String()
-	_ = closed.Close() // nothing listens here any more
+	addr := tcptest.DeadAddr(t)
 	port, err := freeport.Port("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)

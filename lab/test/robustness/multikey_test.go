@@ -2,7 +2,6 @@ package robustness
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/freshcache/freshcache/lab/internal/tcptest"
 	"github.com/freshcache/freshcache/lab/test/robustness/checker"
 	h "github.com/freshcache/freshcache/lab/test/robustness/record"
 )
@@ -356,11 +356,7 @@ func TestDirectWritesAgainstEtcd(t *testing.T) {
 // ports and serves reads.
 func TestStartClusterRetriesATakenPort(t *testing.T) {
 	enabled(t)
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
+	taken := tcptest.Listen(t)
 	first := true
 	pick := func() (string, error) {
 		if first {

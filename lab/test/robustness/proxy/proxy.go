@@ -225,9 +225,16 @@ func (p *Proxy) gate(l *link) bool {
 
 // Block refuses new connections from sender (Everyone: from all) and cuts
 // the live ones.
-func (p *Proxy) Block(sender string) {
+func (p *Proxy) Block(sender string) { p.cut(sender, true) }
+
+// cut closes the live connections from sender (Everyone: all of them) and,
+// with block, refuses sender's new ones from the same moment. The links
+// are closed after the lock is released, so that no close waits under it.
+func (p *Proxy) cut(sender string, block bool) {
 	p.mu.Lock()
-	p.mu.blocked[sender] = true
+	if block {
+		p.mu.blocked[sender] = true
+	}
 	var victims []*link
 	for l := range p.mu.conns {
 		if sender == Everyone || l.from == sender {
@@ -267,17 +274,7 @@ func (p *Proxy) Drop(prob float64) {
 }
 
 // Reset cuts every live connection once; new ones are accepted.
-func (p *Proxy) Reset() {
-	p.mu.Lock()
-	victims := make([]*link, 0, len(p.mu.conns))
-	for l := range p.mu.conns {
-		victims = append(victims, l)
-	}
-	p.mu.Unlock()
-	for _, l := range victims {
-		l.close()
-	}
-}
+func (p *Proxy) Reset() { p.cut(Everyone, false) }
 
 // Heal removes every fault. Connections cut before stay cut.
 func (p *Proxy) Heal() {

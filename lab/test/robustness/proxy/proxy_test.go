@@ -8,26 +8,14 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/internal/tcptest"
 )
 
 // echo serves a TCP echo on loopback until the test ends.
 func echo(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); _ = c.Close() }()
-		}
-	}()
-	return ln.Addr().String()
+	return tcptest.Serve(t, func(c net.Conn) { _, _ = io.Copy(c, c); _ = c.Close() }).Addr().String()
 }
 
 func start(t *testing.T, sniff bool) *Proxy {
