@@ -1,11 +1,11 @@
 package cluster
 
 import (
-	"image/png"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/freshcache/freshcache/tools/bench/report/reporttest"
 )
 
 func TestClusterRatiosAndClosingLine(t *testing.T) {
@@ -178,7 +178,7 @@ func TestClusterReportAndPlots(t *testing.T) {
 	if err != nil || len(plots) != 1 || filepath.Base(plots[0]) != "cluster.png" {
 		t.Fatalf("plots %v, %v", plots, err)
 	}
-	checkPNGs(t, plots)
+	reporttest.CheckPNGs(t, plots)
 	if none, err := Plot([]Row{{Config: Upstream, Nodes: 2}}, dir, "empty", NodesKwok); err != nil || none != nil {
 		t.Errorf("rows with nothing to draw: %v, %v; want no file", none, err)
 	}
@@ -217,20 +217,5 @@ func TestWaitPartsTable(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("no row %q in\n%s", want, b.String())
 		}
-	}
-}
-
-// checkPNGs fails t for each path that is not a PNG.
-func checkPNGs(t *testing.T, paths []string) {
-	t.Helper()
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := png.DecodeConfig(f); err != nil {
-			t.Errorf("%s is not a PNG: %v", p, err)
-		}
-		_ = f.Close()
 	}
 }

@@ -89,11 +89,8 @@ func checkDispatch(t *testing.T, name string, r dispatchResult) {
 // and that the dispatch measurement delivers every event. It asserts on
 // results, never on timings.
 func TestBackendsAgree(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and two pod storages")
-	}
 	shape := Shape{Pods: 300, Nodes: 10, Namespaces: 3}
-	ctx, env := startTestEnv(t, shape, 3*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "two pod storages", shape, 3*time.Minute)
 	built := map[string]*podBackend{}
 	for _, name := range cacheBackends {
 		b, err := env.newPodBackend(ctx, name, time.Minute, "")

@@ -12,11 +12,8 @@ import (
 // they used, and the other backends are left alone. An unknown client is
 // refused.
 func TestHarnessInProcessOracle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and two pod storages")
-	}
 	shape := Shape{Pods: 100, Nodes: 5}
-	ctx, env := startTestEnv(t, shape, 2*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "two pod storages", shape, 2*time.Minute)
 	rows, err := Run(ctx, env, Config{
 		Shape:        shape,
 		Backends:     []string{BackendUpstream, BackendFreshcache},

@@ -20,30 +20,11 @@ import (
 // by part, the parts adding up to the row's cpu ms/op; the report prints
 // the split.
 func TestRunProfilesEachRow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and a pod storage")
-	}
 	shape := Shape{Pods: 400, Nodes: 4}
-	ctx, env := startTestEnv(t, shape, 2*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "a pod storage", shape, 2*time.Minute)
 	dir := t.TempDir()
-	rows, err := Run(ctx, env, Config{
-		Shape:         shape,
-		Backends:      []string{BackendFreshcache},
-		Scenarios:     []string{ScenarioListNode},
-		RVs:           []string{RVConsistent, RVZero},
-		Concurrency:   []int{4},
-		Duration:      time.Second,
-		Warmup:        50 * time.Millisecond,
-		Load:          Load{LeaseWritesPerSec: 50},
-		CPUProfileDir: dir,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"freshcache-list-node-consistent-c4-1.pprof", "freshcache-list-node-0-c4-1.pprof"}
-	if len(rows) != len(want) {
-		t.Fatalf("got %d rows, want %d", len(rows), len(want))
-	}
+	rows := runListNodeRows(ctx, t, env, shape, []string{RVConsistent, RVZero}, 4, func(c *Config) { c.CPUProfileDir = dir }, want)
 	for i, r := range rows {
 		if filepath.Base(r.CPUProfile) != want[i] || filepath.Dir(r.CPUProfile) != dir {
 			t.Errorf("row %d profiled to %q, want %s in %s", i, r.CPUProfile, want[i], dir)

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image/png"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/freshcache/freshcache/lab/pkg/etcdlocal"
+	"github.com/freshcache/freshcache/tools/bench/report/reporttest"
 )
 
 // TestHarnessTinyShape runs every backend and scenario once at a tiny shape
@@ -20,11 +19,8 @@ import (
 // backend, watchers got every event, and the outputs are well-formed. It
 // never looks at how fast anything was.
 func TestHarnessTinyShape(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and three pod storages")
-	}
 	shape := Shape{Pods: 200, Nodes: 10}
-	ctx, env := startTestEnv(t, shape, 3*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "three pod storages", shape, 3*time.Minute)
 
 	cfg := Config{
 		Shape:       shape,
@@ -155,22 +151,7 @@ func TestHarnessTinyShape(t *testing.T) {
 	if len(pngs) != 1 || filepath.Base(pngs[0]) != "tiny.png" {
 		t.Errorf("wrote %v, want one figure, tiny.png", pngs)
 	}
-	checkPNGs(t, pngs)
-}
-
-// checkPNGs fails t for each path that is not a PNG.
-func checkPNGs(t *testing.T, paths []string) {
-	t.Helper()
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := png.DecodeConfig(f); err != nil {
-			t.Errorf("%s is not a PNG: %v", p, err)
-		}
-		_ = f.Close()
-	}
+	reporttest.CheckPNGs(t, pngs)
 }
 
 func TestShapeCounts(t *testing.T) {
@@ -323,6 +304,16 @@ func ptrStr(p *float64) string {
 		return "nil"
 	}
 	return fmt.Sprint(*p)
+}
+
+// startEnvUnlessShort skips t under -short, saying that it starts an
+// embedded etcd and what else (starts), and otherwise is startTestEnv.
+func startEnvUnlessShort(t *testing.T, starts string, shape Shape, within time.Duration) (context.Context, *Env) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts an embedded etcd and " + starts)
+	}
+	return startTestEnv(t, shape, within)
 }
 
 // startTestEnv starts an embedded etcd loaded with shape, and a context that

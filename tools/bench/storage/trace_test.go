@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,11 +22,8 @@ import (
 // revision fetch, never more than one per read. This ties the region names
 // the cache emits to the ones the analysis reads.
 func TestTraceCountsEveryFreshnessWait(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and a pod storage")
-	}
 	shape := Shape{Pods: 100, Nodes: 5}
-	ctx, env := startTestEnv(t, shape, 2*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "a pod storage", shape, 2*time.Minute)
 	b, err := env.newPodBackend(ctx, BackendFreshcache, time.Minute, "")
 	if err != nil {
 		t.Fatal(err)
@@ -92,32 +90,11 @@ func TestTraceCountsEveryFreshnessWait(t *testing.T) {
 // gets its own trace file, named after the row, holding exactly one wait
 // region per consistent op the row counted (the warm-up is not traced).
 func TestRunWritesOneTracePerRow(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an embedded etcd and a pod storage")
-	}
 	shape := Shape{Pods: 100, Nodes: 5}
-	ctx, env := startTestEnv(t, shape, 2*time.Minute)
+	ctx, env := startEnvUnlessShort(t, "a pod storage", shape, 2*time.Minute)
 	dir := t.TempDir()
-	rows, err := Run(ctx, env, Config{
-		Shape:       shape,
-		Backends:    []string{BackendFreshcache},
-		Scenarios:   []string{ScenarioListNode},
-		RVs:         []string{RVConsistent, RVConsistent},
-		Concurrency: []int{2},
-		// Long enough for consistent reads to complete on a busy machine
-		// (see TestHarnessAttachedEtcd).
-		Duration: time.Second,
-		Warmup:   50 * time.Millisecond,
-		Load:     Load{LeaseWritesPerSec: 50},
-		TraceDir: dir,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"freshcache-list-node-consistent-c2-1.trace", "freshcache-list-node-consistent-c2-2.trace"}
-	if len(rows) != len(want) {
-		t.Fatalf("got %d rows, want %d", len(rows), len(want))
-	}
+	rows := runListNodeRows(ctx, t, env, shape, []string{RVConsistent, RVConsistent}, 2, func(c *Config) { c.TraceDir = dir }, want)
 	for i, r := range rows {
 		if filepath.Base(r.Trace) != want[i] || filepath.Dir(r.Trace) != dir {
 			t.Errorf("row %d traced to %q, want %s in %s", i, r.Trace, want[i], dir)
@@ -139,4 +116,32 @@ func TestRunWritesOneTracePerRow(t *testing.T) {
 			t.Errorf("row %d does not say it was traced: %v", i, rowCells(r))
 		}
 	}
+}
+
+// runListNodeRows runs freshcache's LIST by node on env, one row per rv at
+// clients clients, each a second long (long enough for consistent reads to
+// complete on a busy machine; see TestHarnessAttachedEtcd) after a 50 ms
+// warm-up, under 50 lease writes/s; set adds what the test is about to the
+// Config. It fails t unless Run succeeds with one row per name in want.
+func runListNodeRows(ctx context.Context, t *testing.T, env *Env, shape Shape, rvs []string, clients int, set func(*Config), want []string) []Row {
+	t.Helper()
+	cfg := Config{
+		Shape:       shape,
+		Backends:    []string{BackendFreshcache},
+		Scenarios:   []string{ScenarioListNode},
+		RVs:         rvs,
+		Concurrency: []int{clients},
+		Duration:    time.Second,
+		Warmup:      50 * time.Millisecond,
+		Load:        Load{LeaseWritesPerSec: 50},
+	}
+	set(&cfg)
+	rows, err := Run(ctx, env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("got %d rows, want %d", len(rows), len(want))
+	}
+	return rows
 }

@@ -1,0 +1,13 @@
+// Package reporttest holds the checks that the benchmark packages' tests
+// make of a written report, whichever benchmark wrote it.
+//
+// # Who calls it
+//
+// Tests only (it imports testing): storage's and cluster's report tests.
+//
+// # What it guarantees
+//
+// CheckPNGs opens every path it is given and fails the test, naming the
+// file, for each one that is not a PNG; a path that cannot be opened
+// stops the test.
+package reporttest
