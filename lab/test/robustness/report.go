@@ -221,13 +221,3 @@ func gatherMetrics() map[string]float64 {
 	}
 	return out
 }
-
-func diffMetrics(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
-}

@@ -15,6 +15,7 @@ import (
 
 	fcmetrics "github.com/freshcache/watchcache/metrics"
 
+	"github.com/freshcache/freshcache/lab/pkg/counters"
 	"github.com/freshcache/freshcache/lab/test/robustness/checker"
 	"github.com/freshcache/freshcache/lab/test/robustness/record"
 )
@@ -281,7 +282,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 	logf("%s: checking %d ops, %d watch sessions, %d etcd events", cfg.Variant, len(run.Ops), len(run.Sessions), len(run.Truth))
 	report := checker.Check(run, checker.Options{})
 	res := &Result{Run: run, Report: report}
-	res.Summary = summarize(run, report, time.Since(began), diffMetrics(metricsBefore, metricsAfter))
+	res.Summary = summarize(run, report, time.Since(began), counters.Delta(metricsBefore, metricsAfter))
 	return res, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/freshcache/freshcache/lab/internal/scrape"
+	"github.com/freshcache/freshcache/lab/pkg/counters"
 )
 
 // The counters come out of /metrics text as kube-apiserver exposes them,
@@ -41,7 +42,7 @@ func TestLabelAndServedFromCache(t *testing.T) {
 	if got := label(labels, "missing"); got != "" {
 		t.Errorf("missing label = %q", got)
 	}
-	reads := delta(
+	reads := counters.Delta(
 		map[string]float64{"list consistent cache": 3, "get consistent fallback": 1},
 		map[string]float64{"list consistent cache": 10, "get consistent fallback": 1, "watch consistent cache": 2, "get consistent error": 1},
 	)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshcache/freshcache/lab/internal/scrape"
+	"github.com/freshcache/freshcache/lab/pkg/counters"
 	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 )
 
@@ -205,7 +206,7 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 	if err != nil {
 		return nil, fmt.Errorf("%s: /metrics after the run: %w", impl.Name, err)
 	}
-	run.Reads = delta(before, after)
+	run.Reads = counters.Delta(before, after)
 	return run, nil
 }
 
@@ -268,16 +269,6 @@ func label(labels, name string) string {
 		}
 	}
 	return ""
-}
-
-func delta(before, after map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
 
 func tail(b []byte, n int) string {

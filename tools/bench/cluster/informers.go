@@ -50,6 +50,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/freshcache/freshcache/lab/pkg/counters"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
@@ -374,7 +375,7 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 		s.mu.Lock()
 		syncMs := append([]float64(nil), s.syncMs...)
 		s.mu.Unlock()
-		stats := StormChildStats{Informers: n, SyncMs: syncMs, Seconds: time.Since(s.began).Seconds(), Requests: diffCounts(counter.snapshot(), before)}
+		stats := StormChildStats{Informers: n, SyncMs: syncMs, Seconds: time.Since(s.began).Seconds(), Requests: counters.Delta(before, counter.snapshot())}
 		line, err := json.Marshal(stats)
 		if err != nil {
 			return err
@@ -391,17 +392,6 @@ func RunInformerChild(ctx context.Context, cfg InformerChildConfig, stdin io.Rea
 	outMu.Lock()
 	defer outMu.Unlock()
 	return json.NewEncoder(out).Encode(st)
-}
-
-// diffCounts is after less before, keeping the kinds that changed.
-func diffCounts(after, before map[string]int64) map[string]int64 {
-	out := map[string]int64{}
-	for k, v := range after {
-		if d := v - before[k]; d != 0 {
-			out[k] = d
-		}
-	}
-	return out
 }
 
 // status429 is requestCounter's key for pod requests answered 429.

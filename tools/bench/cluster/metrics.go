@@ -14,6 +14,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/freshcache/freshcache/lab/pkg/counters"
 	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/promtext"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
@@ -346,9 +347,9 @@ func diffSamples(before, after clusterSample) windowDelta {
 		EtcdCPUSec:  (after.etcdTicks - before.etcdTicks) / procfs.ClockTicksPerSec,
 		requests:    map[string]quantile.Histogram{},
 		parts:       map[string]quantile.Histogram{},
-		EtcdHandled: subMaps(after.etcd.handled, before.etcd.handled),
+		EtcdHandled: counters.Delta(before.etcd.handled, after.etcd.handled),
 		EtcdWatch:   after.etcd.watchMsgs - before.etcd.watchMsgs,
-		EtcdMVCC:    subMaps(after.etcd.mvcc, before.etcd.mvcc),
+		EtcdMVCC:    counters.Delta(before.etcd.mvcc, after.etcd.mvcc),
 		APIEtcdOps:  map[string]float64{},
 		ProgressBy:  map[string]float64{},
 		Holds:       map[string]float64{},
@@ -374,42 +375,31 @@ func diffSamples(before, after clusterSample) windowDelta {
 				d.parts[k] = d.parts[k].Plus(h.Sub(b.parts[k]))
 			}
 		}
-		for k, v := range subMaps(a.etcdOps, b.etcdOps) {
+		for k, v := range counters.Delta(b.etcdOps, a.etcdOps) {
 			d.APIEtcdOps[k] += v
 		}
 		d.Fetches += a.fetches - b.fetches
 		d.Progress += a.progress - b.progress
 		d.Stalls += a.stalls - b.stalls
-		for k, v := range subMaps(a.progressBy, b.progressBy) {
+		for k, v := range counters.Delta(b.progressBy, a.progressBy) {
 			d.ProgressBy[k] += v
 		}
 		d.FetchSec += a.fetchSec - b.fetchSec
 		d.FetchReads += a.fetchReads - b.fetchReads
 		d.WriteReads += a.writeReads - b.writeReads
-		for k, v := range subMaps(a.holds, b.holds) {
+		for k, v := range counters.Delta(b.holds, a.holds) {
 			d.Holds[k] += v
 		}
-		for k, v := range subMaps(a.completed, b.completed) {
+		for k, v := range counters.Delta(b.completed, a.completed) {
 			d.Completed[k] += v
 		}
 		d.FreshReads += a.freshReads - b.freshReads
 		d.Advances += a.advances - b.advances
-		for k, v := range subMaps(a.rejected, b.rejected) {
+		for k, v := range counters.Delta(b.rejected, a.rejected) {
 			d.Rejected[k] += v
 		}
 	}
 	return d
-}
-
-// subMaps is after-before per key, leaving out keys that did not move.
-func subMaps(after, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if dv := v - before[k]; dv != 0 {
-			out[k] = dv
-		}
-	}
-	return out
 }
 
 // latencyOf is the count, p50 and p99 (ms) of the histograms of keys whose
