@@ -43,6 +43,26 @@ import (
 	"github.com/freshcache/freshcache/tools/bench/cluster"
 )
 
+// subcommands runs each subcommand on the arguments after its name; plot
+// and trace-wait only read files and take no context.
+var subcommands = map[string]func(ctx context.Context, args []string) error{
+	"storage":       runStorage,
+	"memory":        runMemory,
+	"apiserver":     runAPIServer,
+	"plot":          func(_ context.Context, args []string) error { return runPlot(args) },
+	"etcd":          runEtcd,
+	"trace-wait":    func(_ context.Context, args []string) error { return runTraceWait(args) },
+	"netpoll-floor": runNetpollFloor,
+	"hollow-nodes":  runHollowNodes,
+	"kep-2340":      runKEP2340,
+	"scale":         runScale,
+	"cluster":       runCluster,
+	"stall":         runStall,
+	"watchlist":     runWatchList,
+
+	cluster.InformerChildSubcommand: runClusterInformers,
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		usage()
@@ -50,44 +70,17 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
 	switch os.Args[1] {
-	case "storage":
-		err = runStorage(ctx, os.Args[2:])
-	case "memory":
-		err = runMemory(ctx, os.Args[2:])
-	case "apiserver":
-		err = runAPIServer(ctx, os.Args[2:])
-	case "plot":
-		err = runPlot(os.Args[2:])
-	case "etcd":
-		err = runEtcd(ctx, os.Args[2:])
-	case "trace-wait":
-		err = runTraceWait(os.Args[2:])
-	case "netpoll-floor":
-		err = runNetpollFloor(ctx, os.Args[2:])
-	case "hollow-nodes":
-		err = runHollowNodes(ctx, os.Args[2:])
-	case "kep-2340":
-		err = runKEP2340(ctx, os.Args[2:])
-	case "scale":
-		err = runScale(ctx, os.Args[2:])
-	case "cluster":
-		err = runCluster(ctx, os.Args[2:])
-	case "stall":
-		err = runStall(ctx, os.Args[2:])
-	case "watchlist":
-		err = runWatchList(ctx, os.Args[2:])
-	case cluster.InformerChildSubcommand:
-		err = runClusterInformers(ctx, os.Args[2:])
 	case "-h", "--help", "help":
 		usage()
 		return
-	default:
+	}
+	run, ok := subcommands[os.Args[1]]
+	if !ok {
 		usage()
 		os.Exit(2)
 	}
-	if err != nil {
+	if err := run(ctx, os.Args[2:]); err != nil {
 		fmt.Fprintln(os.Stderr, "freshcache-bench:", err)
 		os.Exit(1)
 	}
