@@ -1,6 +1,7 @@
 package watchlist
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -117,33 +118,21 @@ func (c Config) withDefaults() Config {
 	if len(c.Configs) == 0 {
 		c.Configs = d.Configs
 	}
-	setInt := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setInt(&c.Objects, d.Objects)
-	setInt(&c.HugeNamespaces, d.HugeNamespaces)
-	setInt(&c.SmallObjects, d.SmallObjects)
-	setInt(&c.ValueBytes, d.ValueBytes)
-	setInt(&c.LoadWriters, d.LoadWriters)
-	setInt(&c.ReadClients, d.ReadClients)
-	setInt(&c.WatchLists, d.WatchLists)
-	if c.WriteRate == 0 {
-		c.WriteRate = d.WriteRate
-	}
-	setDur := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setDur(&c.Idle, d.Idle)
-	setDur(&c.Warmup, d.Warmup)
-	setDur(&c.Baseline, d.Baseline)
-	setDur(&c.Contended, d.Contended)
-	setDur(&c.Alone, d.Alone)
-	setDur(&c.WatchListTimeout, d.WatchListTimeout)
-	setDur(&c.ReadyTimeout, d.ReadyTimeout)
+	c.Objects = cmp.Or(c.Objects, d.Objects)
+	c.HugeNamespaces = cmp.Or(c.HugeNamespaces, d.HugeNamespaces)
+	c.SmallObjects = cmp.Or(c.SmallObjects, d.SmallObjects)
+	c.ValueBytes = cmp.Or(c.ValueBytes, d.ValueBytes)
+	c.LoadWriters = cmp.Or(c.LoadWriters, d.LoadWriters)
+	c.ReadClients = cmp.Or(c.ReadClients, d.ReadClients)
+	c.WatchLists = cmp.Or(c.WatchLists, d.WatchLists)
+	c.WriteRate = cmp.Or(c.WriteRate, d.WriteRate)
+	c.Idle = cmp.Or(c.Idle, d.Idle)
+	c.Warmup = cmp.Or(c.Warmup, d.Warmup)
+	c.Baseline = cmp.Or(c.Baseline, d.Baseline)
+	c.Contended = cmp.Or(c.Contended, d.Contended)
+	c.Alone = cmp.Or(c.Alone, d.Alone)
+	c.WatchListTimeout = cmp.Or(c.WatchListTimeout, d.WatchListTimeout)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, d.ReadyTimeout)
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
