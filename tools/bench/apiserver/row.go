@@ -62,16 +62,7 @@ func serverCells(r Row) []string {
 	if r.EventsExpected > 0 {
 		notes = append(notes, fmt.Sprintf("%d/%d events", r.EventsDelivered, r.EventsExpected))
 	}
-	if r.WrongCounts > 0 {
-		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
-	}
-	if r.Errors > 0 {
-		e := r.FirstError
-		if len(e) > 80 {
-			e = e[:80] + "..."
-		}
-		notes = append(notes, fmt.Sprintf("%d errors: %s", r.Errors, e))
-	}
+	notes = append(notes, report.FailureNotes(r.WrongCounts, r.Errors, r.FirstError)...)
 	return []string{r.Implementation, r.Operation, r.RV, fmt.Sprint(r.Clients), report.Num(r.OpsPerSec),
 		fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms), fmt.Sprintf("%.3f", r.ServerCPUPerOpMs),
 		fmt.Sprintf("%.2f", r.EtcdPerOp), wait, strings.Join(notes, "; ")}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/freshcache/freshcache/tools/bench/report"
 )
 
 // CostTarget is the cluster the model extrapolates to.
@@ -246,7 +248,7 @@ func modelNodes(rows []Row) int {
 // outlier.
 func medianRepeat(rows []Row) Row {
 	s := slices.Clone(rows)
-	slices.SortStableFunc(s, func(a, b Row) int { return cmpFloat(a.APICPUSec, b.APICPUSec) })
+	slices.SortStableFunc(s, func(a, b Row) int { return report.CompareFloat(a.APICPUSec, b.APICPUSec) })
 	return s[(len(s)-1)/2]
 }
 

@@ -152,6 +152,6 @@ func medianByX(pts plotter.XYs) plotter.XYs {
 	for x, v := range ys {
 		out = append(out, plotter.XY{X: x, Y: quantile.Median(v)})
 	}
-	slices.SortFunc(out, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+	slices.SortFunc(out, func(a, b plotter.XY) int { return report.CompareFloat(a.X, b.X) })
 	return out
 }

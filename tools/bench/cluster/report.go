@@ -208,7 +208,7 @@ func writeClusterFreshness(b *strings.Builder, rows []Row) {
 	for _, r := range mine {
 		var top []string
 		keys := sortedKeys(r.ProgressByResource)
-		slices.SortStableFunc(keys, func(x, y string) int { return cmpFloat(r.ProgressByResource[y], r.ProgressByResource[x]) })
+		slices.SortStableFunc(keys, func(x, y string) int { return report.CompareFloat(r.ProgressByResource[y], r.ProgressByResource[x]) })
 		for _, k := range keys[:min(len(keys), 3)] {
 			top = append(top, fmt.Sprintf("%s %.0f", k, r.ProgressByResource[k]))
 		}
@@ -283,7 +283,7 @@ func writeClusterLatency(b *strings.Builder, rows []Row) {
 		}
 	}
 	keys := sortedKeys(counts)
-	slices.SortStableFunc(keys, func(a, b string) int { return cmpFloat(counts[b], counts[a]) })
+	slices.SortStableFunc(keys, func(a, b string) int { return report.CompareFloat(counts[b], counts[a]) })
 	keys = keys[:min(len(keys), 8)]
 	slices.Sort(keys)
 	b.WriteString("\n## Pod request latency by verb and scope\n\n`apiserver_request_duration_seconds` deltas over the window for pods (every client: kubelets, controllers, scheduler, informers, the benchmark), the apiservers summed; p50 / p99 ms interpolated inside the histogram's buckets (5, 25, 50, 100, 200, 400, 600, 800 ms, 1 s ...), so a p50 under 5 ms only says \"under 5 ms\". Count in parentheses.\n\n")
@@ -429,14 +429,4 @@ func fmtList(v []float64, format string) string {
 		parts[i] = fmt.Sprintf(format, x)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

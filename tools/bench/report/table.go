@@ -68,6 +68,36 @@ func Num(v float64) string {
 	}
 }
 
+// FailureNotes are the notes a row's failures add to its notes column:
+// the ops whose item count was wrong, and the errors with the first one
+// cut to 80 bytes. A row without failures adds none.
+func FailureNotes(wrongCounts, errors int64, firstError string) []string {
+	var notes []string
+	if wrongCounts > 0 {
+		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", wrongCounts))
+	}
+	if errors > 0 {
+		e := firstError
+		if len(e) > 80 {
+			e = e[:80] + "..."
+		}
+		notes = append(notes, fmt.Sprintf("%d errors: %s", errors, e))
+	}
+	return notes
+}
+
+// CompareFloat orders a before b as -1, after as 1, and otherwise (equal,
+// or either NaN) as 0: the comparison the report tables and plots sort by.
+func CompareFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // FirstError keeps the first error message it is given, for the many
 // goroutines of one measured row. Its zero value is ready.
 type FirstError struct {

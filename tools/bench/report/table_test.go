@@ -1,6 +1,8 @@
 package report
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,5 +50,36 @@ func TestFirstError(t *testing.T) {
 	wg.Wait()
 	if f.Get() != "first" {
 		t.Errorf("Get() = %q", f.Get())
+	}
+}
+
+func TestFailureNotes(t *testing.T) {
+	long := strings.Repeat("x", 81)
+	cases := []struct {
+		wrong, errs int64
+		first       string
+		want        []string
+	}{
+		{0, 0, "", nil},
+		{2, 0, "", []string{"WRONG COUNT x2"}},
+		{0, 3, "boom", []string{"3 errors: boom"}},
+		{1, 1, long, []string{"WRONG COUNT x1", "1 errors: " + long[:80] + "..."}},
+	}
+	for _, tc := range cases {
+		if got := FailureNotes(tc.wrong, tc.errs, tc.first); !slices.Equal(got, tc.want) {
+			t.Errorf("FailureNotes(%d, %d, %q) = %q, want %q", tc.wrong, tc.errs, tc.first, got, tc.want)
+		}
+	}
+}
+
+func TestCompareFloat(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		a, b float64
+		want int
+	}{{1, 2, -1}, {2, 1, 1}, {1, 1, 0}, {nan, 1, 0}, {1, nan, 0}} {
+		if got := CompareFloat(tc.a, tc.b); got != tc.want {
+			t.Errorf("CompareFloat(%v, %v) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
 	}
 }

@@ -195,7 +195,7 @@ func Plot(r Report, dir, name string) ([]string, error) {
 				if len(pair.pts) == 0 {
 					continue
 				}
-				slices.SortFunc(pair.pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+				slices.SortFunc(pair.pts, func(a, b plotter.XY) int { return report.CompareFloat(a.X, b.X) })
 				l, s, err := plotter.NewLinePoints(pair.pts)
 				if err != nil {
 					return nil, err
@@ -222,16 +222,6 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		return nil, err
 	}
 	return []string{path}, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // dims lists the backends, scenarios, rv modes and concurrencies present in

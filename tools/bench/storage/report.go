@@ -78,16 +78,7 @@ func rowCells(r Row) []string {
 	if r.CPUProfile != "" {
 		notes = append(notes, "CPU profile: "+filepath.Base(r.CPUProfile))
 	}
-	if r.WrongCounts > 0 {
-		notes = append(notes, fmt.Sprintf("WRONG COUNT x%d", r.WrongCounts))
-	}
-	if r.Errors > 0 {
-		e := r.FirstError
-		if len(e) > 80 {
-			e = e[:80] + "..."
-		}
-		notes = append(notes, fmt.Sprintf("%d errors: %s", r.Errors, e))
-	}
+	notes = append(notes, report.FailureNotes(r.WrongCounts, r.Errors, r.FirstError)...)
 	return []string{
 		r.Backend, r.Scenario, r.RV, fmt.Sprint(r.Concurrency),
 		report.Num(r.OpsPerSec), fmt.Sprintf("%.2f", r.P50Ms), fmt.Sprintf("%.2f", r.P99Ms),
