@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/freshcache/freshcache/lab/internal/errtest"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -67,16 +69,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()
 			tc.mutate(o)
-			errs := o.Validate()
-			if tc.want == "" {
-				if len(errs) != 0 {
-					t.Fatalf("unexpected errors: %v", errs)
-				}
-				return
-			}
-			if len(errs) == 0 || !strings.Contains(errs[0].Error(), tc.want) {
-				t.Fatalf("errors %v, want one containing %q", errs, tc.want)
-			}
+			errtest.WantFirst(t, "Validate()", o.Validate(), tc.want)
 		})
 	}
 }

@@ -1,14 +1,16 @@
 package localup
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/freshcache/freshcache/lab/internal/errtest"
 )
 
 // TestValidateNodeFlags covers the flags of the controllers and the hollow
@@ -69,16 +71,7 @@ func TestValidateNodeFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			o := parse(t, tc.args...)
-			errs := o.Validate()
-			if tc.want == "" {
-				if len(errs) != 0 {
-					t.Fatalf("Validate(%q) = %v, want no error", tc.args, errs)
-				}
-				return
-			}
-			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
-				t.Fatalf("Validate(%q) = %v, want one error containing %q", tc.args, errs, tc.want)
-			}
+			errtest.WantOne(t, fmt.Sprintf("Validate(%q)", tc.args), o.Validate(), tc.want)
 		})
 	}
 }
@@ -181,15 +174,7 @@ func TestResolveBinaries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"--kube-apiserver=" + fake, "--kube-controller-manager=" + fake, "--kube-scheduler=" + fake, "--kubemark=" + fake}, tc.args...)
 			_, err := parse(t, args...).resolveBinaries()
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("resolveBinaries: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("resolveBinaries = %v, want an error containing %q", err, tc.want)
-			}
+			errtest.Want(t, "resolveBinaries", err, tc.want)
 		})
 	}
 }

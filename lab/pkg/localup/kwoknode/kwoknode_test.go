@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/freshcache/freshcache/lab/internal/errtest"
 )
 
 func TestValidate(t *testing.T) {
@@ -31,16 +33,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := NewOptions()
 			tc.change(&o)
-			errs := o.Validate()
-			if tc.want == "" {
-				if len(errs) > 0 {
-					t.Fatalf("Validate() = %v, want no error", errs)
-				}
-				return
-			}
-			if len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) {
-				t.Fatalf("Validate() = %v, want one error containing %q", errs, tc.want)
-			}
+			errtest.WantOne(t, "Validate()", o.Validate(), tc.want)
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/freshcache/freshcache/lab/internal/errtest"
 )
 
 func TestRenderContainerdConfig(t *testing.T) {
@@ -215,16 +217,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := valid()
 			tt.change(&o)
-			err := o.Validate()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("Validate = %v, want an error containing %q", err, tt.want)
-			}
+			errtest.Want(t, "Validate", o.Validate(), tt.want)
 		})
 	}
 }

@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/freshcache/freshcache/lab/internal/errtest"
 )
 
 func TestStateRoundTrip(t *testing.T) {
@@ -71,9 +72,7 @@ func TestLoadStateRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := loadState(dir)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("loadState = %v, want an error containing %q", err, tt.want)
-			}
+			errtest.Want(t, "loadState", err, tt.want)
 		})
 	}
 }
