@@ -62,13 +62,7 @@ func (e *Env) runFanout(ctx context.Context, b *podBackend, cfg Config, rv strin
 	}()
 	for node := range k {
 		for range c {
-			o := &metainternalversion.ListOptions{FieldSelector: nodeSelector(node)}
-			switch rv {
-			case RVZero:
-				o.ResourceVersion = "0"
-			case RVNewest:
-				o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
-			}
+			o := &metainternalversion.ListOptions{FieldSelector: nodeSelector(node), ResourceVersion: e.resourceVersion(rv)}
 			w, err := b.store.Watch(all, o)
 			if err != nil {
 				return row, fmt.Errorf("storage: %s watch (rv %s): %w", b.name, rv, err)

@@ -53,15 +53,23 @@ type opResult struct {
 
 // listOpts builds the ListOptions of a LIST in rv mode.
 func (e *Env) listOpts(rv string) *metainternalversion.ListOptions {
-	o := &metainternalversion.ListOptions{}
-	switch rv {
-	case RVZero:
-		o.ResourceVersion = "0"
-	case RVNewest:
-		o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
+	o := &metainternalversion.ListOptions{ResourceVersion: e.resourceVersion(rv)}
+	if rv == RVNewest {
 		o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan
 	}
 	return o
+}
+
+// resourceVersion is what a LIST, GET or WATCH in rv mode asks for: "0",
+// etcd's newest revision as of now, or "" (a consistent read).
+func (e *Env) resourceVersion(rv string) string {
+	switch rv {
+	case RVZero:
+		return "0"
+	case RVNewest:
+		return strconv.FormatInt(e.lastRevision(), 10)
+	}
+	return ""
 }
 
 func nodeSelector(node int) fields.Selector {
@@ -134,13 +142,7 @@ func (e *Env) op(ctx context.Context, b *podBackend, scenario, rv string, r *ran
 	case ScenarioGet:
 		i := r.IntN(e.Shape.Pods)
 		ns, name := e.Shape.PodKey(i)
-		o := &metav1.GetOptions{}
-		switch rv {
-		case RVZero:
-			o.ResourceVersion = "0"
-		case RVNewest:
-			o.ResourceVersion = strconv.FormatInt(e.lastRevision(), 10)
-		}
+		o := &metav1.GetOptions{ResourceVersion: e.resourceVersion(rv)}
 		obj, err := b.store.Get(genericapirequest.WithNamespace(ctx, ns), name, o)
 		if err != nil {
 			return opResult{}, err
