@@ -222,16 +222,7 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *record.Op) error {
 		if err != nil {
 			return err
 		}
-		rv, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
-		if err != nil {
-			return fmt.Errorf("list RV %q: %w", out.ResourceVersion, err)
-		}
-		op.RV = rv
-		op.Items = make([]record.Item, 0, len(out.Items))
-		for i := range out.Items {
-			p := &out.Items[i]
-			op.Items = append(op.Items, record.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: podRV(p)})
-		}
+		return recordList(op, out.ResourceVersion, out.Items, func(p *corev1.Pod) record.Item { return podItem(p, p.Spec.NodeName) })
 	}
 	return nil
 }

@@ -101,13 +101,7 @@ func (c *client) startLease(ctx context.Context) bool {
 		c.dropLease(ctx, g.ID)
 		return false
 	}
-	call := c.rec.Now()
-	resp, err := cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
-	ret := c.rec.Now()
-	end()
-	for i := range ops {
-		ops[i].Call, ops[i].Return = call, ret
-	}
+	resp, err := c.commit(octx, cli, cmps, then, els, ops, end)
 	l := &lease{id: g.ID, batch: c.batch, cache: c.cur, granted: granted, ops: ops, revokeAt: time.Now().Add(time.Duration(g.TTL)*time.Second + leaseGrace)}
 	switch {
 	case err == nil && resp.Succeeded:

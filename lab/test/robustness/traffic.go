@@ -284,16 +284,7 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *record.
 		if err := s.GetList(ctx, cache.ListKey(), opts, out); err != nil {
 			return err
 		}
-		rv, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
-		if err != nil {
-			return fmt.Errorf("list RV %q: %w", out.ResourceVersion, err)
-		}
-		op.RV = rv
-		op.Items = make([]record.Item, 0, len(out.Items))
-		for i := range out.Items {
-			p := &out.Items[i]
-			op.Items = append(op.Items, record.Item{Name: p.Name, Value: p.Annotations[ValueAnnotation], Node: p.Spec.NodeName, ModRev: rvOf(p)})
-		}
+		return recordList(op, out.ResourceVersion, out.Items, func(p *api.Pod) record.Item { return podItem(p, p.Spec.NodeName) })
 	}
 	return nil
 }
@@ -314,6 +305,29 @@ func readRV(op *record.Op) string {
 		return strconv.FormatInt(op.MinRV, 10)
 	}
 	return ""
+}
+
+// recordList records a LIST's answer in op: the list's revision and one
+// item per pod. The pods are corev1's through kube-apiserver and the
+// internal ones through the storage, hence item.
+func recordList[P any](op *record.Op, listRV string, pods []P, item func(*P) record.Item) error {
+	rv, err := strconv.ParseInt(listRV, 10, 64)
+	if err != nil {
+		return fmt.Errorf("list RV %q: %w", listRV, err)
+	}
+	op.RV = rv
+	op.Items = make([]record.Item, 0, len(pods))
+	for i := range pods {
+		op.Items = append(op.Items, item(&pods[i]))
+	}
+	return nil
+}
+
+// podItem is a listed pod as the record holds it; node is its
+// spec.nodeName, which metav1.Object does not reach.
+func podItem(p metav1.Object, node string) record.Item {
+	v, _ := strconv.ParseInt(p.GetResourceVersion(), 10, 64)
+	return record.Item{Name: p.GetName(), Value: p.GetAnnotations()[ValueAnnotation], Node: node, ModRev: v}
 }
 
 func rvOf(p *api.Pod) int64 {

@@ -106,13 +106,7 @@ func (c *client) txn(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	call := c.rec.Now()
-	resp, err := cli.Txn(octx).If(cmps...).Then(then...).Else(els...).Commit()
-	ret := c.rec.Now()
-	end()
-	for i := range ops {
-		ops[i].Call, ops[i].Return = call, ret
-	}
+	resp, err := c.commit(octx, cli, cmps, then, els, ops, end)
 	switch {
 	case err == nil && resp.Succeeded:
 		c.applied(ops, resp.Header.Revision)
@@ -199,6 +193,20 @@ func updatedBodies(ctx context.Context, cli *clientv3.Client, ops []record.Op) (
 // txnOps builds the transaction of ops: compares, writes (puts attached to
 // lease, if any) and, when a compare fails, a read of every key at the
 // transaction's revision, which says why (failed).
+// commit sends one etcd transaction and stamps every op of it with the
+// call and return times of that one request, in the recorder's clock;
+// end (the watchdog's) runs as soon as the answer is in.
+func (c *client) commit(ctx context.Context, cli *clientv3.Client, cmps []clientv3.Cmp, then, els []clientv3.Op, ops []record.Op, end func()) (*clientv3.TxnResponse, error) {
+	call := c.rec.Now()
+	resp, err := cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	ret := c.rec.Now()
+	end()
+	for i := range ops {
+		ops[i].Call, ops[i].Return = call, ret
+	}
+	return resp, err
+}
+
 func txnOps(ops []record.Op, bodies map[string]string, lease clientv3.LeaseID) (cmps []clientv3.Cmp, then, els []clientv3.Op, err error) {
 	var putOpts []clientv3.OpOption
 	if lease != clientv3.NoLease {
