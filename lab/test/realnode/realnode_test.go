@@ -35,11 +35,7 @@ func TestRealNodeRunsPods(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a real node needs root: sudo make test-real-nodes")
 	}
-	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
-	if binDir == "" {
-		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
-	}
-	dataDir := filepath.Join(binDir, "..", "test-real-nodes")
+	binDir, dataDir := dirs(t, "test-real-nodes")
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 
@@ -120,11 +116,7 @@ func TestHollowNodesLeaveIPTablesAlone(t *testing.T) {
 	if os.Getenv("FRESHCACHE_REAL_NODES") != "1" || os.Geteuid() != 0 {
 		t.Skip("only as root, where a hollow kubelet can change iptables: make test-real-nodes")
 	}
-	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
-	if binDir == "" {
-		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
-	}
-	dataDir := filepath.Join(binDir, "..", "test-hollow-nodes")
+	binDir, dataDir := dirs(t, "test-hollow-nodes")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	iptables := func() [2]string {
@@ -415,4 +407,15 @@ func (k kubectl) run(ctx context.Context, t *testing.T, args ...string) string {
 		t.Fatal(err)
 	}
 	return stdout.String()
+}
+
+// dirs returns make build's bin directory, which make test-real-nodes
+// names in FRESHCACHE_BIN_DIR, and the data directory name beside it.
+func dirs(t *testing.T, name string) (binDir, dataDir string) {
+	t.Helper()
+	binDir = os.Getenv("FRESHCACHE_BIN_DIR")
+	if binDir == "" {
+		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
+	}
+	return binDir, filepath.Join(binDir, "..", name)
 }
