@@ -121,29 +121,27 @@ func (n *Node) imageSpecs() []imageSpec {
 // coreDNSImage is the statically linked CoreDNS alone, as upstream's image
 // (which is distroless) nearly is.
 func coreDNSImage(binary string) (imagetar.Image, error) {
-	data, err := staticBinary(binary)
-	if err != nil {
-		return imagetar.Image{}, err
-	}
-	return imagetar.Image{
-		Ref:        CoreDNSImage,
-		Entrypoint: []string{"/coredns"},
-		Files:      []imagetar.File{{Path: "coredns", Mode: 0o755, Data: data}},
-	}, nil
+	return singleBinaryImage(binary, CoreDNSImage, "coredns", "")
 }
 
 // pauseImage is freshcache-pause alone, run as nobody as upstream's pause
 // image is.
 func pauseImage(binary string) (imagetar.Image, error) {
+	return singleBinaryImage(binary, PauseImage, "pause", "65535:65535")
+}
+
+// singleBinaryImage is an image ref holding only the statically linked
+// binary, as /name, which is its entrypoint, run as user ("" for root).
+func singleBinaryImage(binary, ref, name, user string) (imagetar.Image, error) {
 	data, err := staticBinary(binary)
 	if err != nil {
 		return imagetar.Image{}, err
 	}
 	return imagetar.Image{
-		Ref:        PauseImage,
-		Entrypoint: []string{"/pause"},
-		User:       "65535:65535",
-		Files:      []imagetar.File{{Path: "pause", Mode: 0o755, Data: data}},
+		Ref:        ref,
+		Entrypoint: []string{"/" + name},
+		User:       user,
+		Files:      []imagetar.File{{Path: name, Mode: 0o755, Data: data}},
 	}, nil
 }
 
