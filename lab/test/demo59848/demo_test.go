@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 	"github.com/freshcache/freshcache/lab/pkg/localup"
 )
 
@@ -66,14 +67,8 @@ func TestDemo59848(t *testing.T) {
 	if os.Getenv("FRESHCACHE_DEMO_59848") == "" {
 		t.Skip("set FRESHCACHE_DEMO_59848=1 and FRESHCACHE_BIN_DIR (make demo-59848)")
 	}
-	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
-	if binDir == "" {
-		t.Fatal("FRESHCACHE_BIN_DIR is not set (make demo-59848 sets it)")
-	}
-	out := os.Getenv("DEMO_59848_OUT")
-	if out == "" {
-		out = t.TempDir()
-	}
+	binDir := testenv.Require(t, "FRESHCACHE_BIN_DIR", "FRESHCACHE_BIN_DIR is not set (make demo-59848 sets it)")
+	out := testenv.DirOr(t, "DEMO_59848_OUT")
 	impls := selected(os.Getenv("DEMO_59848_RUN"))            // implementations, comma-separated; empty: all
 	modes := selected(os.Getenv("DEMO_59848_WATCHLIST"))      // on, off or both (empty)
 	trials, err := trialCount(os.Getenv("DEMO_59848_TRIALS")) // per configuration; default 1

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 	"github.com/freshcache/freshcache/lab/pkg/localup"
 	"github.com/freshcache/freshcache/lab/pkg/localup/launch"
 	"github.com/freshcache/freshcache/lab/pkg/localup/realnode"
@@ -413,9 +414,6 @@ func (k kubectl) run(ctx context.Context, t *testing.T, args ...string) string {
 // names in FRESHCACHE_BIN_DIR, and the data directory name beside it.
 func dirs(t *testing.T, name string) (binDir, dataDir string) {
 	t.Helper()
-	binDir = os.Getenv("FRESHCACHE_BIN_DIR")
-	if binDir == "" {
-		t.Fatal("FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
-	}
+	binDir = testenv.Require(t, "FRESHCACHE_BIN_DIR", "FRESHCACHE_BIN_DIR is not set: run make test-real-nodes")
 	return binDir, filepath.Join(binDir, "..", name)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 	"github.com/freshcache/watchcache"
 )
 
@@ -41,10 +42,7 @@ func TestFaultHeal(t *testing.T) {
 		Logf: t.Logf,
 	}
 	base.Cycles = healCycles(t, base)
-	logs := os.Getenv("HEAL_LOG_DIR")
-	if logs == "" {
-		logs = t.TempDir()
-	}
+	logs := testenv.DirOr(t, "HEAL_LOG_DIR")
 	meta := healMeta{When: time.Now(), Commit: gitHead(), Schedule: base.describeSchedule(), Traffic: base.describeTraffic()}
 	var tallies []*healTally
 	for _, impl := range healImplementations {

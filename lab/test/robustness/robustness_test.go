@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshcache/watchcache"
 
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 	"github.com/freshcache/freshcache/lab/test/robustness/checker"
 )
 
@@ -254,10 +255,7 @@ func requireClean(t *testing.T, what string, res *Result, dir string) {
 func kubeAPIServer(t *testing.T) string {
 	t.Helper()
 	enabled(t)
-	dir := os.Getenv("FRESHCACHE_BIN_DIR")
-	if dir == "" {
-		t.Skip("needs the built kube-apiserver: FRESHCACHE_BIN_DIR (make test-robustness-apiserver)")
-	}
+	dir := testenv.Skip(t, "FRESHCACHE_BIN_DIR", "needs the built kube-apiserver: FRESHCACHE_BIN_DIR (make test-robustness-apiserver)")
 	bin := filepath.Join(dir, "kube-apiserver")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("FRESHCACHE_BIN_DIR=%s: %v", dir, err)

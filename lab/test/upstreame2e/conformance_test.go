@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 )
 
 // TestUpstreamConformance runs the selection against each implementation
@@ -20,18 +22,9 @@ import (
 // upstream ran too, if a test that passed on upstream did not pass on a
 // freshcache run. Each run ends with its closing line on stdout.
 func TestUpstreamConformance(t *testing.T) {
-	suiteDir := os.Getenv("FRESHCACHE_E2E_SUITE")
-	if suiteDir == "" {
-		t.Skip("FRESHCACHE_E2E_SUITE is not set (make test-conformance or make test-e2e-conformance set it)")
-	}
-	binDir := os.Getenv("FRESHCACHE_BIN_DIR")
-	if binDir == "" {
-		t.Fatal("FRESHCACHE_BIN_DIR must name make build's _output/bin")
-	}
-	outDir := os.Getenv("FRESHCACHE_E2E_OUT")
-	if outDir == "" {
-		outDir = t.TempDir()
-	}
+	suiteDir := testenv.Skip(t, "FRESHCACHE_E2E_SUITE", "FRESHCACHE_E2E_SUITE is not set (make test-conformance or make test-e2e-conformance set it)")
+	binDir := testenv.Require(t, "FRESHCACHE_BIN_DIR", "FRESHCACHE_BIN_DIR must name make build's _output/bin")
+	outDir := testenv.DirOr(t, "FRESHCACHE_E2E_OUT")
 	names := strings.Split(envOr("FRESHCACHE_E2E_IMPLEMENTATIONS", "freshcache-fresh-rv0"), ",")
 	var impls []Implementation
 	for _, n := range names {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/freshcache/freshcache/lab/internal/testenv"
 	h "github.com/freshcache/freshcache/lab/test/robustness/record"
 )
 
@@ -18,10 +19,7 @@ import (
 // prefix (by call time) that is already not linearizable, ending with the
 // operation that breaks it.
 func TestReplayReport(t *testing.T) {
-	path := os.Getenv("ROBUSTNESS_REPLAY")
-	if path == "" {
-		t.Skip("set ROBUSTNESS_REPLAY to a report's history.json")
-	}
+	path := testenv.Skip(t, "ROBUSTNESS_REPLAY", "set ROBUSTNESS_REPLAY to a report's history.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
