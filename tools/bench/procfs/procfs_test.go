@@ -16,6 +16,10 @@ func TestParseStatTicks(t *testing.T) {
 		{"7 (a b) c)) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 1 1 1", 7, true},
 		{"7 (short) R 1 2", 0, false},
 		{"garbage", 0, false},
+		// The cases of watchlist's former copy of this parser.
+		{"42 (kube-apiserver) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 1000 0 0", 300, true},
+		{"7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 11 22 0 0 20 0 1 0 5 0 0", 33, true},
+		{"7 (x) R 1 7 7 0 -1 0 0 0 0 0 a b 0", 0, false},
 	} {
 		got, ok := parseStatTicks(c.stat)
 		if got != c.want || ok != c.ok {

@@ -7,43 +7,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/procfs"
 )
 
-// CPU and memory of the processes under test, from /proc.
-
-// userHZ is the unit of /proc/<pid>/stat and /proc/stat times: USER_HZ,
-// 100 on every Linux architecture (a kernel ABI constant).
-const userHZ = 100
-
-// procTicks is utime+stime of pid, in clock ticks; ok is false when the
-// process is gone or its stat cannot be parsed.
-func procTicks(pid int) (float64, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	return parseProcStat(string(b))
-}
-
-// parseProcStat reads utime+stime (fields 14 and 15) of a /proc/<pid>/stat
-// line. The command (field 2) is in parentheses and may hold spaces and
-// parentheses itself, so fields are counted after the last ')'.
-func parseProcStat(stat string) (float64, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, false
-	}
-	u, err1 := strconv.ParseFloat(f[11], 64)
-	s, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return u + s, true
-}
+// CPU and memory of the processes under test, from /proc (package
+// procfs; the machine's busy ticks are counted here, without the guest
+// fields that user and nice already hold).
 
 // machineBusyTicks is the busy (all but idle and iowait) ticks of all
 // cores from /proc/stat's "cpu" line.
@@ -75,23 +45,6 @@ func parseMachineStat(stat string) (float64, bool) {
 	return busy, true
 }
 
-// rssMiB is VmRSS of pid in MiB; 0 when unknown.
-func rssMiB(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			if err == nil {
-				return kb / 1024
-			}
-		}
-	}
-	return 0
-}
-
 // cpuSample is the CPU ticks of every party at one instant.
 type cpuSample struct {
 	at                          time.Time
@@ -112,9 +65,9 @@ type cpuProbe struct {
 
 func (p *cpuProbe) sample() cpuSample {
 	s := cpuSample{at: time.Now()}
-	s.apiserver, _ = procTicks(p.apiserverPID)
-	s.etcd, _ = procTicks(p.localUpPID)
-	s.self, _ = procTicks(os.Getpid())
+	s.apiserver = procfs.CPUTicks([]int{p.apiserverPID})
+	s.etcd = procfs.CPUTicks([]int{p.localUpPID})
+	s.self = procfs.CPUTicks([]int{os.Getpid()})
 	s.busy, _ = machineBusyTicks()
 	return s
 }
@@ -124,7 +77,7 @@ func (p *cpuProbe) watchRSS(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		p.notePeak(rssMiB(p.apiserverPID))
+		p.notePeak(procfs.RSSMB(p.apiserverPID))
 		select {
 		case <-ctx.Done():
 			return
@@ -142,7 +95,7 @@ func (p *cpuProbe) notePeak(v float64) {
 // takePeak returns the peak RSS since the last call and starts a new one
 // at the current RSS.
 func (p *cpuProbe) takePeak() float64 {
-	now := rssMiB(p.apiserverPID)
+	now := procfs.RSSMB(p.apiserverPID)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	peak := max(p.mu.peakRSS, now)
@@ -156,7 +109,7 @@ func cpuStats(before, after cpuSample) CPUStats {
 	if secs <= 0 {
 		return CPUStats{}
 	}
-	cores := func(a, b float64) float64 { return (b - a) / userHZ / secs }
+	cores := func(a, b float64) float64 { return (b - a) / procfs.ClockTicksPerSec / secs }
 	c := CPUStats{
 		APIServer: cores(before.apiserver, after.apiserver),
 		Etcd:      cores(before.etcd, after.etcd),

@@ -6,27 +6,6 @@ import (
 	"time"
 )
 
-func TestParseProcStat(t *testing.T) {
-	for name, tc := range map[string]struct {
-		stat   string
-		want   float64
-		wantOK bool
-	}{
-		"plain": {"42 (kube-apiserver) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 1000 0 0", 300, true},
-		// A command may hold spaces and parentheses; fields count from
-		// the last ')'.
-		"odd command": {"7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 11 22 0 0 20 0 1 0 5 0 0", 33, true},
-		"truncated":   {"7 (x) R 1 7", 0, false},
-		"no command":  {"garbage", 0, false},
-		"not numbers": {"7 (x) R 1 7 7 0 -1 0 0 0 0 0 a b 0", 0, false},
-	} {
-		got, ok := parseProcStat(tc.stat)
-		if ok != tc.wantOK || got != tc.want {
-			t.Errorf("%s: got %v, %v; want %v, %v", name, got, ok, tc.want, tc.wantOK)
-		}
-	}
-}
-
 func TestParseMachineStat(t *testing.T) {
 	// user nice system idle iowait irq softirq steal guest guest_nice
 	got, ok := parseMachineStat("cpu  100 5 50 1000 20 1 2 3 40 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n")
