@@ -56,14 +56,7 @@ func TestMergeFilesKeepsFirst(t *testing.T) {
 // A host program comes with the loader and libc it needs, at the paths the
 // loader looks for them, relative to the image's root.
 func TestHostProgramCarriesItsLibraries(t *testing.T) {
-	sh, err := exec.LookPath("ls")
-	if err != nil {
-		t.Skip("no ls here")
-	}
-	files, err := hostProgram(sh, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sh, files := hostLs(t, "")
 	var libc, loader bool
 	for _, f := range files {
 		if strings.HasPrefix(f.Path, "/") || len(f.Data) == 0 {
@@ -78,14 +71,7 @@ func TestHostProgramCarriesItsLibraries(t *testing.T) {
 }
 
 func TestHostProgramAtAnotherPath(t *testing.T) {
-	ls, err := exec.LookPath("ls")
-	if err != nil {
-		t.Skip("no ls here")
-	}
-	files, err := hostProgram(ls, "/usr/bin/dir")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, files := hostLs(t, "/usr/bin/dir")
 	if files[0].Path != "usr/bin/dir" || len(files[0].Data) == 0 {
 		t.Fatalf("first file %q (%d bytes), want usr/bin/dir with ls's content", files[0].Path, len(files[0].Data))
 	}
@@ -123,4 +109,19 @@ func TestLocalhostPairIsKept(t *testing.T) {
 	if err := cert.VerifyHostname("localhost"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hostLs is the path of this host's ls and hostProgram of it, placed at
+// at ("": where the host has it); it skips t where there is no ls.
+func hostLs(t *testing.T, at string) (string, []imagetar.File) {
+	t.Helper()
+	ls, err := exec.LookPath("ls")
+	if err != nil {
+		t.Skip("no ls here")
+	}
+	files, err := hostProgram(ls, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls, files
 }

@@ -28,6 +28,18 @@ func start(t *testing.T, sniff bool) *Proxy {
 	return p
 }
 
+// startWarm starts a proxy that does not sniff and dials it, and fails t
+// unless line makes the round trip through it.
+func startWarm(t *testing.T, line string) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
+	p := start(t, false)
+	c, r := dial(t, p, "")
+	if _, err := roundTrip(c, r, line); err != nil {
+		t.Fatal(err)
+	}
+	return p, c, r
+}
+
 func dial(t *testing.T, p *Proxy, head string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.Dial("tcp", p.Addr())
@@ -75,11 +87,7 @@ func TestForwardsUntilBlocked(t *testing.T) {
 }
 
 func TestStallHoldsBytesWithoutClosing(t *testing.T) {
-	p := start(t, false)
-	c, r := dial(t, p, "")
-	if _, err := roundTrip(c, r, "warm"); err != nil {
-		t.Fatal(err)
-	}
+	p, c, r := startWarm(t, "warm")
 	p.Stall()
 	if _, err := io.WriteString(c, "held\n"); err != nil {
 		t.Fatal(err)
@@ -98,11 +106,7 @@ func TestStallHoldsBytesWithoutClosing(t *testing.T) {
 }
 
 func TestResetCutsLiveConnectionsOnly(t *testing.T) {
-	p := start(t, false)
-	c, r := dial(t, p, "")
-	if _, err := roundTrip(c, r, "a"); err != nil {
-		t.Fatal(err)
-	}
+	p, c, r := startWarm(t, "a")
 	p.Reset()
 	if _, err := roundTrip(c, r, "b"); err == nil {
 		t.Fatal("connection survived Reset")
