@@ -158,16 +158,7 @@ func (c *client) next() record.Op {
 	case n < 15:
 		op.Kind, op.Name, op.Node = record.Create, name, nodeName(c.rng.IntN(c.tr.Nodes))
 		op.Value = c.value()
-	case n < 35:
-		pre, ok := c.known[name]
-		if !ok {
-			read(record.Get)
-			op.Name = name
-			break
-		}
-		op.Kind, op.Name, op.PreRV = record.Update, name, pre
-		op.Value = c.value()
-	case n < 45:
+	case n < 45: // an update below 35, a delete from there
 		pre, ok := c.known[name]
 		if !ok {
 			read(record.Get)
@@ -175,6 +166,10 @@ func (c *client) next() record.Op {
 			break
 		}
 		op.Kind, op.Name, op.PreRV = record.Delete, name, pre
+		if n < 35 {
+			op.Kind = record.Update
+			op.Value = c.value()
+		}
 	case n < 65:
 		read(record.Get)
 		op.Name = name

@@ -134,21 +134,14 @@ func step(s keyState, i keyInput, o keyOutput) (bool, keyState) {
 		default:
 			return true, s
 		}
-	case record.Update:
+	case record.Update, record.Delete:
 		switch {
 		case o.Out == record.OK:
-			return matches && o.RV > s.ModRev, keyState{Exists: true, Value: i.Value, Node: s.Node, ModRev: o.RV}
-		case o.Reason == record.ReasonNotFound:
-			return !s.Exists, s
-		case o.Reason == record.ReasonConflict:
-			return s.Exists && !matches, s
-		default:
-			return true, s
-		}
-	case record.Delete:
-		switch {
-		case o.Out == record.OK:
-			return matches && o.RV > s.ModRev, keyState{ModRev: o.RV}
+			next := keyState{ModRev: o.RV} // deleted: only the revision stays
+			if i.Kind == record.Update {
+				next = keyState{Exists: true, Value: i.Value, Node: s.Node, ModRev: o.RV}
+			}
+			return matches && o.RV > s.ModRev, next
 		case o.Reason == record.ReasonNotFound:
 			return !s.Exists, s
 		case o.Reason == record.ReasonConflict:
