@@ -182,14 +182,14 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *record.Op) error {
 		if err != nil {
 			return err
 		}
-		op.RV = podRV(out)
+		op.RV = modRev(out)
 	case record.Update:
 		patch := fmt.Sprintf(`{"metadata":{"resourceVersion":%q,"annotations":{%q:%q}}}`, strconv.FormatInt(op.PreRV, 10), ValueAnnotation, op.Value)
 		out, err := pods.Patch(ctx, op.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		if err != nil {
 			return err
 		}
-		op.RV = podRV(out)
+		op.RV = modRev(out)
 	case record.Delete:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		zero := int64(0)
@@ -200,16 +200,10 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *record.Op) error {
 		if err := c.CoreV1().RESTClient().Delete().Namespace(Namespace).Resource("pods").Name(op.Name).Body(&opts).Do(ctx).Into(out); err != nil {
 			return err
 		}
-		op.RV = podRV(out)
+		op.RV = modRev(out)
 	case record.Get:
 		out, err := pods.Get(ctx, op.Name, metav1.GetOptions{ResourceVersion: readRV(op)})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		op.Found, op.Got, op.RV = true, out.Annotations[ValueAnnotation], podRV(out)
+		return recordGot(op, out, err, apierrors.IsNotFound)
 	case record.List:
 		opts := metav1.ListOptions{ResourceVersion: readRV(op)}
 		if op.Node != "" {
@@ -225,11 +219,6 @@ func (s *KubeAPIServer) Do(ctx context.Context, op *record.Op) error {
 		return recordList(op, out.ResourceVersion, out.Items, func(p *corev1.Pod) record.Item { return podItem(p, p.Spec.NodeName) })
 	}
 	return nil
-}
-
-func podRV(p *corev1.Pod) int64 {
-	v, _ := strconv.ParseInt(p.ResourceVersion, 10, 64)
-	return v
 }
 
 // Watch implements API. The server-side timeout follows ctx's deadline, so

@@ -228,7 +228,7 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *record.
 		if err := s.Create(ctx, cache.Key(op.Name), newPod(op.Name, op.Node, op.Value), out, 0); err != nil {
 			return err
 		}
-		op.RV = rvOf(out)
+		op.RV = modRev(out)
 	case record.Update:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		out := &api.Pod{}
@@ -244,24 +244,18 @@ func execute(ctx context.Context, s storage.Interface, cache *Cache, op *record.
 		if err != nil {
 			return err
 		}
-		op.RV = rvOf(out)
+		op.RV = modRev(out)
 	case record.Delete:
 		pre := strconv.FormatInt(op.PreRV, 10)
 		out := &api.Pod{}
 		if err := s.Delete(ctx, cache.Key(op.Name), out, &storage.Preconditions{ResourceVersion: &pre}, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{}); err != nil {
 			return err
 		}
-		op.RV = rvOf(out)
+		op.RV = modRev(out)
 	case record.Get:
 		out := &api.Pod{}
 		err := s.Get(ctx, cache.Key(op.Name), storage.GetOptions{ResourceVersion: readRV(op)}, out)
-		if storage.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		op.Found, op.Got, op.RV = true, out.Annotations[ValueAnnotation], rvOf(out)
+		return recordGot(op, out, err, storage.IsNotFound)
 	case record.List:
 		field := fields.Everything()
 		if op.Node != "" {
@@ -321,13 +315,26 @@ func recordList[P any](op *record.Op, listRV string, pods []P, item func(*P) rec
 // podItem is a listed pod as the record holds it; node is its
 // spec.nodeName, which metav1.Object does not reach.
 func podItem(p metav1.Object, node string) record.Item {
-	v, _ := strconv.ParseInt(p.GetResourceVersion(), 10, 64)
-	return record.Item{Name: p.GetName(), Value: p.GetAnnotations()[ValueAnnotation], Node: node, ModRev: v}
+	return record.Item{Name: p.GetName(), Value: p.GetAnnotations()[ValueAnnotation], Node: node, ModRev: modRev(p)}
 }
 
-func rvOf(p *api.Pod) int64 {
-	v, _ := strconv.ParseInt(p.ResourceVersion, 10, 64)
+// modRev is the pod's modRevision: its resourceVersion, 0 when unset.
+func modRev(p metav1.Object) int64 {
+	v, _ := strconv.ParseInt(p.GetResourceVersion(), 10, 64)
 	return v
+}
+
+// recordGot records a GET's answer in op: found, with its value and
+// modRevision, unless isNotFound(err), which leaves op not found.
+func recordGot(op *record.Op, p metav1.Object, err error, isNotFound func(error) bool) error {
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	op.Found, op.Got, op.RV = true, p.GetAnnotations()[ValueAnnotation], modRev(p)
+	return nil
 }
 
 // classify turns err into the op's outcome. Definite answers (exists,
