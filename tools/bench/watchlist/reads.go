@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -38,38 +40,46 @@ func newReaders(small int) *readers {
 	consistent := metav1.GetOptions{ResourceVersion: ""}
 	list := metav1.ListOptions{ResourceVersion: ""}
 	r.kinds = map[string]readFunc{
-		ReadGetSecret: func(ctx context.Context, cs kubernetes.Interface, rnd *rand.Rand) error {
-			name := smallName(rnd.IntN(small))
-			s, err := cs.CoreV1().Secrets(smallNamespace).Get(ctx, name, consistent)
-			if err == nil && s.Name != name {
-				err = fmt.Errorf("GET %s answered %s", name, s.Name)
-			}
-			return err
-		},
-		ReadListSecrets: func(ctx context.Context, cs kubernetes.Interface, _ *rand.Rand) error {
-			l, err := cs.CoreV1().Secrets(smallNamespace).List(ctx, list)
-			if err == nil && len(l.Items) != small {
-				err = fmt.Errorf("LIST answered %d secrets, want %d", len(l.Items), small)
-			}
-			return err
-		},
-		ReadGetConfigMap: func(ctx context.Context, cs kubernetes.Interface, rnd *rand.Rand) error {
-			name := smallName(rnd.IntN(small))
-			c, err := cs.CoreV1().ConfigMaps(smallNamespace).Get(ctx, name, consistent)
-			if err == nil && c.Name != name {
-				err = fmt.Errorf("GET %s answered %s", name, c.Name)
-			}
-			return err
-		},
-		ReadListConfigMap: func(ctx context.Context, cs kubernetes.Interface, _ *rand.Rand) error {
-			l, err := cs.CoreV1().ConfigMaps(smallNamespace).List(ctx, list)
-			if err == nil && len(l.Items) != small {
-				err = fmt.Errorf("LIST answered %d configmaps, want %d", len(l.Items), small)
-			}
-			return err
-		},
+		ReadGetSecret: getSmall(small, func(ctx context.Context, cs kubernetes.Interface, name string) (metav1.Object, error) {
+			return cs.CoreV1().Secrets(smallNamespace).Get(ctx, name, consistent)
+		}),
+		ReadListSecrets: listSmall(small, "secrets", func(ctx context.Context, cs kubernetes.Interface) (runtime.Object, error) {
+			return cs.CoreV1().Secrets(smallNamespace).List(ctx, list)
+		}),
+		ReadGetConfigMap: getSmall(small, func(ctx context.Context, cs kubernetes.Interface, name string) (metav1.Object, error) {
+			return cs.CoreV1().ConfigMaps(smallNamespace).Get(ctx, name, consistent)
+		}),
+		ReadListConfigMap: listSmall(small, "configmaps", func(ctx context.Context, cs kubernetes.Interface) (runtime.Object, error) {
+			return cs.CoreV1().ConfigMaps(smallNamespace).List(ctx, list)
+		}),
 	}
 	return r
+}
+
+// getSmall is the read of one random object of the small namespace, with
+// get; an answer naming another object is an error.
+func getSmall(small int, get func(ctx context.Context, cs kubernetes.Interface, name string) (metav1.Object, error)) readFunc {
+	return func(ctx context.Context, cs kubernetes.Interface, rnd *rand.Rand) error {
+		name := smallName(rnd.IntN(small))
+		o, err := get(ctx, cs, name)
+		if err == nil && o.GetName() != name {
+			err = fmt.Errorf("GET %s answered %s", name, o.GetName())
+		}
+		return err
+	}
+}
+
+// listSmall is the LIST of one kind (plural, for the error) of the small
+// namespace, with list; an answer without exactly small items is an
+// error.
+func listSmall(small int, kind string, list func(ctx context.Context, cs kubernetes.Interface) (runtime.Object, error)) readFunc {
+	return func(ctx context.Context, cs kubernetes.Interface, _ *rand.Rand) error {
+		l, err := list(ctx, cs)
+		if err == nil && meta.LenList(l) != small {
+			err = fmt.Errorf("LIST answered %d %s, want %d", meta.LenList(l), kind, small)
+		}
+		return err
+	}
 }
 
 // readClient is one closed loop's connection.

@@ -1,8 +1,16 @@
 package watchlist
 
 import (
+	"context"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestReadStatsCountCutReadsAsLowerBounds(t *testing.T) {
@@ -31,5 +39,30 @@ func TestReadStatsCountCutReadsAsLowerBounds(t *testing.T) {
 	}
 	if e := got[1]; e.Ops != 0 || e.P99Ms != 0 || e.OpsPerSec != 0 {
 		t.Fatalf("a kind without reads: %+v", e)
+	}
+}
+
+// TestReadsCheckTheirAnswers runs every read kind against a fake server
+// holding the small namespace, then against one holding an object too
+// few: the GETs still find theirs, the LISTs count wrong.
+func TestReadsCheckTheirAnswers(t *testing.T) {
+	const small = 2
+	var objs []runtime.Object
+	for i := range small {
+		meta := metav1.ObjectMeta{Namespace: smallNamespace, Name: smallName(i)}
+		objs = append(objs, &corev1.Secret{ObjectMeta: meta}, &corev1.ConfigMap{ObjectMeta: meta})
+	}
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for kind, read := range newReaders(small).kinds {
+		if err := read(ctx, fake.NewClientset(objs...), rnd); err != nil {
+			t.Errorf("%s on the full namespace: %v", kind, err)
+		}
+	}
+	for kind, read := range newReaders(small + 1).kinds {
+		err := read(ctx, fake.NewClientset(objs...), rand.New(rand.NewPCG(0, 0)))
+		if strings.HasPrefix(kind, "LIST") && (err == nil || !strings.Contains(err.Error(), "LIST answered 2 ")) {
+			t.Errorf("%s with an object missing: %v, want a wrong count", kind, err)
+		}
 	}
 }
