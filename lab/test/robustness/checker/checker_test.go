@@ -240,10 +240,10 @@ func TestUnexplainedWriteIsReported(t *testing.T) {
 	expectOnly(t, check(t, run), NothingLost, Linearizability)
 }
 
-// kube-apiserver deletes a pod in two writes (mark, then delete), both
-// inside the client's DELETE; reads may see the marked version.
-func TestTwoStepDeleteIsOneOperation(t *testing.T) {
-	run := goodRun()
+// deleteBInTwoSteps rewrites goodRun's truth as kube-apiserver deletes b:
+// rev 5 only marks it (same value, a new modRevision) and b is deleted
+// for good at rev 7. The truth is no longer taken as contiguous.
+func deleteBInTwoSteps(run *h.Run) {
 	run.ContiguousTruth = false
 	for i := range run.Truth {
 		if run.Truth[i].Rev == 5 {
@@ -251,6 +251,13 @@ func TestTwoStepDeleteIsOneOperation(t *testing.T) {
 		}
 	}
 	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+}
+
+// kube-apiserver deletes a pod in two writes (mark, then delete), both
+// inside the client's DELETE; reads may see the marked version.
+func TestTwoStepDeleteIsOneOperation(t *testing.T) {
+	run := goodRun()
+	deleteBInTwoSteps(run)
 	run.Ops[3].RV = 7
 	run.Ops[3].Return = 65
 	run.Ops[6].Call = 66  // the get of a after the delete returned
@@ -270,13 +277,7 @@ func TestTwoStepDeleteIsOneOperation(t *testing.T) {
 // it deleted it; a second DELETE finishes the job.
 func TestHalfAppliedDeleteIsResolved(t *testing.T) {
 	run := goodRun()
-	run.ContiguousTruth = false
-	for i := range run.Truth {
-		if run.Truth[i].Rev == 5 {
-			run.Truth[i] = h.TruthEvent{Rev: 5, Name: "b", Value: "v2", Node: "n2", PrevModRev: 3}
-		}
-	}
-	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+	deleteBInTwoSteps(run)
 	run.Ops[3] = h.Op{ID: 4, Client: 4, Kind: h.Delete, Name: "b", PreRV: 3, Call: 50, Return: 60, Out: h.Unknown, Err: "timeout"}
 	run.Ops = run.Ops[:6] // keep writes and the first list
 	run.Ops = append(run.Ops,
@@ -295,14 +296,8 @@ func TestHalfAppliedDeleteIsResolved(t *testing.T) {
 // answered.
 func markedRun(update h.Op) *h.Run {
 	run := goodRun()
-	run.ContiguousTruth = false
 	run.FinalRev = 7
-	for i := range run.Truth {
-		if run.Truth[i].Rev == 5 {
-			run.Truth[i] = h.TruthEvent{Rev: 5, Name: "b", Value: "v2", Node: "n2", PrevModRev: 3}
-		}
-	}
-	run.Truth = append(run.Truth, h.TruthEvent{Rev: 7, Name: "b", Deleted: true, Value: "v2", Node: "n2", PrevModRev: 5})
+	deleteBInTwoSteps(run)
 	run.Ops[3].Out, run.Ops[3].RV, run.Ops[3].Err = h.Unknown, 0, "timeout"
 	run.Ops[7].Items = append(run.Ops[7].Items, h.Item{Name: "b", Value: "v2", Node: "n2", ModRev: 5})
 	run.Ops[8].RV = 7
