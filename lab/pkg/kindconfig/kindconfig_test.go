@@ -28,6 +28,19 @@ func parseKindConfig(t *testing.T, raw []byte) *kindv1alpha4.Cluster {
 // checkCluster checks that c runs our node image everywhere, passes the gate
 // to kube-apiserver only, and enables the kubeadm patches directory that
 // carries our kube-apiserver image; patch is the generated kubeadm patch.
+// checkedFiles renders o's files and fails t unless they render and the
+// kind config in them passes checkCluster.
+func checkedFiles(t *testing.T, o Options) (map[string]string, *kindv1alpha4.Cluster) {
+	t.Helper()
+	files, err := Files(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parseKindConfig(t, []byte(files[KindConfigFile]))
+	checkCluster(t, c, []byte(files[KubeadmPatch]), o)
+	return files, c
+}
+
 func checkCluster(t *testing.T, c *kindv1alpha4.Cluster, patch []byte, o Options) {
 	t.Helper()
 	if c.Kind != "Cluster" || c.APIVersion != "kind.x-k8s.io/v1alpha4" {
@@ -124,12 +137,7 @@ func TestKindConfig(t *testing.T) {
 		t.Run(fmt.Sprintf("control-planes=%d", cps), func(t *testing.T) {
 			o := Defaults()
 			o.ControlPlanes = cps
-			files, err := Files(o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := parseKindConfig(t, []byte(files[KindConfigFile]))
-			checkCluster(t, c, []byte(files[KubeadmPatch]), o)
+			files, _ := checkedFiles(t, o)
 
 			if df := files[APIServerContext+"/Dockerfile"]; !strings.Contains(df, "FROM --platform=linux/amd64 registry.k8s.io/kube-apiserver:v1.37.2\n") ||
 				!strings.Contains(df, "COPY kube-apiserver /usr/local/bin/kube-apiserver\n") {
@@ -157,12 +165,7 @@ func TestDisableDefaultCNI(t *testing.T) {
 	for _, disable := range []bool{false, true} {
 		o := Defaults()
 		o.DisableDefaultCNI = disable
-		files, err := Files(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := parseKindConfig(t, []byte(files[KindConfigFile]))
-		checkCluster(t, c, []byte(files[KubeadmPatch]), o)
+		files, c := checkedFiles(t, o)
 		if c.Networking.DisableDefaultCNI != disable {
 			t.Errorf("DisableDefaultCNI=%t: kind config has networking.disableDefaultCNI=%t:\n%s", disable, c.Networking.DisableDefaultCNI, files[KindConfigFile])
 		}
@@ -173,12 +176,7 @@ func TestExtraArgsAndGates(t *testing.T) {
 	o := Defaults()
 	o.FeatureGates = map[string]bool{"FreshResourceVersionZero": true, "ConsistentReadsFromCache": false}
 	o.APIServerArgs = map[string]string{"consistent-read-timeout-action": "reject", "consistent-read-timeout": "1s"}
-	files, err := Files(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := parseKindConfig(t, []byte(files[KindConfigFile]))
-	checkCluster(t, c, []byte(files[KubeadmPatch]), o)
+	files, _ := checkedFiles(t, o)
 	for _, want := range []string{
 		`value: "ConsistentReadsFromCache=false,FreshResourceVersionZero=true"`,
 		"- name: consistent-read-timeout\n      value: \"1s\"\n    - name: consistent-read-timeout-action\n      value: \"reject\"",
