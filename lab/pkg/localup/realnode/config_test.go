@@ -112,17 +112,8 @@ func TestRenderKubeletConfig(t *testing.T) {
 		NodeIP: "10.200.0.1", Port: 10250, HealthzPort: 10248, ClientCAFile: "/pki/ca.crt",
 		TLSCertFile: "/pki/k.crt", TLSKeyFile: "/pki/k.key", PodCIDR: "10.244.0.0/24",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg kubeletv1beta1.KubeletConfiguration
-	if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
-		t.Fatalf("%v:\n%s", err, out)
-	}
-	checks := []struct {
-		what      string
-		got, want any
-	}{
+	cfg := decodeStrict[kubeletv1beta1.KubeletConfiguration](t, out, err)
+	checkFields(t, []fieldCheck{
 		{"kind", cfg.Kind, "KubeletConfiguration"},
 		{"apiVersion", cfg.APIVersion, "kubelet.config.k8s.io/v1beta1"},
 		{"address", cfg.Address, "10.200.0.1"},
@@ -139,12 +130,7 @@ func TestRenderKubeletConfig(t *testing.T) {
 		{"runtime", cfg.ContainerRuntimeEndpoint, "unix:///d/containerd/containerd.sock"},
 		{"podLogsDir", cfg.PodLogsDir, "/d/kubelet/pod-logs"},
 		{"tls cert", cfg.TLSCertFile, "/pki/k.crt"},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
-		}
-	}
+	})
 	args := strings.Join(kubeletArgs(l, "real-0", "10.200.0.1", "/kc", 2, nil), " ")
 	for _, want := range []string{"--config=/d/kubelet/config.yaml", "--root-dir=/d/kubelet/root", "--node-ip=10.200.0.1", "--hostname-override=real-0", "--kubeconfig=/kc"} {
 		if !strings.Contains(args, want) {
@@ -227,17 +213,8 @@ func TestRenderKubeProxyConfig(t *testing.T) {
 		Kubeconfig: "/kp.kubeconfig", NodeName: "real-0", NodeIP: "10.200.0.1", ClusterCIDR: "10.244.0.0/24",
 		HealthzPort: 10256, MetricsPort: 10249,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg kubeproxyv1alpha1.KubeProxyConfiguration
-	if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
-		t.Fatalf("%v:\n%s", err, out)
-	}
-	checks := []struct {
-		what      string
-		got, want any
-	}{
+	cfg := decodeStrict[kubeproxyv1alpha1.KubeProxyConfiguration](t, out, err)
+	checkFields(t, []fieldCheck{
 		{"kind", cfg.Kind, "KubeProxyConfiguration"},
 		{"mode", string(cfg.Mode), "iptables"},
 		{"kubeconfig", cfg.ClientConnection.Kubeconfig, "/kp.kubeconfig"},
@@ -252,7 +229,32 @@ func TestRenderKubeProxyConfig(t *testing.T) {
 		{"conntrack established timeout", cfg.Conntrack.TCPEstablishedTimeout.Duration, time.Duration(0)},
 		{"conntrack close-wait timeout", cfg.Conntrack.TCPCloseWaitTimeout.Duration, time.Duration(0)},
 		{"oom score", *cfg.OOMScoreAdj, int32(0)},
+	})
+}
+
+// decodeStrict fails t unless out, rendered without err, decodes strictly
+// (no unknown or duplicate field) into a T.
+func decodeStrict[T any](t *testing.T, out string, err error) T {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
+	var cfg T
+	if err := yaml.UnmarshalStrict([]byte(out), &cfg); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	return cfg
+}
+
+// fieldCheck is one field of a rendered config and the value it must have.
+type fieldCheck struct {
+	what      string
+	got, want any
+}
+
+// checkFields fails t for every field whose value is not the wanted one.
+func checkFields(t *testing.T, checks []fieldCheck) {
+	t.Helper()
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.what, c.got, c.want)
