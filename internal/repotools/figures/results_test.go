@@ -124,11 +124,7 @@ func TestStorageRows(t *testing.T) {
 		{Backend: "freshcache", Scenario: "list-node", RV: rvZero, Concurrency: 32, OpsPerSec: 10029.9},
 		{Backend: "freshcache", Scenario: "list-node", RV: rvZero, Concurrency: 32, OpsPerSec: 8066, GateMs: 0.7},
 	}
-	data, err := json.Marshal(map[string]any{"rows": rows})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := NewSource(fstest.MapFS{"docs/results/consistent-reads.json": {Data: data}}, nil)
+	src := jsonSource(t, "docs/results/consistent-reads.json", map[string]any{"rows": rows})
 	wantValues(t, src, map[string]string{
 		"consistent-reads.list-node.fresh-vs-rv0":       "0.69",
 		"consistent-reads.list-node.fresh-vs-rv0.pairs": "0.68–0.76",
@@ -167,11 +163,7 @@ func TestScale(t *testing.T) {
 		mk(cfgFreshcache, 1000, 1, 50, 3000, 100, 10000, 20),
 	}
 	cells[len(cells)-1].Probe.Stale[probeGetZero] = 9 // rv=0 is not promised fresh without the gate
-	data, err := json.Marshal(map[string]any{"git_commit": "4be7237abcdef", "cells": cells})
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := NewSource(fstest.MapFS{"docs/results/scale.json": {Data: data}}, nil)
+	src := jsonSource(t, "docs/results/scale.json", map[string]any{"git_commit": "4be7237abcdef", "cells": cells})
 	wantValues(t, src, map[string]string{
 		"scale.commit":               "`4be7237`",
 		"scale.ratio.nodes":          "1,000",
@@ -194,4 +186,14 @@ func wantValues(t *testing.T, src *Source, want map[string]string) {
 			t.Errorf("%s = %q, %v; want %q", key, v.Text, err, w)
 		}
 	}
+}
+
+// jsonSource is a Source over one results file, path, holding doc as JSON.
+func jsonSource(t *testing.T, path string, doc any) *Source {
+	t.Helper()
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewSource(fstest.MapFS{path: {Data: data}}, nil)
 }
