@@ -18,11 +18,7 @@ const (
 )
 
 func TestClassifyAPIServer(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		stack []string
-		want  string
-	}{
+	testClassify(t, APIServer, []classifyCase{
 		// freshcache's labels decide, whatever runs under them.
 		{"freshcache: a read registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/watchcache.(*Cache).GetList", storeList, listRes, runHandler}, APIWait},
 		{"freshcache: a revision fetch down to gRPC", []string{"label:" + metrics.ProfileFetch, invoke, kvGet, "github.com/freshcache/watchcache/oracle.(*Oracle).fetch"}, APIFetch},
@@ -75,14 +71,7 @@ func TestClassifyAPIServer(t *testing.T) {
 		{"the scheduler", []string{"runtime.findRunnable", "runtime.schedule", "runtime.mcall"}, Runtime},
 		{"apimachinery's runtime package is not Go's", []string{"k8s.io/apimachinery/pkg/runtime.(*Scheme).Default"}, Other},
 		{"nothing known", []string{"main.main"}, Other},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := build([][]string{tc.stack})
-			if got := APIServer.classify(p.Sample[0]); got != tc.want {
-				t.Errorf("classify(%v) = %q, want %q", tc.stack, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestSplitAPIServerThroughTheWireFormat(t *testing.T) {

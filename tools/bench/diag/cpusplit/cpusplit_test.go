@@ -46,11 +46,7 @@ func build(stacks [][]string) *profile.Profile {
 }
 
 func TestClassify(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		stack []string
-		want  string
-	}{
+	testClassify(t, Storage, []classifyCase{
 		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).op", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
 		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
 		{"the reader registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Wait},
@@ -72,14 +68,7 @@ func TestClassify(t *testing.T) {
 		{"a watch stream", []string{"go.etcd.io/etcd/client/v3.(*watchGRPCStream).run"}, Cache},
 		{"the scheduler", []string{"runtime.findRunnable", "runtime.schedule", "runtime.mcall"}, Runtime},
 		{"nothing known", []string{"main.main"}, Other},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := build([][]string{tc.stack})
-			if got := Storage.classify(p.Sample[0]); got != tc.want {
-				t.Errorf("classify(%v) = %q, want %q", tc.stack, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestSplitSumsEachPart(t *testing.T) {
@@ -138,5 +127,26 @@ func TestPartsIsTheStorageSet(t *testing.T) {
 	got := Parts()
 	if !slices.Equal(got, Storage.Parts()) || got[0] != Wait {
 		t.Errorf("Parts() = %v", got)
+	}
+}
+
+// classifyCase is a one-sample profile's stack, leaf first, and the part
+// its sample must be classified into.
+type classifyCase struct {
+	name  string
+	stack []string
+	want  string
+}
+
+// testClassify runs each case as a subtest against rs.
+func testClassify(t *testing.T, rs *RuleSet, cases []classifyCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := build([][]string{tc.stack})
+			if got := rs.classify(p.Sample[0]); got != tc.want {
+				t.Errorf("classify(%v) = %q, want %q", tc.stack, got, tc.want)
+			}
+		})
 	}
 }
