@@ -74,6 +74,12 @@ func StatusMB(pid int, key string) float64 {
 	return statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), key) / 1024
 }
 
+// StatusBytes is the field key ("VmRSS:", "VmHWM:") of /proc/<pid>/status
+// in bytes, exact; 0 when the process or the key is gone.
+func StatusBytes(pid int, key string) int64 {
+	return int64(statusKB(filepath.Join("/proc", strconv.Itoa(pid), "status"), key)) * 1024
+}
+
 // MemAvailableMB is the machine's MemAvailable, MB.
 func MemAvailableMB() float64 { return statusKB("/proc/meminfo", "MemAvailable:") / 1024 }
 

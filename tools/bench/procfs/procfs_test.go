@@ -1,6 +1,7 @@
 package procfs
 
 import (
+	"os"
 	"testing"
 )
 
@@ -29,14 +30,31 @@ func TestParseStatTicks(t *testing.T) {
 }
 
 func TestParseStatusKB(t *testing.T) {
-	status := "Name:\tkube-apiserver\nVmHWM:\t  812345 kB\nVmRSS:\t  523456 kB\nRssAnon:\t  400000 kB\n"
-	if got := parseStatusKB(status, "VmRSS:"); got != 523456 {
-		t.Errorf("VmRSS = %v", got)
+	apiserver := "Name:\tkube-apiserver\nVmHWM:\t  812345 kB\nVmRSS:\t  523456 kB\nRssAnon:\t  400000 kB\n"
+	// The status stall's former copy of this parser was tested with.
+	another := "Name:\tkube-apiserver\nVmPeak:\t 2000 kB\nVmHWM:\t  900000 kB\nVmRSS:\t  812345 kB\nThreads:\t20\n"
+	for _, c := range []struct {
+		status, key string
+		want        float64
+	}{
+		{apiserver, "VmRSS:", 523456},
+		{apiserver, "VmHWM:", 812345},
+		{apiserver, "VmSwap:", 0}, // absent
+		{another, "VmRSS:", 812345},
+		{another, "VmHWM:", 900000},
+		{another, "VmSwap:", 0},
+	} {
+		if got := parseStatusKB(c.status, c.key); got != c.want {
+			t.Errorf("parseStatusKB(%q, %q) = %v, want %v", c.status, c.key, got, c.want)
+		}
 	}
-	if got := parseStatusKB(status, "VmHWM:"); got != 812345 {
-		t.Errorf("VmHWM = %v", got)
+}
+
+func TestStatusBytesOfThisProcess(t *testing.T) {
+	if got := StatusBytes(os.Getpid(), "VmRSS:"); got <= 0 || got%1024 != 0 {
+		t.Errorf("StatusBytes(self, VmRSS:) = %d, want a positive whole number of kB", got)
 	}
-	if got := parseStatusKB(status, "VmSwap:"); got != 0 {
-		t.Errorf("absent key = %v, want 0", got)
+	if got := StatusBytes(os.Getpid(), "NoSuchKey:"); got != 0 {
+		t.Errorf("StatusBytes of an absent key = %d, want 0", got)
 	}
 }

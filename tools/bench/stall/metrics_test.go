@@ -61,16 +61,3 @@ grpc_server_started_total{grpc_method="Watch",grpc_service="etcdserverpb.Watch",
 		t.Errorf("etcdCounters = %v sent, %v ranges in flight; want 123456, 7", sent, ranges)
 	}
 }
-
-func TestStatusKB(t *testing.T) {
-	status := []byte("Name:\tkube-apiserver\nVmPeak:\t 2000 kB\nVmHWM:\t  900000 kB\nVmRSS:\t  812345 kB\nThreads:\t20\n")
-	if got := statusKB(status, "VmRSS:"); got != 812345 {
-		t.Errorf("VmRSS = %d, want 812345", got)
-	}
-	if got := statusKB(status, "VmHWM:"); got != 900000 {
-		t.Errorf("VmHWM = %d, want 900000", got)
-	}
-	if got := statusKB(status, "VmSwap:"); got != 0 {
-		t.Errorf("VmSwap = %d, want 0 (absent)", got)
-	}
-}

@@ -2,56 +2,27 @@ package stall
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/freshcache/freshcache/tools/bench/procfs"
 	"github.com/freshcache/freshcache/tools/bench/promtext"
 )
 
 // rssBytes is a process's VmRSS from /proc; 0 when it cannot be read.
-func rssBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	return statusKB(b, "VmRSS:") * 1024
-}
+func rssBytes(pid int) int64 { return procfs.StatusBytes(pid, "VmRSS:") }
 
 // hwmBytes is a process's VmHWM (peak RSS since it started); 0 when it
 // cannot be read.
-func hwmBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	return statusKB(b, "VmHWM:") * 1024
-}
-
-// statusKB reads the "Key:   123 kB" line of /proc/PID/status.
-func statusKB(status []byte, key string) int64 {
-	sc := bufio.NewScanner(bytes.NewReader(status))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
+func hwmBytes(pid int) int64 { return procfs.StatusBytes(pid, "VmHWM:") }
 
 // MetricSample is what the apiserver or etcd said at one moment (etcd
 // does not answer while it is stopped).
