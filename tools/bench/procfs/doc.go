@@ -5,7 +5,9 @@
 //
 // # Who calls it
 //
-// The cluster and hollownodes benchmarks, around their measured windows.
+// The cluster and hollownodes benchmarks, around their measured windows;
+// watchlist for its processes' CPU and RSS; stall for the exact VmRSS and
+// VmHWM bytes (StatusBytes) of its apiserver and etcd.
 //
 // # What it guarantees
 //
