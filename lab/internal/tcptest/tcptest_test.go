@@ -12,7 +12,7 @@ func TestServeRunsTheHandlerPerConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	b, err := io.ReadAll(c)
 	if err != nil || string(b) != "hi" {
 		t.Fatalf("read %q, %v; want \"hi\", nil", b, err)
