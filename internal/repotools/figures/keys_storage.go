@@ -229,18 +229,9 @@ func mapRows(rows []storageRow, f func(storageRow) float64) []float64 {
 // gateRows are the gate control's rows of backend ("" for both), by
 // gate interval.
 func (s *Source) gateRows(name, backend string) ([]storageRow, error) {
-	r, err := s.storage(name)
+	out, err := s.rowsWhere(name, func(x storageRow) bool { return x.GateMs > 0 && (backend == "" || x.Backend == backend) }, "no gate control rows")
 	if err != nil {
 		return nil, err
-	}
-	var out []storageRow
-	for _, x := range r.Rows {
-		if x.GateMs > 0 && (backend == "" || x.Backend == backend) {
-			out = append(out, x)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has no gate control rows", ErrNotInResults, name)
 	}
 	slices.SortStableFunc(out, func(a, b storageRow) int {
 		switch {

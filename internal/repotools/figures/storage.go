@@ -69,18 +69,27 @@ func (s *Source) storage(name string) (*storageReport, error) {
 // rows are every measured row of k in name, in the report's order
 // (repeated pairs repeat a row).
 func (s *Source) rows(name string, k rowKey) ([]storageRow, error) {
+	return s.rowsWhere(name, func(x storageRow) bool {
+		return x.Backend == k.backend && x.Scenario == k.scenario && x.RV == k.rv && x.Concurrency == k.conc && !x.Sweep && x.GateMs == 0
+	}, fmt.Sprintf("no row %s", k))
+}
+
+// rowsWhere are the rows of name that keep accepts, in the report's
+// order; when there is none, the error says name has none (e.g. "no row
+// ...").
+func (s *Source) rowsWhere(name string, keep func(storageRow) bool, none string) ([]storageRow, error) {
 	r, err := s.storage(name)
 	if err != nil {
 		return nil, err
 	}
 	var out []storageRow
 	for _, x := range r.Rows {
-		if x.Backend == k.backend && x.Scenario == k.scenario && x.RV == k.rv && x.Concurrency == k.conc && !x.Sweep && x.GateMs == 0 {
+		if keep(x) {
 			out = append(out, x)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has no row %s", ErrNotInResults, name, k)
+		return nil, fmt.Errorf("%w: %s has %s", ErrNotInResults, name, none)
 	}
 	return out, nil
 }
@@ -100,18 +109,9 @@ func (s *Source) row(name string, k rowKey) (storageRow, error) {
 // sweepRows are the freshness sweep's rows of backend in name, by lease
 // write rate.
 func (s *Source) sweepRows(name, backend string) ([]storageRow, error) {
-	r, err := s.storage(name)
+	out, err := s.rowsWhere(name, func(x storageRow) bool { return x.Sweep && x.Backend == backend }, "no sweep rows of "+backend)
 	if err != nil {
 		return nil, err
-	}
-	var out []storageRow
-	for _, x := range r.Rows {
-		if x.Sweep && x.Backend == backend {
-			out = append(out, x)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has no sweep rows of %s", ErrNotInResults, name, backend)
 	}
 	slices.SortStableFunc(out, func(a, b storageRow) int { return int(a.Load.LeaseWrites - b.Load.LeaseWrites) })
 	return out, nil
