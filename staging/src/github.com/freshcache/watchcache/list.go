@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/freshcache/watchcache/internal/freshread"
 	"github.com/freshcache/watchcache/internal/history"
 	"github.com/freshcache/watchcache/internal/plan"
 	"github.com/freshcache/watchcache/internal/store"
@@ -99,7 +100,7 @@ func (c *Cache) listFromEtcd(ctx context.Context, key string, p plan.Plan, opts 
 	if p.Zero && p.Guarded {
 		opts = quorum(opts)
 	}
-	return c.etcdRead(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
+	return c.fresh.Etcd(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
 }
 
 // GetList implements storage.Interface. internal/plan decides where the
@@ -110,7 +111,7 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 		return err
 	}
 	pr := req.planRequest(opts)
-	pr.Misplaced = c.misplaced.touches(req.key, req.end(opts.Recursive))
+	pr.Misplaced = c.misplaced.Touches(req.key, req.end(opts.Recursive))
 	p := plan.For(pr, c.gates, c.planState())
 	if p.IgnoreLimit {
 		opts.Predicate.Limit = 0
@@ -121,27 +122,27 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 	case plan.Etcd:
 		return c.listFromEtcd(ctx, key, p, opts, listObj)
 	case plan.NotReady:
-		return c.notReady()
+		return c.readiness.Refusal()
 	case plan.Snapshot:
 		snap = c.snapshot()
 	case plan.Fresh, plan.NotOlder:
-		where, err := c.freshRead(ctx, plan.List, p)
+		where, err := c.fresh.Wait(ctx, plan.List, p)
 		if err != nil {
 			return err
 		}
-		if where == fromEtcd {
-			return c.fallBack(ctx, metrics.VerbList, p.Requested(), c.listCost(req, opts), func() error {
+		if where == freshread.FromEtcd {
+			return c.fresh.FallBack(ctx, metrics.VerbList, p.Requested(), c.listCost(req, opts), func() error {
 				return c.cfg.Storage.GetList(ctx, key, opts, listObj)
 			})
 		}
 		snap = c.snapshot()
 	case plan.Exact:
-		if err := c.waitFresh(ctx, p.RV, 0); err != nil {
+		if err := c.fresh.WaitFor(ctx, p.RV, 0); err != nil {
 			return err
 		}
 		snap, err = c.history.SnapshotAt(p.RV, c.RV())
 		if errors.Is(err, history.ErrExpired) {
-			return c.etcdRead(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
+			return c.fresh.Etcd(ctx, func() error { return c.cfg.Storage.GetList(ctx, key, opts, listObj) })
 		}
 		if err != nil {
 			return err
@@ -150,15 +151,6 @@ func (c *Cache) GetList(ctx context.Context, key string, opts storage.ListOption
 		return fmt.Errorf("watchcache: LIST planned as %v", p.Source)
 	}
 	return c.listFromSnapshot(ctx, snap, req.key, req.continueKey, opts, listObj)
-}
-
-// notReady is the 429 of a read refused while the cache is pending.
-func (c *Cache) notReady() error {
-	if err := c.readiness.check(); err != nil {
-		return err
-	}
-	// Ready again since the plan was made; the client retries at once.
-	return apierrors.NewTooManyRequests("storage is (re)initializing", retryAfterSeconds)
 }
 
 // quorum turns a LIST into the consistent read etcd serves for rv="":
@@ -297,4 +289,18 @@ func (c *Cache) rangeByIndex(ctx context.Context, snap *store.Snapshot, pred *st
 		}
 	}
 	return false
+}
+
+// listCost is how many objects etcd reads for a LIST: the objects of its
+// key range (as the cache knows them), or its limit when nothing filters
+// the range (etcd reads on past the limit to fill a filtered page).
+func (c *Cache) listCost(req listRequest, opts storage.ListOptions) int64 {
+	if !opts.Recursive {
+		return 1
+	}
+	n := int64(c.snapshot().CountRange(req.key, req.end(true)))
+	if l := opts.Predicate.Limit; l > 0 && l < n && opts.Predicate.Empty() {
+		n = l
+	}
+	return max(n, 1)
 }
