@@ -25,9 +25,9 @@ const retryAfterSeconds = 1
 type Served uint8
 
 const (
-	// FromCache: a snapshot taken from now on is fresh enough.
+	// FromCache means a snapshot taken from now on is fresh enough.
 	FromCache Served = iota + 1
-	// FromEtcd: delegate with rv="" (a quorum read), through FallBack.
+	// FromEtcd means delegate with rv="" (a quorum read), through FallBack.
 	FromEtcd
 )
 
