@@ -56,7 +56,7 @@ func TestClassifyAPIServer(t *testing.T) {
 		{"upstream: event dispatch", []string{"k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvent", "k8s.io/apiserver/pkg/storage/cacher.(*Cacher).dispatchEvents"}, APIWatchCache},
 		{"upstream: its reflector, through client-go", []string{"k8s.io/apiserver/pkg/storage/cacher.(*watchCache).processEvent", "k8s.io/client-go/tools/cache.handleAnyWatch", "k8s.io/client-go/tools/cache.(*Reflector).ListAndWatch", "k8s.io/apiserver/pkg/storage/cacher.(*Cacher).startCaching"}, APIWatchCache},
 		{"upstream: a LIST from the cache", []string{"k8s.io/apiserver/pkg/storage/cacher.(*Cacher).GetList", storeList, listRes, runHandler}, APIWatchCache},
-		{"freshcache: a LIST after its wait", []string{"github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", storeList, listRes, runHandler}, APIWatchCache},
+		{"freshcache: a LIST after its wait", []string{"github.com/freshcache/watchcache/internal/listing.Lister.FromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", storeList, listRes, runHandler}, APIWatchCache},
 
 		{"admission", []string{"k8s.io/kubernetes/plugin/pkg/admission/serviceaccount.(*Plugin).Admit", "k8s.io/apiserver/pkg/endpoints/handlers.CreateResource.func1", runHandler}, APIHandler},
 		{"the timeout filter's goroutine", []string{"k8s.io/apiserver/pkg/server/filters.(*timeoutHandler).ServeHTTP.func1"}, APIHandler},

@@ -47,7 +47,7 @@ func build(stacks [][]string) *profile.Profile {
 
 func TestClassify(t *testing.T) {
 	testClassify(t, Storage, []classifyCase{
-		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache.(*Cache).listFromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).op", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
+		{"LIST from the snapshot", []string{"runtime.memmove", "github.com/freshcache/watchcache/internal/listing.Lister.FromSnapshot", "github.com/freshcache/watchcache.(*Cache).GetList", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).op", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
 		{"a GC assist inside the op stays with the op", []string{"runtime.gcDrainN", "runtime.gcAssistAlloc", "runtime.mallocgc", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Op},
 		{"the reader registering its wait", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache/freshness.(*Machine).ReadArrived", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Wait},
 		{"a renamed library function still counts by its label", []string{"label:" + metrics.ProfileWait, "github.com/freshcache/watchcache.(*someone).renamedWait", "github.com/freshcache/freshcache/tools/bench/storage.(*Env).workers.func1"}, Wait},

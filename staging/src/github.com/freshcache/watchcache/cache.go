@@ -23,8 +23,11 @@ import (
 	"github.com/freshcache/watchcache/internal/consistency"
 	"github.com/freshcache/watchcache/internal/driver"
 	"github.com/freshcache/watchcache/internal/fanout"
+	"github.com/freshcache/watchcache/internal/freshread"
 	"github.com/freshcache/watchcache/internal/history"
+	"github.com/freshcache/watchcache/internal/misplaced"
 	"github.com/freshcache/watchcache/internal/plan"
+	"github.com/freshcache/watchcache/internal/ready"
 	"github.com/freshcache/watchcache/internal/reflector"
 	"github.com/freshcache/watchcache/internal/store"
 	"github.com/freshcache/watchcache/metrics"
@@ -164,8 +167,8 @@ type Cache struct {
 	// latest is the newest published snapshot. It is written under mu by the
 	// reflector goroutine and read without a lock by everyone.
 	latest atomic.Pointer[store.Snapshot]
-	// readiness is whether the state is current (readiness.go).
-	readiness *readiness
+	// readiness is whether the state is current (internal/ready).
+	readiness *ready.State
 	// stop is closed by Stop; wg tracks the goroutines it ends.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -174,11 +177,11 @@ type Cache struct {
 	driver *driver.Driver
 	// ownWrite is the revision of the newest write through this cache that
 	// etcd acknowledged (wrote): a bounded rv=0 read waits for it, so that
-	// a client reads its own writes at rv=0 (boundedZero).
+	// a client reads its own writes at rv=0 (internal/freshread).
 	ownWrite atomic.Uint64
-	// fallbacks bounds the reads falling back to etcd (fallback.go); its
-	// lock is a leaf.
-	fallbacks fallbackBudget
+	// fresh carries out the reads that need freshness, the fallbacks to
+	// etcd and their budget (internal/freshread).
+	fresh *freshread.Reader
 	// checker is the inconsistency detector (detector.go), nil when the
 	// CacheInconsistencyDetection gate is off.
 	checker *consistency.Checker
@@ -204,8 +207,8 @@ type Cache struct {
 	// disabledReason is Config.ConsistentReadsDisabled.
 	disabledReason string
 	// misplaced are keys written through the cache at which the cache and
-	// etcd disagree (misplaced.go); reads touching them go to etcd.
-	misplaced misplacedKeys
+	// etcd disagree (internal/misplaced); reads touching them go to etcd.
+	misplaced misplaced.Keys
 
 	// mu is the state lock. It serializes the reflector's writes (store,
 	// history, snapshot publication, dispatch) with watch registration, so
@@ -245,11 +248,10 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		cfg:            cfg,
 		prefix:         strings.TrimSuffix(cfg.ResourcePrefix, "/") + "/",
 		metrics:        r.Metrics(cfg.GroupResource),
-		readiness:      newReadiness(r.Clock),
+		readiness:      ready.New(r.Clock),
 		stop:           make(chan struct{}),
 		gates:          plan.Gates{Consistent: r.consistentReads, FreshZero: r.freshRVZero, Snapshots: r.listFromSnapshots},
 		disabledReason: cfg.ConsistentReadsDisabled,
-		fallbacks:      fallbackBudget{limit: r.FallbackBudget},
 	}
 	c.buildState()
 	// With the version guard tripped, no wait may rest on a progress
@@ -408,6 +410,19 @@ func (c *Cache) buildDriver(untrusted bool) error {
 		Stop:       c.stop,
 		PanicOnBug: invariantsEnabled,
 	})
+	c.fresh = freshread.New(freshread.Config{
+		Driver:            c.driver,
+		Metrics:           c.metrics,
+		Clock:             r.Clock,
+		Resource:          cfg.GroupResource,
+		Timeout:           r.ConsistentReadTimeout,
+		Reject:            r.TimeoutAction == TimeoutReject,
+		ZeroReadStaleness: r.ZeroReadStaleness,
+		FallbackBudget:    r.FallbackBudget,
+		CacheRV:           c.RV,
+		OwnWrite:          c.ownWrite.Load,
+		Cached:            func() int { return c.snapshot().Len() },
+	})
 	return nil
 }
 
@@ -435,10 +450,18 @@ func (c *Cache) Stop() {
 
 // Ready reports whether the state is current: a list is in and the
 // reflector has not had to list again since.
-func (c *Cache) Ready() bool { return c.readiness.isReady() }
+func (c *Cache) Ready() bool { return c.readiness.IsReady() }
 
 // Wait blocks until the cache is ready, ctx is done or the cache stops.
-func (c *Cache) Wait(ctx context.Context) error { return c.readiness.wait(ctx, c.stop) }
+func (c *Cache) Wait(ctx context.Context) error { return c.readiness.Wait(ctx, c.stop, ErrStopped) }
+
+// ReadinessCheck implements storage.Interface.
+func (c *Cache) ReadinessCheck() error {
+	if !c.Ready() {
+		return storage.ErrStorageNotReady
+	}
+	return nil
+}
 
 // RV is the cache revision: every event up to it has been applied.
 func (c *Cache) RV() uint64 { return c.latest.Load().RV() }

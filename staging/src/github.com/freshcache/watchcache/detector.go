@@ -37,7 +37,7 @@ func (c *Cache) newChecker() *consistency.Checker {
 func (c *Cache) consistencyTarget() (consistency.Target, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.readiness.isReady() {
+	if !c.readiness.IsReady() {
 		// Pending: the state is being replaced, and reads do not see it.
 		return consistency.Target{}, fmt.Errorf("%w: relisting", consistency.ErrNotReady)
 	}
@@ -96,7 +96,7 @@ func (c *Cache) purge(generation uint64, why error) {
 		c.mu.Unlock()
 		return
 	}
-	if c.readiness.set(false, why) {
+	if c.readiness.Set(false, why) {
 		c.fanout.TerminateAll(metrics.ReasonRelist)
 	}
 	c.mu.Unlock()

@@ -15,7 +15,7 @@
 //	apiserver handler
 //	  -> Cache (storage.Interface)             this package; internal/plan decides
 //	                                           where the read is served from
-//	  -> freshness wait (consistent.go)        internal/driver runs a freshness.Machine;
+//	  -> freshness wait (internal/freshread)   internal/driver runs a freshness.Machine;
 //	                                           oracle/ fetches revisions
 //	  -> immutable snapshot                    internal/store (btree clone),
 //	                                           internal/history (Exact, continue)

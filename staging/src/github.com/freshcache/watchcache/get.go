@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/freshcache/watchcache/internal/freshread"
 	"github.com/freshcache/watchcache/internal/plan"
 	"github.com/freshcache/watchcache/metrics"
 )
 
 // Get implements storage.Interface. internal/plan decides where it is
 // served from: etcd while the cache is pending (KEP-4568), for a key the
-// cache cannot hold (misplacedKeys), and for rv="" with the gates off;
+// cache cannot hold (internal/misplaced), and for rv="" with the gates off;
 // otherwise the newest snapshot, after the freshness wait for rv="" (and
 // rv=0 under FreshResourceVersionZero), once the cache reached N for rv=N,
 // and as it is for rv=0.
@@ -31,7 +32,7 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 	}
 	p := plan.For(plan.Request{
 		Verb: plan.Get, ResourceVersion: opts.ResourceVersion, RV: rv,
-		Misplaced: c.misplaced.touchesKey(preparedKey),
+		Misplaced: c.misplaced.TouchesKey(preparedKey),
 	}, c.gates, c.planState())
 	objVal, err := conversion.EnforcePtr(objPtr)
 	if err != nil {
@@ -43,15 +44,15 @@ func (c *Cache) Get(ctx context.Context, key string, opts storage.GetOptions, ob
 			c.metrics.Read(metrics.VerbGet, p.Requested(), metrics.OutcomeFallback)
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
 		}
-		return c.etcdRead(ctx, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
+		return c.fresh.Etcd(ctx, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
 	case plan.Fresh, plan.NotOlder:
-		where, err := c.freshRead(ctx, plan.Get, p)
+		where, err := c.fresh.Wait(ctx, plan.Get, p)
 		if err != nil {
 			return err
 		}
-		if where == fromEtcd {
+		if where == freshread.FromEtcd {
 			opts.ResourceVersion = "" // a quorum read; rv=0 allows it
-			return c.fallBack(ctx, metrics.VerbGet, p.Requested(), 1, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
+			return c.fresh.FallBack(ctx, metrics.VerbGet, p.Requested(), 1, func() error { return c.cfg.Storage.Get(ctx, key, opts, objPtr) })
 		}
 	case plan.Snapshot:
 	default:

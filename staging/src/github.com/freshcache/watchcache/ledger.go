@@ -85,7 +85,7 @@ func (c *Cache) catchUp(target int64) {
 // progress notification would (without ending a progress request).
 func (c *Cache) advance(rv uint64) {
 	c.mu.Lock()
-	moved := c.readiness.isReady() && c.advanceLocked(rv)
+	moved := c.readiness.IsReady() && c.advanceLocked(rv)
 	c.mu.Unlock()
 	if !moved {
 		return

@@ -22,6 +22,11 @@ import (
 	"github.com/freshcache/watchcache/oracle"
 )
 
+// DefaultFallbackBudget is Options.FallbackBudget's default: the fallback
+// reads of one resource in flight together cover at most as many objects
+// as its cache holds.
+const DefaultFallbackBudget = 1.0
+
 // TimeoutAction says what a consistent read does when the cache is not
 // fresh enough within ConsistentReadTimeout.
 type TimeoutAction string

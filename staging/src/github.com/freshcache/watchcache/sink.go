@@ -61,7 +61,7 @@ func (s *sink) replace(objs []runtime.Object, rv uint64, reason string) error {
 	c.fanout.Reset(rv)
 	c.publishLocked(snap)
 	c.metrics.Relisted(reason)
-	c.readiness.set(true, nil)
+	c.readiness.Set(true, nil)
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (s *sink) Unready(err error) {
 	c := (*Cache)(s)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.readiness.set(false, err) {
+	if c.readiness.Set(false, err) {
 		// As upstream's cacher before it relists: the watchers would get
 		// nothing until the list is in, and then only an error.
 		c.fanout.TerminateAll(metrics.ReasonRelist)

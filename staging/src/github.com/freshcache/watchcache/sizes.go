@@ -19,7 +19,7 @@ func (c *Cache) keys(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitFresh(ctx, rv, keysWaitTimeout); err != nil {
+	if err := c.fresh.WaitFor(ctx, rv, keysWaitTimeout); err != nil {
 		return nil, err
 	}
 	return c.snapshot().Keys(), nil

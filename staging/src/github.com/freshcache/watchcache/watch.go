@@ -31,7 +31,8 @@ import (
 // A watch is never opened on etcd. A consistent watch waits for etcd's
 // revision for as long as ctx lasts, as upstream's does, and then up to
 // ConsistentReadTimeout for the cache; one that cannot be made fresh gets
-// an error (see freshRead) and client-go falls back to LIST and WATCH.
+// an error (see freshread.Reader.Wait) and client-go falls back to LIST
+// and WATCH.
 // While consistent reads are disabled (etcd version guard) rv="" and rv=0
 // start from the cache's current state, as with the gates off.
 func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
@@ -52,10 +53,10 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	// Reach the revision the watch must start from. From here on errors
 	// are reported as a watch ERROR event, as upstream does; a rejected
 	// consistent read is a plain 429. A watch is never opened on etcd
-	// (freshRead's contract).
+	// (freshread.Reader.Wait's contract).
 	switch p.Source {
 	case plan.NotReady:
-		return nil, c.notReady()
+		return nil, c.readiness.Refusal()
 	case plan.Refuse:
 		// A watch-list needs a revision the cache can prove it reached;
 		// without trusted progress notifications it could only wait for
@@ -65,17 +66,17 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	case plan.Fresh:
 		// Start from a snapshot at least as fresh as the request: its
 		// initial events, if any, come from it, and so does StartRV. The
-		// revision is awaited under ctx (freshRead), so an etcd member
-		// that cannot answer holds the watch, as upstream's, rather than
-		// failing it over to the client's rv=0 LIST.
-		if _, err := c.freshRead(ctx, plan.Watch, p); err != nil {
+		// revision is awaited under ctx (freshread.Reader.Wait), so an
+		// etcd member that cannot answer holds the watch, as upstream's,
+		// rather than failing it over to the client's rv=0 LIST.
+		if _, err := c.fresh.Wait(ctx, plan.Watch, p); err != nil {
 			if apierrors.IsTooManyRequests(err) {
 				return nil, err
 			}
 			return fanout.ErrorWatcher(toAPIError(err)), nil
 		}
 	case plan.NotOlder:
-		if _, err := c.freshRead(ctx, plan.Watch, p); err != nil {
+		if _, err := c.fresh.Wait(ctx, plan.Watch, p); err != nil {
 			return fanout.ErrorWatcher(toAPIError(err)), nil
 		}
 	case plan.Snapshot:
@@ -87,7 +88,7 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 				return fanout.ErrorWatcher(err), nil
 			}
 			if current > 0 {
-				if _, err := c.freshRead(ctx, plan.Watch, plan.Plan{Source: plan.NotOlder, RV: current}); err != nil {
+				if _, err := c.fresh.Wait(ctx, plan.Watch, plan.Plan{Source: plan.NotOlder, RV: current}); err != nil {
 					return fanout.ErrorWatcher(toAPIError(err)), nil
 				}
 			}
@@ -105,13 +106,13 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.readiness.isReady() {
+	if !c.readiness.IsReady() {
 		// Planned while ready, the cache went pending since (the wait
 		// above can be long). Registered now, the watcher would get
 		// nothing until the relist closes it; refused, the client backs
 		// off and comes back. Checked under mu, which Unready holds while
 		// it closes the watchers: no watcher slips in between.
-		return nil, c.notReady()
+		return nil, c.readiness.Refusal()
 	}
 	current := c.snapshot()
 	spec.StartRV = current.RV()

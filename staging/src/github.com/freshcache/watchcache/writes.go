@@ -202,7 +202,7 @@ func (c *Cache) wrote(obj runtime.Object) {
 }
 
 // noteWrite remembers key, and where the cache will hold obj, if obj was
-// written at a key that is not its KeyFunc key (see misplacedKeys). It
+// written at a key that is not its KeyFunc key (see internal/misplaced). It
 // runs before the write returns to its caller, so that every read that
 // starts after the write sees the record.
 func (c *Cache) noteWrite(key string, obj runtime.Object) {
@@ -213,9 +213,9 @@ func (c *Cache) noteWrite(key string, obj runtime.Object) {
 	cached, err := c.cfg.KeyFunc(obj)
 	switch {
 	case err != nil:
-		c.misplaced.add(stored)
+		c.misplaced.Add(stored)
 	case cached != stored:
-		c.misplaced.add(stored, cached)
+		c.misplaced.Add(stored, cached)
 	default:
 		return
 	}

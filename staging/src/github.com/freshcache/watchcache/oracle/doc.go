@@ -119,7 +119,7 @@
 // flight, the callers that arrived meanwhile form the next round", shared by
 // many caches, each with its own Machine, plus the writes that may answer
 // a round first. That is one mutex, a short list of open rounds and a
-// channel per round (oracle.go), small enough to check by eye, and the randomized tests of both packages cover the same rule from
+// channel per round (rounds.go), small enough to check by eye, and the randomized tests of both packages cover the same rule from
 // each side. Driving a Machine here would add an Output loop and per-read IDs
 // for nothing.
 //

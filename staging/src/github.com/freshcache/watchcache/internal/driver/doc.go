@@ -21,7 +21,7 @@
 //
 // What a Verdict means for the request (serve, fall back to etcd, 429,
 // "too large resource version") is internal/plan's decision (Wait.After);
-// the root package's consistent.go is the I/O around it.
+// internal/freshread is the I/O around it.
 //
 // The Driver's lock is a leaf: only Machine calls, non-blocking channel
 // sends and goroutine starts happen under it.

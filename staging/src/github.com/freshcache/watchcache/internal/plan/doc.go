@@ -38,6 +38,6 @@
 // (verb, consistent or bounded rv=0, TimeoutReject) decide what it gets:
 // Wait.After, a pure table (serve from the cache, fall back to etcd, 429,
 // too large resource version, the fetch's error), and Wait.Patient, whether
-// a WATCH waits for its revision as long as its context lasts. The cache's
-// freshRead is the I/O around that one decision.
+// a WATCH waits for its revision as long as its context lasts.
+// internal/freshread's Reader.Wait is the I/O around that one decision.
 package plan

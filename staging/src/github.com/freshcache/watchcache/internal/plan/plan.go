@@ -64,7 +64,7 @@ type Gates struct {
 
 // State is what the cache knows when the request arrives.
 type State struct {
-	// Ready: the cache's state is current (readiness.go).
+	// Ready: the cache's state is current (internal/ready).
 	Ready bool
 	// Untrusted: the etcd version guard tripped. Consistent reads go to
 	// etcd and no wait may rest on a progress notification.

@@ -1,4 +1,4 @@
-package watchcache
+package misplaced
 
 import (
 	"slices"
@@ -6,13 +6,13 @@ import (
 	"sync/atomic"
 )
 
-// maxMisplacedKeys bounds the keys misplacedKeys remembers one by one.
+// MaxKeys bounds the keys a Keys remembers one by one.
 // Past it, every read is answered by etcd: still correct, and a caller
 // that writes that many objects at keys that are not theirs is not an
 // apiserver.
-const maxMisplacedKeys = 1024
+const MaxKeys = 1024
 
-// misplacedKeys remembers the keys at which the cache and etcd disagree
+// Keys remembers the keys at which the cache and etcd disagree
 // because an object was written through the cache at a key that is not
 // its KeyFunc key. The cache indexes objects by KeyFunc, as upstream's
 // does, so it holds such an object at the other key (where etcd has
@@ -28,8 +28,8 @@ const maxMisplacedKeys = 1024
 //
 // It is safe for concurrent use. Keys are never forgotten: a deleted
 // misplaced key only costs etcd reads of that key.
-type misplacedKeys struct {
-	// n is the number of keys remembered (maxMisplacedKeys+1 once it
+type Keys struct {
+	// n is the number of keys remembered (MaxKeys+1 once it
 	// overflowed). It is read without the lock, so that the usual case,
 	// nothing misplaced, costs one atomic load per read.
 	n  atomic.Int64
@@ -37,14 +37,14 @@ type misplacedKeys struct {
 		sync.RWMutex
 		// keys are sorted and unique.
 		keys []string
-		// overflow: more than maxMisplacedKeys were added; every range
+		// overflow: more than MaxKeys were added; every range
 		// touches.
 		overflow bool
 	}
 }
 
-// add remembers keys.
-func (m *misplacedKeys) add(keys ...string) {
+// Add remembers keys.
+func (m *Keys) Add(keys ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.overflow {
@@ -56,17 +56,17 @@ func (m *misplacedKeys) add(keys ...string) {
 			m.mu.keys = slices.Insert(m.mu.keys, i, k)
 		}
 	}
-	if len(m.mu.keys) > maxMisplacedKeys {
+	if len(m.mu.keys) > MaxKeys {
 		m.mu.overflow, m.mu.keys = true, nil
-		m.n.Store(maxMisplacedKeys + 1)
+		m.n.Store(MaxKeys + 1)
 		return
 	}
 	m.n.Store(int64(len(m.mu.keys)))
 }
 
-// touches reports whether a remembered key lies in [from, to); to == ""
+// Touches reports whether a remembered key lies in [from, to); to == ""
 // means no upper bound.
-func (m *misplacedKeys) touches(from, to string) bool {
+func (m *Keys) Touches(from, to string) bool {
 	if m.n.Load() == 0 {
 		return false
 	}
@@ -79,7 +79,7 @@ func (m *misplacedKeys) touches(from, to string) bool {
 	return i < len(m.mu.keys) && (to == "" || m.mu.keys[i] < to)
 }
 
-// touchesKey reports whether key itself is remembered.
-func (m *misplacedKeys) touchesKey(key string) bool {
-	return m.touches(key, key+"\x00")
+// TouchesKey reports whether key itself is remembered.
+func (m *Keys) TouchesKey(key string) bool {
+	return m.Touches(key, key+"\x00")
 }

@@ -1,4 +1,4 @@
-package watchcache
+package freshread
 
 import "testing"
 
@@ -41,7 +41,7 @@ func TestFallbackBudget(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := &fallbackBudget{limit: tc.limit}
+			b := &budget{limit: tc.limit}
 			for i, s := range tc.steps {
 				if s.give > 0 {
 					if got := b.give(s.give); got != s.wantFlight {

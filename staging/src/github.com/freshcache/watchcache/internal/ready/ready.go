@@ -1,4 +1,4 @@
-package watchcache
+package ready
 
 import (
 	"context"
@@ -8,19 +8,14 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/utils/clock"
 )
 
-// readiness is whether the cache's state is current: ready from the end of
-// a list until the reflector has to list again (a compaction, a failed
-// apply, transient errors past their budget) or the inconsistency detector
-// finds the state differs from etcd's, then pending until the next list is
-// in. It is upstream's cacher readiness (ready.go) as clients see
-// it: while pending, LISTs get 429 with a Retry-After that grows with the
-// downtime (or go to etcd when etcd can answer them cheaply), GETs go to
-// etcd and watches get 429.
-type readiness struct {
+// State is whether the cache's state is current. While pending, LISTs get
+// 429 with a Retry-After that grows with the downtime (or go to etcd when
+// etcd can answer them cheaply), GETs go to etcd and watches get 429; the
+// plan decides which, from IsReady.
+type State struct {
 	clock clock.PassiveClock
 
 	mu struct {
@@ -36,16 +31,17 @@ type readiness struct {
 	}
 }
 
-func newReadiness(clk clock.PassiveClock) *readiness {
-	r := &readiness{clock: clk}
+// New returns a pending State whose downtime is measured on clk.
+func New(clk clock.PassiveClock) *State {
+	r := &State{clock: clk}
 	r.mu.since = clk.Now()
 	r.mu.became = make(chan struct{})
 	return r
 }
 
-// set moves the state to ready or to pending (with the cause). It reports
+// Set moves the state to ready or to pending (with the cause). It reports
 // whether the state changed.
-func (r *readiness) set(ready bool, err error) bool {
+func (r *State) Set(ready bool, err error) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.err = err
@@ -62,8 +58,8 @@ func (r *readiness) set(ready bool, err error) bool {
 	return true
 }
 
-// isReady reports whether the state is current.
-func (r *readiness) isReady() bool {
+// IsReady reports whether the state is current.
+func (r *State) IsReady() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mu.ready
@@ -71,7 +67,7 @@ func (r *readiness) isReady() bool {
 
 // check returns nil when ready; otherwise a 429 whose Retry-After grows
 // with the time spent pending.
-func (r *readiness) check() error {
+func (r *State) check() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mu.ready {
@@ -84,8 +80,21 @@ func (r *readiness) check() error {
 	return apierrors.NewTooManyRequests(msg, retryAfterWhilePending(r.clock.Since(r.mu.since)))
 }
 
-// wait blocks until the cache is ready, ctx is done or stop is closed.
-func (r *readiness) wait(ctx context.Context, stop <-chan struct{}) error {
+// Refusal is the 429 of a read refused because the plan found the cache
+// pending.
+func (r *State) Refusal() error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	// Ready again since the plan was made; the client retries at once
+	// (1 s, the shortest Retry-After).
+	return apierrors.NewTooManyRequests("storage is (re)initializing", 1)
+}
+
+// Wait blocks until the cache is ready, ctx is done or stop is closed. It
+// returns nil, ctx.Err(), or stopped (the cache's ErrStopped) once stop is
+// closed.
+func (r *State) Wait(ctx context.Context, stop <-chan struct{}, stopped error) error {
 	for {
 		r.mu.Lock()
 		ready, became := r.mu.ready, r.mu.became
@@ -98,7 +107,7 @@ func (r *readiness) wait(ctx context.Context, stop <-chan struct{}) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-stop:
-			return ErrStopped
+			return stopped
 		}
 	}
 }
@@ -111,12 +120,4 @@ func (r *readiness) wait(ctx context.Context, stop <-chan struct{}) error {
 func retryAfterWhilePending(downtime time.Duration) int {
 	s := math.Exp(0.06 * downtime.Seconds())
 	return int(math.Min(30, math.Max(1, s)))
-}
-
-// ReadinessCheck implements storage.Interface.
-func (c *Cache) ReadinessCheck() error {
-	if !c.Ready() {
-		return storage.ErrStorageNotReady
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package watchcache
+package freshread
 
 import (
 	"context"
@@ -54,26 +54,26 @@ func passingTrouble(err error) bool {
 	return false
 }
 
-// etcdRead runs read, a read of etcd through the storage the cache was
+// Etcd runs read, a read of etcd through the storage the cache was
 // given, and tries it again while it fails with passing trouble, within
 // etcdRetryBudget and ctx. Trouble that outlasts the budget becomes 429
 // with Retry-After; every other outcome is read's own.
-func (c *Cache) etcdRead(ctx context.Context, read func() error) error {
+func (r *Reader) Etcd(ctx context.Context, read func() error) error {
 	err := read()
 	if err == nil || !passingTrouble(err) {
 		return err
 	}
-	start := c.opts.Clock.Now()
+	start := r.cfg.Clock.Now()
 	pause := etcdRetryFirst
-	for c.opts.Clock.Since(start)+pause <= etcdRetryBudget {
-		t := c.opts.Clock.NewTimer(pause)
+	for r.cfg.Clock.Since(start)+pause <= etcdRetryBudget {
+		t := r.cfg.Clock.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return tooManyRequestsFor(err)
 		case <-t.C():
 		}
-		klog.V(2).InfoS("freshcache: etcd read failed, trying again", "resource", c.cfg.GroupResource.String(), "err", err)
+		klog.V(2).InfoS("freshcache: etcd read failed, trying again", "resource", r.cfg.Resource.String(), "err", err)
 		if err = read(); err == nil || !passingTrouble(err) {
 			return err
 		}

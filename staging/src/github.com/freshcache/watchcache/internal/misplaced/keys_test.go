@@ -1,4 +1,4 @@
-package watchcache
+package misplaced
 
 import (
 	"fmt"
@@ -6,11 +6,11 @@ import (
 )
 
 func TestMisplacedKeysTouches(t *testing.T) {
-	var m misplacedKeys
-	if m.touches("", "") {
+	var m Keys
+	if m.Touches("", "") {
 		t.Fatal("an empty set touches everything")
 	}
-	m.add("/pods/b/x", "/pods//", "/pods/b/x")
+	m.Add("/pods/b/x", "/pods//", "/pods/b/x")
 	cases := []struct {
 		from, to string
 		want     bool
@@ -26,11 +26,11 @@ func TestMisplacedKeysTouches(t *testing.T) {
 		{"/pods/b/", "/pods/b/x", false}, // the end is exclusive
 	}
 	for _, c := range cases {
-		if got := m.touches(c.from, c.to); got != c.want {
+		if got := m.Touches(c.from, c.to); got != c.want {
 			t.Errorf("touches(%q, %q) = %v, want %v", c.from, c.to, got, c.want)
 		}
 	}
-	if !m.touchesKey("/pods/b/x") || m.touchesKey("/pods/b") {
+	if !m.TouchesKey("/pods/b/x") || m.TouchesKey("/pods/b") {
 		t.Error("touchesKey is not an exact match")
 	}
 	if n := m.n.Load(); n != 2 {
@@ -39,11 +39,11 @@ func TestMisplacedKeysTouches(t *testing.T) {
 }
 
 func TestMisplacedKeysOverflow(t *testing.T) {
-	var m misplacedKeys
-	for i := 0; i <= maxMisplacedKeys; i++ {
-		m.add(fmt.Sprintf("/pods/ns/%05d", i))
+	var m Keys
+	for i := 0; i <= MaxKeys; i++ {
+		m.Add(fmt.Sprintf("/pods/ns/%05d", i))
 	}
-	if !m.touches("/other/", "/other0") {
-		t.Fatal("past maxMisplacedKeys, a range without a remembered key is not delegated")
+	if !m.Touches("/other/", "/other0") {
+		t.Fatal("past MaxKeys, a range without a remembered key is not delegated")
 	}
 }

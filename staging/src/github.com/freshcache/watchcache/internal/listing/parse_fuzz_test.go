@@ -1,4 +1,4 @@
-package watchcache
+package listing
 
 import (
 	"strings"
@@ -48,20 +48,20 @@ func FuzzParseListRequest(f *testing.F) {
 			Recursive:            recursive,
 			Predicate:            storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: limit, Continue: cont},
 		}
-		req, err := parseListRequest("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts)
+		req, err := Parse("/pods/", "/pods/ns", storage.APIObjectVersioner{}, opts)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("client input %+v gave a non-BadRequest error: %v", opts, err)
 			}
 			return
 		}
-		if !strings.HasPrefix(req.key, "/pods/") {
-			t.Fatalf("key %q escaped the resource prefix", req.key)
+		if !strings.HasPrefix(req.Key, "/pods/") {
+			t.Fatalf("key %q escaped the resource prefix", req.Key)
 		}
-		if req.continueKey != "" && !strings.HasPrefix(req.continueKey, req.key) {
-			t.Fatalf("continue key %q escaped the listed prefix %q", req.continueKey, req.key)
+		if req.ContinueKey != "" && !strings.HasPrefix(req.ContinueKey, req.Key) {
+			t.Fatalf("continue key %q escaped the listed prefix %q", req.ContinueKey, req.Key)
 		}
-		if p := plan.For(req.planRequest(opts), allGates, readyState); p.Source == plan.Exact && p.RV == 0 {
+		if p := plan.For(req.Plan(opts), allGates, readyState); p.Source == plan.Exact && p.RV == 0 {
 			t.Fatalf("exact plan without a revision for %+v", opts)
 		}
 	})
@@ -91,16 +91,16 @@ func FuzzContinueRoundTrip(f *testing.F) {
 			return
 		}
 		opts := storage.ListOptions{Recursive: true, Predicate: storage.SelectionPredicate{Label: storage.Everything.Label, Field: storage.Everything.Field, Limit: 1, Continue: tok}}
-		req, err := parseListRequest("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts)
+		req, err := Parse("/pods/", "/pods/ns/", storage.APIObjectVersioner{}, opts)
 		if err != nil {
 			if !apierrors.IsBadRequest(err) {
 				t.Fatalf("non-BadRequest for token of %q: %v", key, err)
 			}
 			return
 		}
-		p := plan.For(req.planRequest(opts), allGates, readyState)
-		if req.continueKey != key+"\x00" || p.RV != uint64(rv) || p.Source != plan.Exact {
-			t.Fatalf("token of (%q, %d) decoded to (%q, plan %+v)", key, rv, req.continueKey, p)
+		p := plan.For(req.Plan(opts), allGates, readyState)
+		if req.ContinueKey != key+"\x00" || p.RV != uint64(rv) || p.Source != plan.Exact {
+			t.Fatalf("token of (%q, %d) decoded to (%q, plan %+v)", key, rv, req.ContinueKey, p)
 		}
 	})
 }
