@@ -230,7 +230,7 @@ test-robustness-apiserver: build ### Robustness over HTTP through two real kube-
 	$(ROBUSTNESS_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) $(GO) -C $(LAB) test -count=1 -timeout 30m -v -run 'TestKubeAPIServer' ./test/robustness/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Fault heal (lab/test/robustness TestFaultHeal): for upstream's cacher,
-# freshcache and freshcache+FreshResourceVersionZero, one after the other,
+# freshcache with FreshResourceVersionZero off and on, one after the other,
 # a fresh 3-member etcd with apiserver W on member 0 (a writer bumps a
 # counter ConfigMap every 20 ms) and R on member 1 (GET/LIST rv="" and
 # rv="0", raw HTTPS, no client retries); member 1 is cut off for 7 s every
@@ -268,7 +268,7 @@ test-fault-heal-short: build ### Fault heal, one cut per implementation; report 
 # question is containerd's own record: a container of the old web-0
 # created after the restart, while the new one runs. DEMO_59848_NODE=hollow
 # replays it with a hollow kubelet (kubemark) instead. Every implementation
-# (upstream, freshcache, freshcache with FreshResourceVersionZero) with the
+# (upstream, freshcache with its default gates, and freshcache-rv0-off) with the
 # kubelet's client in both modes a fleet has: WatchListClient on (1.35+) and
 # off (1.34 and older: it lists first; the real kubelet gets
 # --feature-gates=WatchListClient=false, the hollow one is
@@ -288,17 +288,17 @@ DEMO_59848_OBSERVE ?= 60s
 DEMO_59848_REPORT ?= $(if $(DEMO_59848_RUN)$(DEMO_59848_WATCHLIST),$(abspath $(OUT))/demo-59848/report.md,$(abspath docs/results/demo-59848.md))
 DEMO_59848_ENV = FRESHCACHE_DEMO_59848=1 FRESHCACHE_BIN_DIR=$(abspath $(BIN)) DEMO_59848_OUT=$(abspath $(OUT))/demo-59848
 # kubernetes#59848 on a real kubelet and containerd (root), watch-list on
-# and off, upstream/freshcache/freshcache+FreshResourceVersionZero, 3 trials
+# and off, upstream, freshcache (default gates) and freshcache with FreshResourceVersionZero=false, 3 trials
 # each (~30 min; writes docs/results/demo-59848.md).
 demo-59848: build ## (root) kubernetes#59848 replayed on a real kubelet; docs/results (~30 min)
 	$(DEMO_59848_ENV) DEMO_59848_NODE=$(DEMO_59848_NODE) DEMO_59848_REPORT=$(DEMO_59848_REPORT) DEMO_59848_OBSERVE=$(DEMO_59848_OBSERVE) DEMO_59848_RUN=$(DEMO_59848_RUN) DEMO_59848_WATCHLIST=$(DEMO_59848_WATCHLIST) DEMO_59848_TRIALS=$(DEMO_59848_TRIALS) \
 		$(GO) -C $(LAB) test -count=1 -timeout 120m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # The discriminating pair on a hollow kubelet: a listing kubelet on upstream
-# (must start the deleted pod) and on freshcache+FreshResourceVersionZero
+# (must start the deleted pod) and on freshcache with its default gates
 # (must not) (~3.5 min after make build; part of make test).
 demo-59848-short: build ### The discriminating #59848 pair on a hollow kubelet (~3.5 min)
-	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache-fresh-rv0 DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
+	$(DEMO_59848_ENV) DEMO_59848_NODE=hollow DEMO_59848_REPORT=$(abspath $(OUT))/demo-59848-short.md DEMO_59848_RUN=upstream,freshcache DEMO_59848_WATCHLIST=off DEMO_59848_TRIALS=1 \
 		$(GO) -C $(LAB) test -count=1 -timeout 20m -v -run TestDemo59848 ./test/demo59848/ 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
 
 # Upstream's e2e tests (lab/test/upstreame2e): e2e.test and ginkgo built from

@@ -40,10 +40,12 @@ type clusterCell struct {
 	WriteReads float64  `json:"write_reads"`
 	// Storm is the restart storm after the window (scale cells only).
 	Storm *struct {
-		SyncP99Ms float64 `json:"sync_p99_ms"`
-		EtcdReads float64 `json:"etcd_reads"`
+		SyncP99Ms float64            `json:"sync_p99_ms"`
+		EtcdReads float64            `json:"etcd_reads"`
+		Rejected  map[string]float64 `json:"rejected"`
 	} `json:"storm"`
-	Probe struct {
+	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms"`
+	Probe          struct {
 		Writes int              `json:"writes"`
 		Reads  map[string]int64 `json:"reads"`
 		Stale  map[string]int64 `json:"stale"`
@@ -121,6 +123,43 @@ func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float
 		return nil, fmt.Errorf("%w: %s has no pair of cells at %d nodes", ErrNotInResults, r.file, n)
 	}
 	return out, nil
+}
+
+// pairedGate returns the median of f over the gate's cells that have an
+// upstream pair at the ratios' node count: an absolute figure of the gate,
+// over the same cells the ratios use.
+func (r *clusterReport) pairedGate(f func(clusterCell) (float64, bool)) (float64, error) {
+	n, err := r.ratioNodes()
+	if err != nil {
+		return 0, err
+	}
+	gs, us := r.cells(cfgGate, modeSingle, n), r.cells(cfgUpstream, modeSingle, n)
+	var out []float64
+	for i := range min(len(gs), len(us)) {
+		if v, ok := f(gs[i]); ok {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return 0, fmt.Errorf("%w: %s has no paired gate cell at %d nodes with that figure", ErrNotInResults, r.file, n)
+	}
+	return median(out), nil
+}
+
+// storm429Of is the storm's 429s that the freshness wait sent.
+func storm429Of(c clusterCell) (float64, bool) {
+	if c.Storm == nil || c.Storm.Rejected == nil {
+		return 0, false
+	}
+	v, ok := c.Storm.Rejected["freshness wait"]
+	return v, ok
+}
+
+func waitP99Of(c clusterCell) (float64, bool) {
+	if c.FreshWaitP99Ms == nil {
+		return 0, false
+	}
+	return *c.FreshWaitP99Ms, true
 }
 
 func stormSyncOf(c clusterCell) (float64, bool) {

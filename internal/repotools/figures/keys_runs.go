@@ -141,7 +141,7 @@ func demoFigures() []Figure {
 			}}
 	}
 	var figs []Figure
-	for _, impl := range []string{"upstream", "freshcache", "freshcache-fresh-rv0"} {
+	for _, impl := range []string{"upstream", "freshcache", "freshcache-rv0-off"} {
 		figs = append(figs, verdict(impl, "off"))
 	}
 	ranRE := regexp.MustCompile(`Ran: (\d{4}-\d\d-\d\d) (\d\d:\d\d) to (\d\d:\d\d) UTC, on commit ` + "`([0-9a-f]+)`")

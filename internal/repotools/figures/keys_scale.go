@@ -30,6 +30,14 @@ func scaleFigures() []Figure {
 		ratio("list-p99", "pod LIST p99", listP99Of),
 		ratio("storm-sync-p99", "restart storm, all-synced p99", stormSyncOf),
 		ratio("storm-etcd", "restart storm, etcd reads", stormReadsOf),
+		fig("scale.gate.storm-429", "restart storm, 429s the gate's freshness wait sent, median over the paired gate cells", func(r *clusterReport) (Value, error) {
+			v, err := r.pairedGate(storm429Of)
+			return Count(int(v)), err
+		}),
+		fig("scale.gate.wait-p99-ms", "the gate's freshness wait p99 for pods in the window, ms, median over the paired gate cells", func(r *clusterReport) (Value, error) {
+			v, err := r.pairedGate(waitP99Of)
+			return Count(int(v + 0.5)), err
+		}),
 		fig("scale.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, func(r *clusterReport) (Value, error) {
 			if n := r.promisedStale(); n > 0 {
 				return Count(int(n)), nil

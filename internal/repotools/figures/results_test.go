@@ -142,16 +142,17 @@ func TestStorageRows(t *testing.T) {
 // ratios pair repeats at the largest node count both ran.
 func TestScale(t *testing.T) {
 	type storm struct {
-		SyncP99Ms float64 `json:"sync_p99_ms"`
-		EtcdReads float64 `json:"etcd_reads"`
-		EtcdReqs  float64 `json:"etcd_requests"`
+		SyncP99Ms float64            `json:"sync_p99_ms"`
+		EtcdReads float64            `json:"etcd_reads"`
+		EtcdReqs  float64            `json:"etcd_requests"`
+		Rejected  map[string]float64 `json:"rejected,omitempty"`
 	}
 	type scaleCell struct {
 		clusterCell
 		Storm storm `json:"storm"`
 	}
 	mk := func(config string, nodes, repeat int, cpu, reads, p99, sync, stormReads float64) scaleCell {
-		return scaleCell{cell(config, modeSingle, nodes, repeat, cpu, reads, p99, 0, 100), storm{sync, stormReads, stormReads + 500}}
+		return scaleCell{cell(config, modeSingle, nodes, repeat, cpu, reads, p99, 0, 100), storm{sync, stormReads, stormReads + 500, nil}}
 	}
 	cells := []scaleCell{
 		mk(cfgUpstream, 200, 0, 15.7, 2524, 73.7, 507, 100),
@@ -163,6 +164,13 @@ func TestScale(t *testing.T) {
 		mk(cfgFreshcache, 1000, 1, 50, 3000, 100, 10000, 20),
 	}
 	cells[len(cells)-1].Probe.Stale[probeGetZero] = 9 // rv=0 is not promised fresh without the gate
+	// The gate's absolute storm 429s and wait p99 are medians over its
+	// paired cells at 1,000 nodes only (not the 200-node one).
+	for i, v := range map[int]float64{1: 99, 3: 10, 5: 30} {
+		cells[i].Storm.Rejected = map[string]float64{"all": v + 1, "freshness wait": v}
+		w := v * 10
+		cells[i].FreshWaitP99Ms = &w
+	}
 	src := jsonSource(t, "docs/results/scale.json", map[string]any{"git_commit": "4be7237abcdef", "cells": cells})
 	wantValues(t, src, map[string]string{
 		"scale.commit":               "`4be7237`",
@@ -174,6 +182,8 @@ func TestScale(t *testing.T) {
 		"scale.ratio.storm-sync-p99": "0.95",
 		"scale.ratio.storm-etcd":     "0.08",
 		"scale.promised-stale":       "No",
+		"scale.gate.storm-429":       "20",
+		"scale.gate.wait-p99-ms":     "200",
 	})
 }
 

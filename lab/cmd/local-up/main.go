@@ -40,7 +40,7 @@ func run(args []string) error {
 			"Runs an embedded etcd, kube-apiserver(s), kube-controller-manager, kube-scheduler\n"+
 			"and kubemark hollow nodes on loopback (--nodes=0 --controllers=false: etcd and\n"+
 			"kube-apiserver only). Flags not listed below are passed to kube-apiserver, e.g.\n"+
-			"--watch-cache-implementation=upstream or --feature-gates=FreshResourceVersionZero=true.\n\n")
+			"--watch-cache-implementation=upstream or --feature-gates=FreshResourceVersionZero=false.\n\n")
 		fs.PrintDefaults()
 	}
 	ours, theirs := localup.SplitArgs(fs, args)

@@ -38,7 +38,7 @@ type variant struct {
 var variants = []variant{
 	{"upstream", []string{"--watch-cache-implementation=upstream"}},
 	{"freshcache", []string{"--watch-cache-implementation=freshcache"}},
-	{"freshcache-fresh-rv0", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}},
+	{"freshcache-rv0-off", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=false"}},
 }
 
 // kubeletMode is how the hollow kubelet's client-go reads its pods: with
@@ -151,16 +151,17 @@ func TestDemo59848(t *testing.T) {
 	}
 }
 
-// mustNotStart says which runs must never start the deleted pod. With
-// FreshResourceVersionZero that is the gate's promise, whatever the kubelet
-// asks: an rv=0 read is never older than the delete. Plain freshcache must
-// be no less safe than upstream's cacher: with a watch-list kubelet its
-// watch-list waits for etcd's revision under the watch's context as
-// upstream's does, so the kubelet never reaches the stale rv=0 fallback.
-// A listing kubelet on plain freshcache gets rv=0's upstream meaning (any
-// state the cache holds) and may start it, as on upstream.
+// mustNotStart says which runs must never start the deleted pod. With the
+// default gates freshcache's rv=0 reads are fresh (FreshResourceVersionZero
+// is on): whatever the kubelet asks, its answer is never older than the
+// delete. With the gate turned off, freshcache must still be no less safe
+// than upstream's cacher: with a watch-list kubelet its watch-list waits
+// for etcd's revision under the watch's context as upstream's does, so the
+// kubelet never reaches the stale rv=0 fallback; a listing kubelet gets
+// rv=0's upstream meaning (any state the cache holds) and may start it, as
+// on upstream.
 func mustNotStart(impl, watchList string) bool {
-	return impl == "freshcache-fresh-rv0" || impl == "freshcache" && watchList == "on"
+	return impl == "freshcache" || impl == "freshcache-rv0-off" && watchList == "on"
 }
 
 // selected turns a comma-separated list into a filter; empty selects all.

@@ -19,8 +19,10 @@
 //     kubemark hollow node N on B throughout; its restart empties the fake
 //     runtime, and "started again" is that runtime running the deleted pod.
 //
-// Each runs once with each of upstream's cacher, freshcache, and freshcache
-// with FreshResourceVersionZero, and each with the kubelet's client-go in
+// Each runs once with each of upstream's cacher, freshcache with its
+// default gates (rv=0 fresh), and freshcache with FreshResourceVersionZero
+// turned off (freshcache-rv0-off: rv=0 keeps upstream's meaning), and each
+// with the kubelet's client-go in
 // both modes a real fleet has: WatchListClient on (1.35+ kubelets: the
 // first request is a watch-list) and off (1.34 and older, which the
 // version-skew policy allows against a 1.37 apiserver: a LIST at
@@ -31,8 +33,8 @@
 // and mode, whether the deleted pod started again and in how many trials;
 // DEMO_59848_REPORT names a markdown report of the whole run.
 //
-// It fails if the FreshResourceVersionZero run ever starts the deleted
-// pod, if plain freshcache starts it with a watch-list kubelet (it must
+// It fails if freshcache with its default gates ever starts the deleted
+// pod, if freshcache-rv0-off starts it with a watch-list kubelet (it must
 // be no less safe than upstream there), and if upstream with a listing
 // kubelet never starts it: a demo that cannot fail on upstream shows
 // nothing. The other runs are recorded.

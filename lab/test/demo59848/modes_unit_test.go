@@ -9,10 +9,10 @@ func TestWhichRunsMustNotStartThePod(t *testing.T) {
 		impl, watchList string
 		want            bool
 	}{
-		{"freshcache-fresh-rv0", "on", true},
-		{"freshcache-fresh-rv0", "off", true},
 		{"freshcache", "on", true},
-		{"freshcache", "off", false},
+		{"freshcache", "off", true},
+		{"freshcache-rv0-off", "on", true},
+		{"freshcache-rv0-off", "off", false},
 		{"upstream", "on", false},
 		{"upstream", "off", false},
 	} {
@@ -27,8 +27,8 @@ func TestSelectedAndTrials(t *testing.T) {
 	if !all("upstream") || !all("off") {
 		t.Fatal("an empty selection must select everything")
 	}
-	some := selected("upstream, freshcache-fresh-rv0")
-	if !some("upstream") || !some("freshcache-fresh-rv0") || some("freshcache") {
+	some := selected("upstream, freshcache-rv0-off")
+	if !some("upstream") || !some("freshcache-rv0-off") || some("freshcache") {
 		t.Fatal("a list must select exactly its names")
 	}
 	for in, want := range map[string]int{"": 1, "3": 3, "20": 20} {

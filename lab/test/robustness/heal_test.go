@@ -104,7 +104,7 @@ var healImplementations = []struct {
 	zeroStaleness time.Duration
 }{
 	{"upstream", []string{"--watch-cache-implementation=upstream"}, 0},
-	{"freshcache", []string{"--watch-cache-implementation=freshcache"}, 0},
+	{"freshcache", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=false"}, 0},
 	{"freshcache-fresh-rv0", []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}, watchcache.DefaultZeroReadStaleness},
 }
 

@@ -111,7 +111,7 @@ func localUpArgs(config string) []string {
 	case clusterbench.Upstream:
 		return append(base, "--watch-cache-implementation=upstream")
 	case clusterbench.Freshcache:
-		return append(base, "--watch-cache-implementation=freshcache")
+		return append(base, "--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=false")
 	case clusterbench.FreshRV0:
 		return append(base, "--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true")
 	case ConfigEtcd:

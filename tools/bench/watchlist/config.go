@@ -201,7 +201,7 @@ func localUpArgs(config string) []string {
 	case clusterbench.Upstream:
 		return []string{"--watch-cache-implementation=upstream"}
 	case clusterbench.Freshcache:
-		return []string{"--watch-cache-implementation=freshcache"}
+		return []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=false"}
 	case clusterbench.FreshRV0:
 		return []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}
 	}

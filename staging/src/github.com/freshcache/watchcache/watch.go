@@ -73,11 +73,11 @@ func (c *Cache) Watch(ctx context.Context, key string, opts storage.ListOptions)
 			if apierrors.IsTooManyRequests(err) {
 				return nil, err
 			}
-			return fanout.ErrorWatcher(toAPIError(err)), nil
+			return waitFailed(ctx, p, err), nil
 		}
 	case plan.NotOlder:
 		if _, err := c.fresh.Wait(ctx, plan.Watch, p); err != nil {
-			return fanout.ErrorWatcher(toAPIError(err)), nil
+			return waitFailed(ctx, p, err), nil
 		}
 	case plan.Snapshot:
 		if p.EtcdRevision {
@@ -159,6 +159,18 @@ func (c *Cache) trigger(p *storage.SelectionPredicate) *string {
 		}
 	}
 	return nil
+}
+
+// waitFailed is the watch a client gets when its freshness wait ended in
+// err. An rv=0 watch whose client has gone is closed without an event:
+// upstream's rv=0 watch never waits, so a cancelled context only closes
+// it (the storage conformance suite's WatchContextCancel), and fresh rv=0
+// must not turn that into an error. Every other failure is an ERROR event.
+func waitFailed(ctx context.Context, p plan.Plan, err error) watch.Interface {
+	if p.Zero && ctx.Err() != nil {
+		return watch.NewEmptyWatch()
+	}
+	return fanout.ErrorWatcher(toAPIError(err))
 }
 
 // toAPIError turns internal wait errors into client-facing ones. The end

@@ -20,7 +20,9 @@ const (
 	// Options.ZeroReadStaleness (100 ms) before them, and every write of
 	// the resource acknowledged through this apiserver before them. This
 	// is legal because rv=0 means "any state", and such a state is one of
-	// them. It closes kubernetes#59848 at component restart.
+	// them. It closes kubernetes#59848 at component restart. Beta, on by
+	// default; off gives back upstream's meaning of rv=0, "any state the
+	// cache holds".
 	FreshResourceVersionZero featuregate.Feature = "FreshResourceVersionZero"
 
 	// CacheInconsistencyDetection runs, for every cached resource, a
@@ -63,7 +65,7 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
 		FreshResourceVersionZero: {
-			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
+			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
 		CacheInconsistencyDetection: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},

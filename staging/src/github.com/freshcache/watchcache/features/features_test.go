@@ -12,6 +12,7 @@ import (
 func TestGateDefaults(t *testing.T) {
 	want := Set{
 		ConsistentReadsFromCache:    true,
+		FreshResourceVersionZero:    true,
 		CacheInconsistencyDetection: true,
 		RevisionsFromWrites:         true,
 	}
@@ -52,10 +53,10 @@ func TestCurrentReadsEveryGate(t *testing.T) {
 
 func TestSetFromFlagSyntax(t *testing.T) {
 	gate := utilfeature.DefaultMutableFeatureGate.DeepCopy()
-	if err := gate.Set("ConsistentReadsFromCache=false,FreshResourceVersionZero=true"); err != nil {
+	if err := gate.Set("ConsistentReadsFromCache=false,FreshResourceVersionZero=false"); err != nil {
 		t.Fatalf("--feature-gates syntax refused: %v", err)
 	}
-	if gate.Enabled(ConsistentReadsFromCache) || !gate.Enabled(FreshResourceVersionZero) {
+	if gate.Enabled(ConsistentReadsFromCache) || gate.Enabled(FreshResourceVersionZero) {
 		t.Fatal("gates did not take the values given in --feature-gates syntax")
 	}
 	if err := gate.Set("FreshResourceVersionZero=maybe"); err == nil {
