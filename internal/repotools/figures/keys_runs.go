@@ -170,7 +170,7 @@ func demoFigures() []Figure {
 		}},
 		Figure{Key: "demo-59848.watchlist-on.started", From: []string{file}, What: `trials with a watch-list kubelet that started the deleted pod, every implementation ("none")`, Get: func(s *Source) (Value, error) {
 			total := 0
-			for _, impl := range []string{"upstream", "freshcache", "freshcache-fresh-rv0"} {
+			for _, impl := range []string{"upstream", "freshcache", "freshcache-rv0-off"} {
 				n, _, err := s.demoVerdict(impl, "on")
 				if err != nil {
 					return Value{}, err

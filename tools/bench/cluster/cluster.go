@@ -17,7 +17,7 @@ import (
 
 // Cluster configurations: which watch cache the apiservers run.
 const (
-	Upstream   = "upstream"
+	Upstream = "upstream"
 	// Freshcache is freshcache with FreshResourceVersionZero turned off:
 	// rv=0 keeps upstream's meaning. The name predates the gate's move to
 	// on by default, and the committed reports use it.

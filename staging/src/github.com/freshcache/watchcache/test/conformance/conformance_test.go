@@ -20,6 +20,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
+	freshfeatures "github.com/freshcache/watchcache/features"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
 )
 
@@ -176,6 +177,12 @@ func TestLists(t *testing.T) {
 				storagetesting.RunTestList(ctx, t, e.Cache, e.Compact, true, e.Recorder)
 			})
 			t.Run("ConsistentList", func(t *testing.T) {
+				// Its first case asserts that an rv=0 LIST may be older
+				// than the last write (upstream's "any state"), at most
+				// that write's revision; fresh rv=0 (on by default) is
+				// newer by design and has tests of its own
+				// (TestFreshResourceVersionZero). Upstream's meaning here.
+				featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, freshfeatures.FreshResourceVersionZero, false)
 				ctx, e := setup(t)
 				storagetesting.RunTestConsistentList(ctx, t, e.Cache, e.IncreaseRV, true, consistentReadsFromCache, snapshots)
 			})
