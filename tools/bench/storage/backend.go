@@ -41,14 +41,23 @@ var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
 // seam through which all three are built. fresh configures freshcache
 // (the zero value: production defaults); the other backends ignore it.
 func decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageDecorator, error) {
+	if fresh.FreshResourceVersionZero == nil {
+		// The rv=0 rows are the no-wait baseline that fresh reads are
+		// measured against ("fresh LIST / rv=0") and the parity rows
+		// against upstream's rv=0: rv=0 keeps upstream's meaning here,
+		// although FreshResourceVersionZero is on by default.
+		off := false
+		fresh.FreshResourceVersionZero = &off
+	}
 	switch name {
 	case BackendEtcd:
 		return generic.UndecoratedStorage, nil
 	case BackendUpstream:
 		return genericregistry.StorageWithCacher(), nil
 	case BackendFreshcache:
-		// Feature gates left unset are read from k8s.io/apiserver's
-		// default gate, as in kube-apiserver.
+		// Feature gates left unset (all but FreshResourceVersionZero)
+		// are read from k8s.io/apiserver's default gate, as in
+		// kube-apiserver.
 		return watchcache.NewStorageDecorator(fresh), nil
 	case BackendFreshcacheDirect:
 		on := true

@@ -18,7 +18,7 @@ import (
 // TestTraceCountsEveryFreshnessWait traces real consistent and rv=0 LISTs
 // through the freshcache pod storage on an embedded etcd, and checks that
 // tracewait finds exactly one wait region per consistent LIST (rv=0 does
-// not wait with FreshResourceVersionZero off, the default) and at least one
+// not wait: the storage bench runs rv=0 with FreshResourceVersionZero off) and at least one
 // revision fetch, never more than one per read. This ties the region names
 // the cache emits to the ones the analysis reads.
 func TestTraceCountsEveryFreshnessWait(t *testing.T) {
