@@ -103,21 +103,39 @@ func (r *clusterReport) ratioNodes() (int, error) {
 	return n, nil
 }
 
-// pairRatios are, for each pair of the gate's and upstream's cells of the
-// same repeat at the ratio node count, the gate's f over upstream's f.
-func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float64, error) {
+// paired walks the pairs of the gate's and upstream's cells of the same
+// repeat at the ratio node count, and keeps what pick makes of each pair
+// (nothing where pick says no). It returns that node count too, for the
+// callers' errors. pairRatios and pairedGate share it, so that the ratios
+// and the gate's absolute figures are always over the same cells.
+func (r *clusterReport) paired(pick func(g, u clusterCell) (float64, bool)) (int, []float64, error) {
 	n, err := r.ratioNodes()
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	gs, us := r.cells(cfgGate, modeSingle, n), r.cells(cfgUpstream, modeSingle, n)
 	var out []float64
 	for i := range min(len(gs), len(us)) {
-		g, okG := f(gs[i])
-		u, okU := f(us[i])
-		if okG && okU && u != 0 {
-			out = append(out, g/u)
+		if v, ok := pick(gs[i], us[i]); ok {
+			out = append(out, v)
 		}
+	}
+	return n, out, nil
+}
+
+// pairRatios are, for each pair of the gate's and upstream's cells of the
+// same repeat at the ratio node count, the gate's f over upstream's f.
+func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float64, error) {
+	n, out, err := r.paired(func(gc, uc clusterCell) (float64, bool) {
+		g, okG := f(gc)
+		u, okU := f(uc)
+		if okG && okU && u != 0 {
+			return g / u, true
+		}
+		return 0, false
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s has no pair of cells at %d nodes", ErrNotInResults, r.file, n)
@@ -129,16 +147,9 @@ func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float
 // upstream pair at the ratios' node count: an absolute figure of the gate,
 // over the same cells the ratios use.
 func (r *clusterReport) pairedGate(f func(clusterCell) (float64, bool)) (float64, error) {
-	n, err := r.ratioNodes()
+	n, out, err := r.paired(func(g, _ clusterCell) (float64, bool) { return f(g) })
 	if err != nil {
 		return 0, err
-	}
-	gs, us := r.cells(cfgGate, modeSingle, n), r.cells(cfgUpstream, modeSingle, n)
-	var out []float64
-	for i := range min(len(gs), len(us)) {
-		if v, ok := f(gs[i]); ok {
-			out = append(out, v)
-		}
 	}
 	if len(out) == 0 {
 		return 0, fmt.Errorf("%w: %s has no paired gate cell at %d nodes with that figure", ErrNotInResults, r.file, n)
