@@ -17,86 +17,19 @@ const (
 var labels = []string{"group", "resource"}
 
 var (
-	resourceVersion = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "resource_version",
-		Help:           "Cache revision: every event up to it has been applied.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	eventsReceived = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "events_received_total",
-		Help:           "Watch events received from etcd by the cache.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	watchers = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "watchers",
-		Help:           "Watchers currently served by the cache.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	terminatedWatchers = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "terminated_watchers_total",
-		Help:           "Watchers the cache closed because they did not keep up (reason=slow) or because it relisted (reason=relist).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, append(append([]string(nil), labels...), "reason"))
-	revisionsCompleted = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "revisions_completed_total",
-		Help:           "Revisions the cache held until something proved them whole (etcd gives every key of a transaction one revision), by what did: a later event (by=event), a progress notification (by=progress) or this apiserver's own single-key write of it (by=own_write). Only progress costs a round trip to etcd.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"group", "resource", "by"})
-	relists = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "relists_total",
-		Help:           "Full lists from etcd done by the cache, by why: initial (the first), compacted (the watch's revision was compacted), error (a list, watch or apply failed for good), retry_budget (transient watch errors outlasted the retry budget), inconsistent (the inconsistency detector found the cache differs from etcd), moved_past_event (an event arrived at a revision the cache had been moved past by its own writes' ledger without it: that proof was wrong; any increase is a bug or a broken assumption).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, append(append([]string(nil), labels...), "reason"))
+	resourceVersion    = compbasemetrics.NewGaugeVec(gaugeOpts("resource_version", "Cache revision: every event up to it has been applied."), labels)
+	eventsReceived     = compbasemetrics.NewCounterVec(counterOpts("events_received_total", "Watch events received from etcd by the cache."), labels)
+	watchers           = compbasemetrics.NewGaugeVec(gaugeOpts("watchers", "Watchers currently served by the cache."), labels)
+	terminatedWatchers = compbasemetrics.NewCounterVec(counterOpts("terminated_watchers_total", "Watchers the cache closed because they did not keep up (reason=slow) or because it relisted (reason=relist)."), labelsAnd("reason"))
+	revisionsCompleted = compbasemetrics.NewCounterVec(counterOpts("revisions_completed_total", "Revisions the cache held until something proved them whole (etcd gives every key of a transaction one revision), by what did: a later event (by=event), a progress notification (by=progress) or this apiserver's own single-key write of it (by=own_write). Only progress costs a round trip to etcd."), []string{"group", "resource", "by"})
+	relists            = compbasemetrics.NewCounterVec(counterOpts("relists_total", "Full lists from etcd done by the cache, by why: initial (the first), compacted (the watch's revision was compacted), error (a list, watch or apply failed for good), retry_budget (transient watch errors outlasted the retry budget), inconsistent (the inconsistency detector found the cache differs from etcd), moved_past_event (an event arrived at a revision the cache had been moved past by its own writes' ledger without it: that proof was wrong; any increase is a bug or a broken assumption)."), labelsAnd("reason"))
 
-	catchUp = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "catch_up_seconds",
-		Help:           "Time from the first of a run of transient watch errors (etcd lost its leader, was overloaded or unreachable) until the cache's watch delivered again, without a relist.",
-		Buckets:        []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
+	catchUp = compbasemetrics.NewHistogramVec(histogramOpts("catch_up_seconds", "Time from the first of a run of transient watch errors (etcd lost its leader, was overloaded or unreachable) until the cache's watch delivered again, without a relist.", []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}), labels)
 
-	watchRetries = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "watch_retries_total",
-		Help:           "Times the cache watched etcd again from its own revision after a transient watch error (etcd lost its leader, was overloaded or unreachable), keeping its history and watchers instead of relisting.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	protocolErrors = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "protocol_errors_total",
-		Help:           "Inputs the freshness state machine refused: the cache's driver broke one of its duties. Any increase is a bug (the read it concerned is resolved by its deadline).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	consistencyChecks = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "consistency_checks_total",
-		Help:           "Rounds of the inconsistency detector, which compares the cache with etcd at the cache's revision, by result: match, mismatch (the cache was purged and relisted), skipped (the cache was not ready, or etcd had compacted the revision) or error (etcd could not be listed).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, append(append([]string(nil), labels...), "result"))
-	inconsistencies = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "inconsistencies_total",
-		Help:           "Times the inconsistency detector found the cache's objects differ from etcd's at the same revision. Any increase is a bug: the cache was purged and relisted.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
+	watchRetries      = compbasemetrics.NewCounterVec(counterOpts("watch_retries_total", "Times the cache watched etcd again from its own revision after a transient watch error (etcd lost its leader, was overloaded or unreachable), keeping its history and watchers instead of relisting."), labels)
+	protocolErrors    = compbasemetrics.NewCounterVec(counterOpts("protocol_errors_total", "Inputs the freshness state machine refused: the cache's driver broke one of its duties. Any increase is a bug (the read it concerned is resolved by its deadline)."), labels)
+	consistencyChecks = compbasemetrics.NewCounterVec(counterOpts("consistency_checks_total", "Rounds of the inconsistency detector, which compares the cache with etcd at the cache's revision, by result: match, mismatch (the cache was purged and relisted), skipped (the cache was not ready, or etcd had compacted the revision) or error (etcd could not be listed)."), labelsAnd("result"))
+	inconsistencies   = compbasemetrics.NewCounterVec(counterOpts("inconsistencies_total", "Times the inconsistency detector found the cache's objects differ from etcd's at the same revision. Any increase is a bug: the cache was purged and relisted."), labels)
 
 	registerOnce sync.Once
 )

@@ -12,52 +12,20 @@ import (
 // every resource on one etcd cluster at once, so these carry no group and
 // resource labels.
 var (
-	revisionFetches = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "revision_fetches_total",
-		Help:           "Linearizable revision fetches sent to etcd for consistent reads, by result (success|error).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"result"})
-	readsPerRevisionFetch = compbasemetrics.NewHistogram(&compbasemetrics.HistogramOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "reads_per_revision_fetch",
-		Help:           "Consistent reads answered by one revision fetch (coalescing); 0 when every waiter gave up first.",
-		Buckets:        []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024},
-		StabilityLevel: compbasemetrics.ALPHA,
-	})
+	revisionFetches       = compbasemetrics.NewCounterVec(counterOpts("revision_fetches_total", "Linearizable revision fetches sent to etcd for consistent reads, by result (success|error)."), []string{"result"})
+	readsPerRevisionFetch = compbasemetrics.NewHistogram(histogramOpts("reads_per_revision_fetch", "Consistent reads answered by one revision fetch (coalescing); 0 when every waiter gave up first.", []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}))
 	// revisionFetchDuration is the floor under every consistent read's
 	// wait: a read waits for the rest of the fetch in flight and then for a
 	// whole fetch of its own. Its buckets match read_wait_seconds'.
-	revisionFetchDuration = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "revision_fetch_duration_seconds",
-		Help:           "Round trip of one linearizable revision fetch to etcd, by result (success|error).",
-		Buckets:        readWaitBuckets,
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"result"})
+	revisionFetchDuration = compbasemetrics.NewHistogramVec(histogramOpts("revision_fetch_duration_seconds", "Round trip of one linearizable revision fetch to etcd, by result (success|error).", readWaitBuckets), []string{"result"})
 	// readsAnsweredByWrites counts the reads that took their revision from
 	// a write of this apiserver instead of a fetch.
-	readsAnsweredByWrites = compbasemetrics.NewCounter(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "reads_answered_by_writes_total",
-		Help:           "Consistent reads whose revision came from a write this apiserver sent to etcd after they arrived, instead of a revision fetch.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	})
+	readsAnsweredByWrites = compbasemetrics.NewCounter(counterOpts("reads_answered_by_writes_total", "Consistent reads whose revision came from a write this apiserver sent to etcd after they arrived, instead of a revision fetch."))
 
 	// revisionHolds counts the reads held for a write of this apiserver
 	// before their fetch (oracle.Options.WriteHold), by how the hold
 	// ended: write is a fetch saved.
-	revisionHolds = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "revision_holds_total",
-		Help:           "Rounds of consistent reads held for this apiserver's next write before a revision fetch, by how the hold ended (write|expired|abandoned).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"result"})
+	revisionHolds = compbasemetrics.NewCounterVec(counterOpts("revision_holds_total", "Rounds of consistent reads held for this apiserver's next write before a revision fetch, by how the hold ended (write|expired|abandoned)."), []string{"result"})
 
 	registerOracleOnce sync.Once
 )

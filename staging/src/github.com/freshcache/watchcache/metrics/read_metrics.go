@@ -44,64 +44,14 @@ const (
 var readWaitBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
 
 var (
-	readWait = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "read_wait_seconds",
-		Help:           "Time a read waited for the cache to be fresh enough (revision fetch plus catching up), whatever the outcome.",
-		Buckets:        readWaitBuckets,
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"group", "resource", "verb", "requested"})
-	readRelease = compbasemetrics.NewHistogramVec(&compbasemetrics.HistogramOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "read_release_seconds",
-		Help:           "Time from a read's arrival until the freshness protocol released it to be served from the cache (the cache had reached a revision fetched after the read arrived). read_wait_seconds also counts the time the released reader then waited for a CPU.",
-		Buckets:        readWaitBuckets,
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"group", "resource", "verb", "requested"})
-	fallbackObjects = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "fallback_objects_in_flight",
-		Help:           "Objects covered by the reads that timed out waiting for the cache and are being served from etcd instead, now; --consistent-read-fallback-budget bounds it.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"group", "resource"})
-	readsTotal = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "reads_total",
-		Help:           "Reads that needed freshness, by verb, what was requested and outcome (cache|fallback|rejected|error).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, []string{"group", "resource", "verb", "requested", "outcome"})
-	progressRequests = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "progress_requests_total",
-		Help:           "Watch progress requests the cache sent to etcd on its own watch stream.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	ownWriteAdvances = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "own_write_advances_total",
-		Help:           "Times the cache caught up with a read's revision without a progress request, because every revision in between was this apiserver's own write of another resource (ProgressFromOwnWrites).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	progressStalls = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "progress_stalls_total",
-		Help:           "Progress requests that no notification answered within the stall time (etcd drops one while a watch on the stream is catching up), after which the cache sent another.",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, labels)
-	consistentReadsDisabled = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
-		Namespace:      namespace,
-		Subsystem:      subsystem,
-		Name:           "consistent_reads_disabled",
-		Help:           "1 when the cache delegates consistent reads to etcd instead of serving them (reason=etcd_version: an etcd member is older than 3.4.31/3.5.13).",
-		StabilityLevel: compbasemetrics.ALPHA,
-	}, append(append([]string(nil), labels...), "reason"))
+	readWait                = compbasemetrics.NewHistogramVec(histogramOpts("read_wait_seconds", "Time a read waited for the cache to be fresh enough (revision fetch plus catching up), whatever the outcome.", readWaitBuckets), []string{"group", "resource", "verb", "requested"})
+	readRelease             = compbasemetrics.NewHistogramVec(histogramOpts("read_release_seconds", "Time from a read's arrival until the freshness protocol released it to be served from the cache (the cache had reached a revision fetched after the read arrived). read_wait_seconds also counts the time the released reader then waited for a CPU.", readWaitBuckets), []string{"group", "resource", "verb", "requested"})
+	fallbackObjects         = compbasemetrics.NewGaugeVec(gaugeOpts("fallback_objects_in_flight", "Objects covered by the reads that timed out waiting for the cache and are being served from etcd instead, now; --consistent-read-fallback-budget bounds it."), []string{"group", "resource"})
+	readsTotal              = compbasemetrics.NewCounterVec(counterOpts("reads_total", "Reads that needed freshness, by verb, what was requested and outcome (cache|fallback|rejected|error)."), []string{"group", "resource", "verb", "requested", "outcome"})
+	progressRequests        = compbasemetrics.NewCounterVec(counterOpts("progress_requests_total", "Watch progress requests the cache sent to etcd on its own watch stream."), labels)
+	ownWriteAdvances        = compbasemetrics.NewCounterVec(counterOpts("own_write_advances_total", "Times the cache caught up with a read's revision without a progress request, because every revision in between was this apiserver's own write of another resource (ProgressFromOwnWrites)."), labels)
+	progressStalls          = compbasemetrics.NewCounterVec(counterOpts("progress_stalls_total", "Progress requests that no notification answered within the stall time (etcd drops one while a watch on the stream is catching up), after which the cache sent another."), labels)
+	consistentReadsDisabled = compbasemetrics.NewGaugeVec(gaugeOpts("consistent_reads_disabled", "1 when the cache delegates consistent reads to etcd instead of serving them (reason=etcd_version: an etcd member is older than 3.4.31/3.5.13)."), labelsAnd("reason"))
 
 	registerReadOnce sync.Once
 )
