@@ -4,57 +4,58 @@ package freshness
 // in both, so a cancelled or timed-out read is removed exactly, in
 // O(log n), and neither heap ever holds a resolved read.
 
-// targetHeap orders reads in StageCache by target revision, so that an
+// readOrder is what makes a readHeap one of the two: how it orders reads,
+// and which of a read's fields holds its position in it.
+type readOrder interface {
+	less(a, b *read) bool
+	index(r *read) *int
+}
+
+// readHeap is a heap.Interface over reads in the order O; each read's
+// position in it is kept up to date in O's index field, -1 once popped.
+type readHeap[O readOrder] []*read
+
+func (h readHeap[O]) Len() int           { return len(h) }
+func (h readHeap[O]) Less(i, j int) bool { var o O; return o.less(h[i], h[j]) }
+func (h readHeap[O]) Swap(i, j int) {
+	var o O
+	h[i], h[j] = h[j], h[i]
+	*o.index(h[i]) = i
+	*o.index(h[j]) = j
+}
+
+func (h *readHeap[O]) Push(x any) {
+	var o O
+	r := x.(*read)
+	*o.index(r) = len(*h)
+	*h = append(*h, r)
+}
+
+func (h *readHeap[O]) Pop() any {
+	var o O
+	old := *h
+	n := len(old)
+	r := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	*o.index(r) = -1
+	return r
+}
+
+// byTarget orders reads in StageCache by target revision, so that an
 // advance of c releases a prefix.
-type targetHeap []*read
+type byTarget struct{}
 
-func (h targetHeap) Len() int           { return len(h) }
-func (h targetHeap) Less(i, j int) bool { return h[i].target < h[j].target }
-func (h targetHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].targetIdx = i
-	h[j].targetIdx = j
-}
+func (byTarget) less(a, b *read) bool { return a.target < b.target }
+func (byTarget) index(r *read) *int   { return &r.targetIdx }
 
-func (h *targetHeap) Push(x any) {
-	r := x.(*read)
-	r.targetIdx = len(*h)
-	*h = append(*h, r)
-}
+// byDeadline orders reads that have a deadline by deadline.
+type byDeadline struct{}
 
-func (h *targetHeap) Pop() any {
-	old := *h
-	n := len(old)
-	r := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	r.targetIdx = -1
-	return r
-}
+func (byDeadline) less(a, b *read) bool { return a.Deadline.Before(b.Deadline) }
+func (byDeadline) index(r *read) *int   { return &r.deadlineIdx }
 
-// deadlineHeap orders reads that have a deadline by deadline.
-type deadlineHeap []*read
-
-func (h deadlineHeap) Len() int           { return len(h) }
-func (h deadlineHeap) Less(i, j int) bool { return h[i].Deadline.Before(h[j].Deadline) }
-func (h deadlineHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].deadlineIdx = i
-	h[j].deadlineIdx = j
-}
-
-func (h *deadlineHeap) Push(x any) {
-	r := x.(*read)
-	r.deadlineIdx = len(*h)
-	*h = append(*h, r)
-}
-
-func (h *deadlineHeap) Pop() any {
-	old := *h
-	n := len(old)
-	r := old[n-1]
-	old[n-1] = nil
-	*h = old[:n-1]
-	r.deadlineIdx = -1
-	return r
-}
+type (
+	targetHeap   = readHeap[byTarget]
+	deadlineHeap = readHeap[byDeadline]
+)

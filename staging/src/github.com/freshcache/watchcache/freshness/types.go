@@ -54,16 +54,7 @@ const (
 	NotOlderThan
 )
 
-func (k Kind) String() string {
-	switch k {
-	case Consistent:
-		return "Consistent"
-	case NotOlderThan:
-		return "NotOlderThan"
-	default:
-		return fmt.Sprintf("Kind(%d)", uint8(k))
-	}
-}
+func (k Kind) String() string { return enumString("Kind", uint8(k), "Consistent", "NotOlderThan") }
 
 // Read describes a read as it arrives.
 type Read struct {
@@ -100,15 +91,15 @@ const (
 	StageCache
 )
 
-func (s Stage) String() string {
-	switch s {
-	case StageFetch:
-		return "fetch"
-	case StageCache:
-		return "cache"
-	default:
-		return fmt.Sprintf("Stage(%d)", uint8(s))
+func (s Stage) String() string { return enumString("Stage", uint8(s), "fetch", "cache") }
+
+// enumString names v of an enum whose values start at 1 (iota + 1), in the
+// order of names; an unnamed value prints as typ(v).
+func enumString(typ string, v uint8, names ...string) string {
+	if v >= 1 && int(v) <= len(names) {
+		return names[v-1]
 	}
+	return fmt.Sprintf("%s(%d)", typ, v)
 }
 
 // Release says that a read may be served from the cache now.
