@@ -1,6 +1,7 @@
 package watchcache
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -291,24 +292,13 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 			o.EventsHistoryWindow = DefaultEventsHistoryWindow
 		}
 	}
-	if o.HistoryCapacity == 0 {
-		o.HistoryCapacity = DefaultHistoryCapacity
-	}
-	if o.ConsistentReadTimeout == 0 {
-		o.ConsistentReadTimeout = DefaultConsistentReadTimeout
-	}
-	if o.ZeroReadStaleness == 0 {
-		o.ZeroReadStaleness = DefaultZeroReadStaleness
-	}
-	if o.TimeoutAction == "" {
-		o.TimeoutAction = TimeoutFallback
-	}
-	if o.FallbackBudget == 0 {
-		o.FallbackBudget = DefaultFallbackBudget
-	}
-	if o.InconsistencyCheckPeriod == 0 {
-		o.InconsistencyCheckPeriod = DefaultInconsistencyCheckPeriod
-	}
+	// The zero value of each option means its default.
+	o.HistoryCapacity = cmp.Or(o.HistoryCapacity, DefaultHistoryCapacity)
+	o.ConsistentReadTimeout = cmp.Or(o.ConsistentReadTimeout, DefaultConsistentReadTimeout)
+	o.ZeroReadStaleness = cmp.Or(o.ZeroReadStaleness, DefaultZeroReadStaleness)
+	o.TimeoutAction = cmp.Or(o.TimeoutAction, TimeoutFallback)
+	o.FallbackBudget = cmp.Or(o.FallbackBudget, DefaultFallbackBudget)
+	o.InconsistencyCheckPeriod = cmp.Or(o.InconsistencyCheckPeriod, DefaultInconsistencyCheckPeriod)
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
