@@ -175,13 +175,20 @@ func (t announcingTransformer) TransformToStorage(ctx context.Context, data []by
 func (c *Cache) Create(ctx context.Context, key string, obj, out runtime.Object, ttl uint64) error {
 	ctx, probe := c.probeWrite(ctx, key)
 	defer probe.abandon()
-	err := c.cfg.Storage.Create(ctx, key, obj, out, ttl)
-	probe.end(err, out, c.cfg.Versioner)
+	return c.written(key, probe, c.cfg.Storage.Create(ctx, key, obj, out, ttl), out)
+}
+
+// written finishes a write that went to etcd at key and ended with err,
+// leaving obj as etcd answered: it ends the write's probe and, if the
+// write succeeded, records where the cache will hold obj and raises the
+// revision of this cache's newest write. It returns err.
+func (c *Cache) written(key string, probe *writeProbe, err error, obj runtime.Object) error {
+	probe.end(err, obj, c.cfg.Versioner)
 	if err != nil {
 		return err
 	}
-	c.noteWrite(key, out)
-	c.wrote(out)
+	c.noteWrite(key, obj)
+	c.wrote(obj)
 	return nil
 }
 
@@ -256,15 +263,9 @@ func (c *Cache) Delete(ctx context.Context, key string, out runtime.Object, prec
 		}
 	}
 	err := c.cfg.Storage.Delete(ctx, key, out, preconditions, validate, c.suggestion(key), opts)
-	probe.end(err, out, c.cfg.Versioner)
-	if err != nil {
-		return err
-	}
 	// The cache deletes whatever it holds at out's KeyFunc key, which is
 	// not the deleted key if out was misplaced.
-	c.noteWrite(key, out)
-	c.wrote(out)
-	return nil
+	return c.written(key, probe, err, out)
 }
 
 // GuaranteedUpdate implements storage.Interface; it goes to etcd with the
@@ -280,11 +281,5 @@ func (c *Cache) GuaranteedUpdate(ctx context.Context, key string, destination ru
 		}
 	}
 	err := c.cfg.Storage.GuaranteedUpdate(ctx, key, destination, ignoreNotFound, preconditions, update, c.suggestion(key))
-	probe.end(err, destination, c.cfg.Versioner)
-	if err != nil {
-		return err
-	}
-	c.noteWrite(key, destination)
-	c.wrote(destination)
-	return nil
+	return c.written(key, probe, err, destination)
 }

@@ -151,6 +151,16 @@ func (f *Fanout) removeLocked(w *Watcher) {
 	delete(f.mu.bookmarking, w)
 }
 
+// terminateSlowLocked closes the watchers whose queue was full: they did not
+// keep up. They are collected first and closed after the walk over the
+// watcher sets, which removing them would change.
+func (f *Fanout) terminateSlowLocked(slow []*Watcher) {
+	for _, w := range slow {
+		f.removeLocked(w)
+		w.terminate(metrics.ReasonSlow)
+	}
+}
+
 // Len is the number of registered watchers.
 func (f *Fanout) Len() int {
 	f.mu.Lock()
@@ -171,9 +181,7 @@ func (f *Fanout) Dispatch(evs ...*history.Event) {
 	defer f.mu.Unlock()
 	for _, ev := range evs {
 		f.dispatchLocked(ev)
-		if ev.RV > f.mu.rv {
-			f.mu.rv = ev.RV
-		}
+		f.mu.rv = max(f.mu.rv, ev.RV)
 	}
 }
 
@@ -212,19 +220,14 @@ func (f *Fanout) dispatchLocked(ev *history.Event) {
 			}
 		}
 	}
-	for _, w := range slow {
-		f.removeLocked(w)
-		w.terminate(metrics.ReasonSlow)
-	}
+	f.terminateSlowLocked(slow)
 }
 
 // Progress records that every event up to rv has been dispatched.
 func (f *Fanout) Progress(rv uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if rv > f.mu.rv {
-		f.mu.rv = rv
-	}
+	f.mu.rv = max(f.mu.rv, rv)
 }
 
 // RV is the revision up to which everything has been dispatched.
@@ -257,10 +260,7 @@ func (f *Fanout) SendBookmarks(now time.Time) {
 			slow = append(slow, w)
 		}
 	}
-	for _, w := range slow {
-		f.removeLocked(w)
-		w.terminate(metrics.ReasonSlow)
-	}
+	f.terminateSlowLocked(slow)
 }
 
 // TerminateAll closes every watcher: for a relist (reason
