@@ -184,192 +184,158 @@ func (s *Shared) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 // metav1.Object. Scalar getters read through; map, slice and pointer
 // getters copy while the object is shared.
 
-// GetNamespace implements metav1.Object on the shared object.
-func (s *Shared) GetNamespace() (v string) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetNamespace() })
+// get returns field of the current object; if clone is not nil, it copies
+// what field returns while the object is still shared with the cache.
+func get[T any](s *Shared, field func(metav1.Object) T, clone func(T) T) (v T) {
+	s.read(func(a metav1.Object, shared bool) {
+		if v = field(a); shared && clone != nil {
+			v = clone(v)
+		}
+	})
 	return v
 }
 
-// SetNamespace implements metav1.Object on the shared object.
-func (s *Shared) SetNamespace(v string) { s.write(func(a metav1.Object) { a.SetNamespace(v) }) }
+// set sets field of the object's private copy to v.
+func set[T any](s *Shared, field func(metav1.Object, T), v T) {
+	s.write(func(a metav1.Object) { field(a, v) })
+}
+
+// clonePtr copies what p points to.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// deepCopyEach deep-copies every element of v.
+func deepCopyEach[T any, P interface {
+	*T
+	DeepCopyInto(*T)
+}](v []T) []T {
+	if v == nil {
+		return nil
+	}
+	c := make([]T, len(v))
+	for i := range v {
+		P(&v[i]).DeepCopyInto(&c[i])
+	}
+	return c
+}
+
+// Getters.
+
+// GetNamespace implements metav1.Object on the shared object.
+func (s *Shared) GetNamespace() string { return get(s, metav1.Object.GetNamespace, nil) }
 
 // GetName implements metav1.Object on the shared object.
-func (s *Shared) GetName() (v string) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetName() })
-	return v
-}
-
-// SetName implements metav1.Object on the shared object.
-func (s *Shared) SetName(v string) { s.write(func(a metav1.Object) { a.SetName(v) }) }
+func (s *Shared) GetName() string { return get(s, metav1.Object.GetName, nil) }
 
 // GetGenerateName implements metav1.Object on the shared object.
-func (s *Shared) GetGenerateName() (v string) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetGenerateName() })
-	return v
-}
-
-// SetGenerateName implements metav1.Object on the shared object.
-func (s *Shared) SetGenerateName(v string) { s.write(func(a metav1.Object) { a.SetGenerateName(v) }) }
+func (s *Shared) GetGenerateName() string { return get(s, metav1.Object.GetGenerateName, nil) }
 
 // GetUID implements metav1.Object on the shared object.
-func (s *Shared) GetUID() (v types.UID) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetUID() })
-	return v
-}
-
-// SetUID implements metav1.Object on the shared object.
-func (s *Shared) SetUID(v types.UID) { s.write(func(a metav1.Object) { a.SetUID(v) }) }
+func (s *Shared) GetUID() types.UID { return get(s, metav1.Object.GetUID, nil) }
 
 // GetResourceVersion implements metav1.Object on the shared object.
-func (s *Shared) GetResourceVersion() (v string) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetResourceVersion() })
-	return v
-}
-
-// SetResourceVersion implements metav1.Object on the shared object.
-func (s *Shared) SetResourceVersion(v string) {
-	s.write(func(a metav1.Object) { a.SetResourceVersion(v) })
-}
+func (s *Shared) GetResourceVersion() string { return get(s, metav1.Object.GetResourceVersion, nil) }
 
 // GetGeneration implements metav1.Object on the shared object.
-func (s *Shared) GetGeneration() (v int64) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetGeneration() })
-	return v
-}
-
-// SetGeneration implements metav1.Object on the shared object.
-func (s *Shared) SetGeneration(v int64) { s.write(func(a metav1.Object) { a.SetGeneration(v) }) }
+func (s *Shared) GetGeneration() int64 { return get(s, metav1.Object.GetGeneration, nil) }
 
 // GetSelfLink implements metav1.Object on the shared object.
-func (s *Shared) GetSelfLink() (v string) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetSelfLink() })
-	return v
-}
-
-// SetSelfLink implements metav1.Object on the shared object.
-func (s *Shared) SetSelfLink(v string) { s.write(func(a metav1.Object) { a.SetSelfLink(v) }) }
+func (s *Shared) GetSelfLink() string { return get(s, metav1.Object.GetSelfLink, nil) }
 
 // GetCreationTimestamp implements metav1.Object on the shared object.
-func (s *Shared) GetCreationTimestamp() (v metav1.Time) {
-	s.read(func(a metav1.Object, _ bool) { v = a.GetCreationTimestamp() })
-	return v
-}
-
-// SetCreationTimestamp implements metav1.Object on the shared object.
-func (s *Shared) SetCreationTimestamp(v metav1.Time) {
-	s.write(func(a metav1.Object) { a.SetCreationTimestamp(v) })
+func (s *Shared) GetCreationTimestamp() metav1.Time {
+	return get(s, metav1.Object.GetCreationTimestamp, nil)
 }
 
 // GetDeletionTimestamp implements metav1.Object on the shared object.
-func (s *Shared) GetDeletionTimestamp() (v *metav1.Time) {
-	s.read(func(a metav1.Object, shared bool) {
-		v = a.GetDeletionTimestamp()
-		if shared && v != nil {
-			v = v.DeepCopy()
-		}
-	})
-	return v
-}
-
-// SetDeletionTimestamp implements metav1.Object on the shared object.
-func (s *Shared) SetDeletionTimestamp(v *metav1.Time) {
-	s.write(func(a metav1.Object) { a.SetDeletionTimestamp(v) })
+func (s *Shared) GetDeletionTimestamp() *metav1.Time {
+	return get(s, metav1.Object.GetDeletionTimestamp, (*metav1.Time).DeepCopy)
 }
 
 // GetDeletionGracePeriodSeconds implements metav1.Object on the shared object.
-func (s *Shared) GetDeletionGracePeriodSeconds() (v *int64) {
-	s.read(func(a metav1.Object, shared bool) {
-		v = a.GetDeletionGracePeriodSeconds()
-		if shared && v != nil {
-			c := *v
-			v = &c
-		}
-	})
-	return v
-}
-
-// SetDeletionGracePeriodSeconds implements metav1.Object on the shared object.
-func (s *Shared) SetDeletionGracePeriodSeconds(v *int64) {
-	s.write(func(a metav1.Object) { a.SetDeletionGracePeriodSeconds(v) })
+func (s *Shared) GetDeletionGracePeriodSeconds() *int64 {
+	return get(s, metav1.Object.GetDeletionGracePeriodSeconds, clonePtr[int64])
 }
 
 // GetLabels implements metav1.Object on the shared object.
-func (s *Shared) GetLabels() (v map[string]string) {
-	s.read(func(a metav1.Object, shared bool) {
-		if v = a.GetLabels(); shared {
-			v = maps.Clone(v)
-		}
-	})
-	return v
+func (s *Shared) GetLabels() map[string]string {
+	return get(s, metav1.Object.GetLabels, maps.Clone[map[string]string])
 }
-
-// SetLabels implements metav1.Object on the shared object.
-func (s *Shared) SetLabels(v map[string]string) { s.write(func(a metav1.Object) { a.SetLabels(v) }) }
 
 // GetAnnotations implements metav1.Object on the shared object.
-func (s *Shared) GetAnnotations() (v map[string]string) {
-	s.read(func(a metav1.Object, shared bool) {
-		if v = a.GetAnnotations(); shared {
-			v = maps.Clone(v)
-		}
-	})
-	return v
-}
-
-// SetAnnotations implements metav1.Object on the shared object.
-func (s *Shared) SetAnnotations(v map[string]string) {
-	s.write(func(a metav1.Object) { a.SetAnnotations(v) })
+func (s *Shared) GetAnnotations() map[string]string {
+	return get(s, metav1.Object.GetAnnotations, maps.Clone[map[string]string])
 }
 
 // GetFinalizers implements metav1.Object on the shared object.
-func (s *Shared) GetFinalizers() (v []string) {
-	s.read(func(a metav1.Object, shared bool) {
-		if v = a.GetFinalizers(); shared {
-			v = slices.Clone(v)
-		}
-	})
-	return v
+func (s *Shared) GetFinalizers() []string {
+	return get(s, metav1.Object.GetFinalizers, slices.Clone[[]string])
 }
-
-// SetFinalizers implements metav1.Object on the shared object.
-func (s *Shared) SetFinalizers(v []string) { s.write(func(a metav1.Object) { a.SetFinalizers(v) }) }
 
 // GetOwnerReferences implements metav1.Object on the shared object.
-func (s *Shared) GetOwnerReferences() (v []metav1.OwnerReference) {
-	s.read(func(a metav1.Object, shared bool) {
-		v = a.GetOwnerReferences()
-		if shared && v != nil {
-			c := make([]metav1.OwnerReference, len(v))
-			for i := range v {
-				v[i].DeepCopyInto(&c[i])
-			}
-			v = c
-		}
-	})
-	return v
-}
-
-// SetOwnerReferences implements metav1.Object on the shared object.
-func (s *Shared) SetOwnerReferences(v []metav1.OwnerReference) {
-	s.write(func(a metav1.Object) { a.SetOwnerReferences(v) })
+func (s *Shared) GetOwnerReferences() []metav1.OwnerReference {
+	return get(s, metav1.Object.GetOwnerReferences, deepCopyEach[metav1.OwnerReference])
 }
 
 // GetManagedFields implements metav1.Object on the shared object.
-func (s *Shared) GetManagedFields() (v []metav1.ManagedFieldsEntry) {
-	s.read(func(a metav1.Object, shared bool) {
-		v = a.GetManagedFields()
-		if shared && v != nil {
-			c := make([]metav1.ManagedFieldsEntry, len(v))
-			for i := range v {
-				v[i].DeepCopyInto(&c[i])
-			}
-			v = c
-		}
-	})
-	return v
+func (s *Shared) GetManagedFields() []metav1.ManagedFieldsEntry {
+	return get(s, metav1.Object.GetManagedFields, deepCopyEach[metav1.ManagedFieldsEntry])
+}
+
+// Setters: each gives this Shared its own copy first (write).
+
+// SetNamespace implements metav1.Object on the shared object.
+func (s *Shared) SetNamespace(v string) { set(s, metav1.Object.SetNamespace, v) }
+
+// SetName implements metav1.Object on the shared object.
+func (s *Shared) SetName(v string) { set(s, metav1.Object.SetName, v) }
+
+// SetGenerateName implements metav1.Object on the shared object.
+func (s *Shared) SetGenerateName(v string) { set(s, metav1.Object.SetGenerateName, v) }
+
+// SetUID implements metav1.Object on the shared object.
+func (s *Shared) SetUID(v types.UID) { set(s, metav1.Object.SetUID, v) }
+
+// SetResourceVersion implements metav1.Object on the shared object.
+func (s *Shared) SetResourceVersion(v string) { set(s, metav1.Object.SetResourceVersion, v) }
+
+// SetGeneration implements metav1.Object on the shared object.
+func (s *Shared) SetGeneration(v int64) { set(s, metav1.Object.SetGeneration, v) }
+
+// SetSelfLink implements metav1.Object on the shared object.
+func (s *Shared) SetSelfLink(v string) { set(s, metav1.Object.SetSelfLink, v) }
+
+// SetCreationTimestamp implements metav1.Object on the shared object.
+func (s *Shared) SetCreationTimestamp(v metav1.Time) { set(s, metav1.Object.SetCreationTimestamp, v) }
+
+// SetDeletionTimestamp implements metav1.Object on the shared object.
+func (s *Shared) SetDeletionTimestamp(v *metav1.Time) { set(s, metav1.Object.SetDeletionTimestamp, v) }
+
+// SetDeletionGracePeriodSeconds implements metav1.Object on the shared object.
+func (s *Shared) SetDeletionGracePeriodSeconds(v *int64) {
+	set(s, metav1.Object.SetDeletionGracePeriodSeconds, v)
+}
+
+// SetLabels implements metav1.Object on the shared object.
+func (s *Shared) SetLabels(v map[string]string) { set(s, metav1.Object.SetLabels, v) }
+
+// SetAnnotations implements metav1.Object on the shared object.
+func (s *Shared) SetAnnotations(v map[string]string) { set(s, metav1.Object.SetAnnotations, v) }
+
+// SetFinalizers implements metav1.Object on the shared object.
+func (s *Shared) SetFinalizers(v []string) { set(s, metav1.Object.SetFinalizers, v) }
+
+// SetOwnerReferences implements metav1.Object on the shared object.
+func (s *Shared) SetOwnerReferences(v []metav1.OwnerReference) {
+	set(s, metav1.Object.SetOwnerReferences, v)
 }
 
 // SetManagedFields implements metav1.Object on the shared object.
 func (s *Shared) SetManagedFields(v []metav1.ManagedFieldsEntry) {
-	s.write(func(a metav1.Object) { a.SetManagedFields(v) })
+	set(s, metav1.Object.SetManagedFields, v)
 }
