@@ -199,18 +199,11 @@ func (m *Machine) FetchIssued() (FetchID, error) {
 // otherwise it waits for c to reach R; a patient read (Read.CatchUp) that
 // waits gets its deadline, at+CatchUp.
 func (m *Machine) FetchAnswered(rev int64, at time.Time) error {
-	if !m.fetchInFlight {
-		return ErrNoFetchInFlight
-	}
-	m.fetchInFlight = false
-	for _, r := range m.covered {
-		if r.stage != stageCovered {
-			continue
-		}
+	return m.endFetch(func(r *read) {
 		if m.rev >= rev {
 			m.resolve(r)
 			m.out.Released = append(m.out.Released, Release{ID: r.ID, Target: rev, RV: m.rev, Fetch: r.fetch})
-			continue
+			return
 		}
 		r.stage = stageWaiting
 		r.target = rev
@@ -219,10 +212,7 @@ func (m *Machine) FetchAnswered(rev int64, at time.Time) error {
 			r.Deadline = at.Add(r.CatchUp)
 			heap.Push(&m.deadlines, r)
 		}
-	}
-	m.clearCovered()
-	m.checkInvariants()
-	return nil
+	}, nil)
 }
 
 // FetchFailed reports that the fetch in flight failed with cause: etcd
@@ -232,21 +222,11 @@ func (m *Machine) FetchAnswered(rev int64, at time.Time) error {
 // after it was issued are not affected: they wait for the next fetch. (A
 // fetch that ran out of time instead is FetchUnanswered.)
 func (m *Machine) FetchFailed(cause error) error {
-	if !m.fetchInFlight {
-		return ErrNoFetchInFlight
-	}
-	m.fetchInFlight = false
 	err := m.fetchError(cause)
-	for _, r := range m.covered {
-		if r.stage != stageCovered {
-			continue
-		}
+	return m.endFetch(func(r *read) {
 		m.resolve(r)
 		m.out.Failed = append(m.out.Failed, Failure{ID: r.ID, Fetch: r.fetch, Err: err})
-	}
-	m.clearCovered()
-	m.checkInvariants()
-	return nil
+	}, nil)
 }
 
 // FetchUnanswered reports that the fetch in flight ended without an answer:
@@ -257,30 +237,42 @@ func (m *Machine) FetchFailed(cause error) error {
 // watch keeps waiting for etcd's revision under its client's context.
 // Every other read it covered fails as with FetchFailed(cause).
 func (m *Machine) FetchUnanswered(cause error) error {
-	if !m.fetchInFlight {
-		return ErrNoFetchInFlight
-	}
-	m.fetchInFlight = false
 	err := m.fetchError(cause)
 	var again []*read
-	for _, r := range m.covered {
-		if r.stage != stageCovered {
-			continue
-		}
+	return m.endFetch(func(r *read) {
 		if r.CatchUp > 0 {
 			// Any later fetch is issued after the read arrived, so its
 			// answer serves the read as well as this one's would have.
 			r.stage, r.fetch = stagePending, 0
 			m.nCovered--
 			again = append(again, r)
-			continue
+			return
 		}
 		m.resolve(r)
 		m.out.Failed = append(m.out.Failed, Failure{ID: r.ID, Fetch: r.fetch, Err: err})
+	}, func() {
+		// They arrived before every read now pending: keep arrival order.
+		m.pending = append(again, m.pending...)
+		m.nPending += len(again)
+	})
+}
+
+// endFetch ends the fetch in flight, for FetchAnswered, FetchFailed and
+// FetchUnanswered: it hands each read the fetch still covers to each, in
+// arrival order, runs then (if not nil), and forgets the covered reads.
+func (m *Machine) endFetch(each func(r *read), then func()) error {
+	if !m.fetchInFlight {
+		return ErrNoFetchInFlight
 	}
-	// They arrived before every read now pending: keep arrival order.
-	m.pending = append(again, m.pending...)
-	m.nPending += len(again)
+	m.fetchInFlight = false
+	for _, r := range m.covered {
+		if r.stage == stageCovered {
+			each(r)
+		}
+	}
+	if then != nil {
+		then()
+	}
 	m.clearCovered()
 	m.checkInvariants()
 	return nil
