@@ -212,15 +212,7 @@ func (w *Watcher) matches(o *store.Object) bool {
 	} else if o.Key != w.spec.Key {
 		return false
 	}
-	p := &w.spec.Predicate
-	if !store.MatchesAttributes(p, o.Labels, o.Fields) {
-		return false
-	}
-	if p.ShardSelector != nil && !p.ShardSelector.Empty() {
-		ok, err := p.MatchesSharding(o.Obj)
-		return err == nil && ok
-	}
-	return true
+	return store.Selects(&w.spec.Predicate, o)
 }
 
 // deliver converts ev for this watcher (an object that starts or stops

@@ -70,7 +70,7 @@ func (l Lister) FromSnapshot(ctx context.Context, snap *store.Snapshot, req Requ
 			return false
 		}
 		scanned++
-		if selects(&pred, o) {
+		if store.Selects(&pred, o) {
 			selected = append(selected, o)
 		}
 		return true
@@ -121,19 +121,6 @@ func (l Lister) FromSnapshot(ctx context.Context, snap *store.Snapshot, req Requ
 		pred.SetShardInfoOnList(listObj)
 	}
 	return nil
-}
-
-// selects reports whether o passes the predicate's label, field and shard
-// selectors (the key range is the caller's business).
-func selects(pred *storage.SelectionPredicate, o *store.Object) bool {
-	if !store.MatchesAttributes(pred, o.Labels, o.Fields) {
-		return false
-	}
-	if pred.ShardSelector != nil && !pred.ShardSelector.Empty() {
-		ok, err := pred.MatchesSharding(o.Obj)
-		return err == nil && ok
-	}
-	return true
 }
 
 // rangeByIndex iterates through a secondary index when the selector pins

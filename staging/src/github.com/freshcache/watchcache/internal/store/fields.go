@@ -96,3 +96,17 @@ func MatchesAttributes(p *storage.SelectionPredicate, l labels.Set, f *Fields) b
 	}
 	return p.Field == nil || p.Field.Matches(f)
 }
+
+// Selects reports whether o passes the predicate's label, field and shard
+// selectors (the key range is the caller's business). A LIST and a watch
+// select with it alike.
+func Selects(p *storage.SelectionPredicate, o *Object) bool {
+	if !MatchesAttributes(p, o.Labels, o.Fields) {
+		return false
+	}
+	if p.ShardSelector != nil && !p.ShardSelector.Empty() {
+		ok, err := p.MatchesSharding(o.Obj)
+		return err == nil && ok
+	}
+	return true
+}
