@@ -22,18 +22,11 @@ func WriteClientKubeconfig(path, server string, pki PKI, name, user string) erro
 }
 
 func writeKubeconfig(path, server, caFile, user, certFile, keyFile string) error {
-	ca, err := os.ReadFile(caFile)
+	pem, err := readFiles(caFile, certFile, keyFile)
 	if err != nil {
 		return err
 	}
-	cert, err := os.ReadFile(certFile)
-	if err != nil {
-		return err
-	}
-	key, err := os.ReadFile(keyFile)
-	if err != nil {
-		return err
-	}
+	ca, cert, key := pem[0], pem[1], pem[2]
 	const name = "freshcache-local"
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
@@ -53,4 +46,18 @@ func RESTConfig(server string, pki PKI) *rest.Config {
 			KeyFile:  pki.AdminKey(),
 		},
 	}
+}
+
+// readFiles reads every file of paths, in order; the first that fails ends
+// it.
+func readFiles(paths ...string) ([][]byte, error) {
+	out := make([][]byte, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
 }
