@@ -230,13 +230,6 @@ func (f *Fanout) Progress(rv uint64) {
 	f.mu.rv = max(f.mu.rv, rv)
 }
 
-// RV is the revision up to which everything has been dispatched.
-func (f *Fanout) RV() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.mu.rv
-}
-
 // Reset sets the dispatched revision after a relist. Watchers must have
 // been terminated first: a relist cannot tell them what they missed.
 func (f *Fanout) Reset(rv uint64) {
