@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
@@ -121,7 +120,7 @@ func (t *Truth) apply(resp clientv3.WatchResponse) {
 	for _, e := range resp.Events {
 		te := record.TruthEvent{Rev: e.Kv.ModRevision, Name: strings.TrimPrefix(string(e.Kv.Key), podPrefix)}
 		switch e.Type {
-		case mvccpb.DELETE:
+		case clientv3.EventTypeDelete:
 			te.Deleted = true
 			if e.PrevKv != nil {
 				te.PrevModRev = e.PrevKv.ModRevision
