@@ -6,22 +6,28 @@ import (
 	"time"
 )
 
-// Errors returned by the Machine's inputs. An input that returns an error has
-// not changed the Machine's state.
-var (
-	// ErrFetchFailed wraps the cause of a failed revision fetch in the Err of
-	// every Failure that fetch covered. The read was not served; the caller
-	// may retry it as a new read, delegate it to etcd, or reject it.
-	ErrFetchFailed = errors.New("freshness: revision fetch failed")
+// ErrFetchFailed wraps the cause of a failed revision fetch in the Err of
+// every Failure that fetch covered. The read was not served; the caller may
+// retry it as a new read, delegate it to etcd, or reject it.
+var ErrFetchFailed = errors.New("freshness: revision fetch failed")
 
+// Errors of the fetch and progress inputs: the caller's driver lost track
+// of what it has in flight. An input that returns an error has not changed
+// the Machine's state.
+var (
 	// ErrFetchInFlight is returned by FetchIssued while a fetch is in flight.
 	ErrFetchInFlight = errors.New("freshness: a revision fetch is already in flight")
-	// ErrNoFetchInFlight is returned by FetchAnswered and FetchFailed when no
-	// fetch is in flight.
+	// ErrNoFetchInFlight is returned by FetchAnswered, FetchFailed and
+	// FetchUnanswered when no fetch is in flight.
 	ErrNoFetchInFlight = errors.New("freshness: no revision fetch in flight")
 	// ErrProgressInFlight is returned by ProgressRequestSent while a progress
 	// request is in flight.
 	ErrProgressInFlight = errors.New("freshness: a progress request is already in flight")
+)
+
+// Errors of ReadArrived: the read is refused as given, and the Machine's
+// state has not changed.
+var (
 	// ErrDuplicateRead is returned by ReadArrived for an ID that is still
 	// unresolved.
 	ErrDuplicateRead = errors.New("freshness: read ID already in use")
