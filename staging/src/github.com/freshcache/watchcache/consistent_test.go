@@ -48,6 +48,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// startClusterWithLeader starts a 3-member etcd cluster and waits until a
+// member leads; it returns the cluster and the indexes of the leader and of
+// a follower.
+func startClusterWithLeader(t *testing.T) (cl *cachetest.Cluster, leader, follower int) {
+	t.Helper()
+	cl = cachetest.StartCluster(t)
+	waitFor(t, "a leader", func() bool {
+		leader, follower = cl.Roles()
+		return leader >= 0 && follower >= 0
+	})
+	return cl, leader, follower
+}
+
 // waiting reports whether n reads wait in the cache's freshness protocol.
 func waiting(c *watchcache.Cache, n int) func() bool {
 	return func() bool {

@@ -58,12 +58,7 @@ func TestLeaderLossKeepsHistoryAndWatchers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster and waits out a 5 s partition")
 	}
-	cl := cachetest.StartCluster(t)
-	leader, follower := -1, -1
-	waitFor(t, "a leader", func() bool {
-		leader, follower = cl.Roles()
-		return leader >= 0 && follower >= 0
-	})
+	cl, leader, follower := startClusterWithLeader(t)
 	rec := &relistRecorder{relists: map[string]int{}}
 	// Every cache on the member shares one backoff, as the caches of one
 	// etcd cluster do under NewStorageDecorator.

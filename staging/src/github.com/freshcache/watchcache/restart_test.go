@@ -48,12 +48,7 @@ func TestRestartTimeTravel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster")
 	}
-	cl := cachetest.StartCluster(t)
-	leader, lag := -1, -1
-	waitFor(t, "a leader", func() bool {
-		leader, lag = cl.Roles()
-		return leader >= 0 && lag >= 0
-	})
+	cl, leader, lag := startClusterWithLeader(t)
 	kLeader, kLag := cl.KubeClient(t, leader), cl.KubeClient(t, lag)
 	writer := cachetest.NewStoreOn(t, kLeader)
 	ctx := context.Background()

@@ -41,12 +41,7 @@ func TestSeedScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster")
 	}
-	cl := cachetest.StartCluster(t)
-	leader, follower := -1, -1
-	waitFor(t, "a leader", func() bool {
-		leader, follower = cl.Roles()
-		return leader >= 0 && follower >= 0
-	})
+	cl, leader, follower := startClusterWithLeader(t)
 	kIso := cl.KubeClient(t, follower)
 	kLeader := cl.KubeClient(t, leader)
 

@@ -58,12 +58,7 @@ func TestWatchListWaitsForRevisionUnderItsContext(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 3-member etcd cluster and isolates a member for a few seconds")
 	}
-	cl := cachetest.StartCluster(t)
-	leader, follower := -1, -1
-	waitFor(t, "a leader", func() bool {
-		leader, follower = cl.Roles()
-		return leader >= 0 && follower >= 0
-	})
+	cl, leader, follower := startClusterWithLeader(t)
 	client := cl.KubeClient(t, follower)
 	// One fetch per second at most while the member is cut off: the
 	// fetch's own limit, which the watch must outwait.
