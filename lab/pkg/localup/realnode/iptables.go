@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -132,7 +133,7 @@ func undoScript(before, after ruleset) (script string, newTables []string) {
 
 func tableUndo(before, after *ipTable) []string {
 	var lines []string
-	for _, c := range sortedKeys(before.chains) {
+	for _, c := range slices.Sorted(maps.Keys(before.chains)) {
 		policy := before.chains[c]
 		now, ok := after.chains[c]
 		switch {
@@ -145,7 +146,7 @@ func tableUndo(before, after *ipTable) []string {
 	// Built-in chains (those with a policy) are never deleted: they
 	// belong to the table, which deleteEmptyNFTables deals with.
 	var added []string
-	for _, c := range sortedKeys(after.chains) {
+	for _, c := range slices.Sorted(maps.Keys(after.chains)) {
 		if _, ok := before.chains[c]; !ok && after.chains[c] == "-" {
 			added = append(added, c)
 		}
@@ -190,15 +191,6 @@ func counts(rules []string) map[string]int {
 		m[r]++
 	}
 	return m
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // iptablesSave runs cmd-save ("iptables" or "ip6tables"); "" when the

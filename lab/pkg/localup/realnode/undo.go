@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +35,7 @@ func undo(ctx context.Context, dir string, s *State) error {
 	for _, l := range s.Links {
 		add(deleteLink(ctx, l))
 	}
-	for _, cmd := range sortedKeys(s.IPTables) {
+	for _, cmd := range slices.Sorted(maps.Keys(s.IPTables)) {
 		add(undoIPTables(ctx, cmd, s.IPTables[cmd]))
 	}
 	add(restoreSysctls(s.Sysctls))

@@ -1,6 +1,10 @@
 package record
 
-import "sort"
+import (
+	"maps"
+	"slices"
+	"sort"
+)
 
 // Kind is the kind of a client operation.
 type Kind string
@@ -371,10 +375,5 @@ func (t *Truth) Between(from, to int64) []TruthEvent {
 
 // Names returns every name that ever had an event.
 func (t *Truth) Names() []string {
-	out := make([]string, 0, len(t.byName))
-	for n := range t.byName {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(t.byName))
 }

@@ -3,6 +3,8 @@ package watchcache_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -179,11 +181,4 @@ func TestRestartTimeTravel(t *testing.T) {
 	}
 }
 
-func sortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for n := range m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func sortedNames(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,6 +3,7 @@ package freshness
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -563,12 +564,7 @@ func (h *harness) drain() error {
 }
 
 func (h *harness) liveIDs() []ReadID {
-	ids := make([]ReadID, 0, len(h.live))
-	for id := range h.live {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(h.live))
 }
 
 func (h *harness) note(format string, args ...any) {
@@ -585,11 +581,4 @@ func (h *harness) rel(t time.Time) string {
 	return t.Sub(epoch).String()
 }
 
-func keys(m map[ReadID]bool) []ReadID {
-	out := make([]ReadID, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
+func keys(m map[ReadID]bool) []ReadID { return slices.Sorted(maps.Keys(m)) }
