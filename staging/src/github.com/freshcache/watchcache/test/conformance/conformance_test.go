@@ -277,74 +277,49 @@ func TestKeySchema(t *testing.T) {
 }
 
 func TestWatch(t *testing.T) {
-	t.Run("Watch", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatch(ctx, t, e.Cache)
-	})
-	t.Run("WatchFromZero", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchFromZero(ctx, t, e.Cache, e.Compact)
-	})
-	t.Run("DeleteTriggerWatch", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestDeleteTriggerWatch(ctx, t, e.Cache)
-	})
-	t.Run("WatchFromNonZero", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchFromNonZero(ctx, t, e.Cache)
-	})
-	t.Run("DelayedWatchDelivery", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestDelayedWatchDelivery(ctx, t, e.Cache)
-	})
-	t.Run("WatchContextCancel", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchContextCancel(ctx, t, e.Cache)
-	})
-	t.Run("WatcherTimeout", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatcherTimeout(ctx, t, e.Cache)
-	})
-	t.Run("WatchDeleteEventObjectHaveLatestRV", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchDeleteEventObjectHaveLatestRV(ctx, t, e.Cache)
-	})
-	t.Run("WatchInitializationSignal", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchInitializationSignal(ctx, t, e.Cache)
-	})
-	t.Run("ClusterScopedWatch", func(t *testing.T) {
-		ctx, e := setup(t, cachetest.ClusterScoped, cachetest.NodeNameAndNamespaceIndex)
-		storagetesting.RunTestClusterScopedWatch(ctx, t, e.Cache)
-	})
-	t.Run("NamespaceScopedWatch", func(t *testing.T) {
-		ctx, e := setup(t, cachetest.NodeNameAndNamespaceIndex)
-		storagetesting.RunTestNamespaceScopedWatch(ctx, t, e.Cache)
-	})
-	t.Run("WatchDispatchBookmarkEvents", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestWatchDispatchBookmarkEvents(ctx, t, e.Cache, true)
-	})
-	t.Run("WatchBookmarksWithCorrectResourceVersion", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunTestOptionalWatchBookmarksWithCorrectResourceVersion(ctx, t, e.Cache)
-	})
-	t.Run("SendInitialEventsBackwardCompatibility", func(t *testing.T) {
-		ctx, e := setup(t)
-		storagetesting.RunSendInitialEventsBackwardCompatibility(ctx, t, e.Cache)
-	})
-	t.Run("WatchSemantics", func(t *testing.T) {
-		_, e := setup(t)
-		storagetesting.RunWatchSemantics(context.TODO(), t, &createWrapper{e.Cache})
-	})
-	t.Run("WatchSemanticInitialEventsExtended", func(t *testing.T) {
-		_, e := setup(t)
-		storagetesting.RunWatchSemanticInitialEventsExtended(context.TODO(), t, &createWrapper{e.Cache})
-	})
-	t.Run("WatchListMatchSingle", func(t *testing.T) {
-		_, e := setup(t)
-		storagetesting.RunWatchListMatchSingle(context.TODO(), t, &createWrapper{e.Cache})
-	})
+	// cache adapts upstream's tests that take only the store.
+	cache := func(run func(context.Context, *testing.T, storage.Interface)) func(context.Context, *testing.T, *cachetest.Env) {
+		return func(ctx context.Context, t *testing.T, e *cachetest.Env) { run(ctx, t, e.Cache) }
+	}
+	// created adapts upstream's tests that create through the store
+	// (createWrapper), with their own context.
+	created := func(run func(context.Context, *testing.T, storage.Interface)) func(context.Context, *testing.T, *cachetest.Env) {
+		return func(_ context.Context, t *testing.T, e *cachetest.Env) {
+			run(context.TODO(), t, &createWrapper{e.Cache})
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		opts []cachetest.Option
+		run  func(context.Context, *testing.T, *cachetest.Env)
+	}{
+		{"Watch", nil, cache(storagetesting.RunTestWatch)},
+		{"WatchFromZero", nil, func(ctx context.Context, t *testing.T, e *cachetest.Env) {
+			storagetesting.RunTestWatchFromZero(ctx, t, e.Cache, e.Compact)
+		}},
+		{"DeleteTriggerWatch", nil, cache(storagetesting.RunTestDeleteTriggerWatch)},
+		{"WatchFromNonZero", nil, cache(storagetesting.RunTestWatchFromNonZero)},
+		{"DelayedWatchDelivery", nil, cache(storagetesting.RunTestDelayedWatchDelivery)},
+		{"WatchContextCancel", nil, cache(storagetesting.RunTestWatchContextCancel)},
+		{"WatcherTimeout", nil, cache(storagetesting.RunTestWatcherTimeout)},
+		{"WatchDeleteEventObjectHaveLatestRV", nil, cache(storagetesting.RunTestWatchDeleteEventObjectHaveLatestRV)},
+		{"WatchInitializationSignal", nil, cache(storagetesting.RunTestWatchInitializationSignal)},
+		{"ClusterScopedWatch", []cachetest.Option{cachetest.ClusterScoped, cachetest.NodeNameAndNamespaceIndex}, cache(storagetesting.RunTestClusterScopedWatch)},
+		{"NamespaceScopedWatch", []cachetest.Option{cachetest.NodeNameAndNamespaceIndex}, cache(storagetesting.RunTestNamespaceScopedWatch)},
+		{"WatchDispatchBookmarkEvents", nil, func(ctx context.Context, t *testing.T, e *cachetest.Env) {
+			storagetesting.RunTestWatchDispatchBookmarkEvents(ctx, t, e.Cache, true)
+		}},
+		{"WatchBookmarksWithCorrectResourceVersion", nil, cache(storagetesting.RunTestOptionalWatchBookmarksWithCorrectResourceVersion)},
+		{"SendInitialEventsBackwardCompatibility", nil, cache(storagetesting.RunSendInitialEventsBackwardCompatibility)},
+		{"WatchSemantics", nil, created(storagetesting.RunWatchSemantics)},
+		{"WatchSemanticInitialEventsExtended", nil, created(storagetesting.RunWatchSemanticInitialEventsExtended)},
+		{"WatchListMatchSingle", nil, created(storagetesting.RunWatchListMatchSingle)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, e := setup(t, tc.opts...)
+			tc.run(ctx, t, e)
+		})
+	}
 }
 
 var _ storage.Interface = (*createWrapper)(nil)
