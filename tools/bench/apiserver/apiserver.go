@@ -71,16 +71,10 @@ func (c Config) withDefaults() Config {
 	if len(c.Clients) == 0 {
 		c.Clients = []int{1, 32}
 	}
-	if c.Duration <= 0 {
-		c.Duration = 3 * time.Second
-	}
-	if c.WatchNodes <= 0 {
-		c.WatchNodes = 10
-	}
-	c.WatchNodes = min(c.WatchNodes, c.Shape.Nodes)
-	if c.WatchWritesPerSec <= 0 {
-		c.WatchWritesPerSec = 100
-	}
+	// Rows last, and watches are set up, as in the storage bench, with its
+	// defaults.
+	sd := storage.Config{Shape: c.Shape, Duration: c.Duration, WatchNodes: c.WatchNodes, WatchWritesPerSec: c.WatchWritesPerSec}.WithDefaults()
+	c.Duration, c.WatchNodes, c.WatchWritesPerSec = sd.Duration, sd.WatchNodes, sd.WatchWritesPerSec
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
