@@ -88,11 +88,7 @@ func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 	if err := WriteMarkdown(&b, NewReport(Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the report lacks %q", want)
-		}
-	}
+	reporttest.CheckContains(t, "the report", b.String(), "| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs")
 }
 
 // TestOverloadedCellNotComparable: a freshcache-fresh-rv0 cell that served
@@ -187,16 +183,12 @@ func TestClusterReportAndPlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := b.String()
-	for _, want := range []string{
+	reporttest.CheckContains(t, "markdown", md,
 		"cluster-bench ratios: apiserver-cpu=0.75 etcd-reads=1.00 list-p99=0.75 stale=0",
 		"## Per configuration", "## etcd requests in the window", "## Pod request latency by verb and scope",
 		"## Calibration", "## Cost model: 5000 nodes", "What the extrapolation assumes", "## What this cannot measure",
 		"![cluster](cluster.png)", "| freshcache-fresh-rv0 | ha | 4 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
-	}
+	)
 }
 
 func TestWaitPartsTable(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
 	"github.com/freshcache/freshcache/tools/bench/report"
+	"github.com/freshcache/freshcache/tools/bench/report/reporttest"
 )
 
 // TestRunProfilesEachRow checks Config.CPUProfileDir: every measured row
@@ -50,11 +51,7 @@ func TestRunProfilesEachRow(t *testing.T) {
 	}
 	var md bytes.Buffer
 	WriteMarkdown(&md, Report{Identity: report.Identity{Kind: "storage"}, Rows: rows})
-	for _, s := range []string{"## CPU per op by part (µs)", "**op** = " + cpusplit.Op, "| freshcache list-node rv=0 c=4 |", "CPU profile: " + want[0]} {
-		if !strings.Contains(md.String(), s) {
-			t.Errorf("report lacks %q:\n%s", s, md.String())
-		}
-	}
+	reporttest.CheckContains(t, "report", md.String(), "## CPU per op by part (µs)", "**op** = "+cpusplit.Op, "| freshcache list-node rv=0 c=4 |", "CPU profile: "+want[0])
 }
 
 // TestRowWithoutProfileHasNoSplit: the split needs a profile and ops.

@@ -3,11 +3,13 @@
 //
 // # Who calls it
 //
-// Tests only (it imports testing): storage's and cluster's report tests.
+// Tests only (it imports testing): the report tests of storage, cluster,
+// stall, watchlist, kepshape and the diag tools.
 //
 // # What it guarantees
 //
 // CheckPNGs opens every path it is given and fails the test, naming the
 // file, for each one that is not a PNG; a path that cannot be opened
-// stops the test.
+// stops the test. CheckContains fails the test once for each expected
+// string a report lacks, and shows the report.
 package reporttest

@@ -3,6 +3,7 @@ package reporttest
 import (
 	"image/png"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -18,5 +19,16 @@ func CheckPNGs(t *testing.T, paths []string) {
 			t.Errorf("%s is not a PNG: %v", p, err)
 		}
 		_ = f.Close()
+	}
+}
+
+// CheckContains fails t for each of wants that text lacks, naming what text
+// is ("markdown", "the report") and showing it.
+func CheckContains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }
