@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -148,11 +149,7 @@ func TestAPICPUPartsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if err := WriteMarkdown(&b, merged, nil); err != nil {
-		t.Fatal(err)
-	}
-	md := b.String()
+	md := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, merged, nil) })
 	reporttest.CheckContains(t, "the report", md,
 		"## Where the apiserver CPU goes in the steady-state window",
 		"1000 nodes, single apiserver: CPU seconds in the window",
@@ -172,11 +169,10 @@ func TestAPICPUPartsSection(t *testing.T) {
 		t.Error("a configuration without a profile has a column")
 	}
 
-	var old strings.Builder
-	if err := WriteMarkdown(&old, NewReport(Config{}, []Row{{Config: Upstream, Mode: modeSingle, Nodes: 10, APICPUSec: 3}}, nil), nil); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(old.String(), "Where the apiserver CPU goes") {
+	old := reporttest.Render(t, func(w io.Writer) error {
+		return WriteMarkdown(w, NewReport(Config{}, []Row{{Config: Upstream, Mode: modeSingle, Nodes: 10, APICPUSec: 3}}, nil), nil)
+	})
+	if strings.Contains(old, "Where the apiserver CPU goes") {
 		t.Error("rows without a profile rendered the section")
 	}
 }

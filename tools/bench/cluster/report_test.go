@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,11 +85,10 @@ func TestClusterRatiosMedianOverRepeats(t *testing.T) {
 	if targets[0][1] != "1.20 (pairs: 1.20, 1.05, 1.30)" || targets[0][3] != "no" || targets[2][3] != "yes" {
 		t.Errorf("targets %v", targets)
 	}
-	var b strings.Builder
-	if err := WriteMarkdown(&b, NewReport(Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil); err != nil {
-		t.Fatal(err)
-	}
-	reporttest.CheckContains(t, "the report", b.String(), "| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs")
+	b := reporttest.Render(t, func(w io.Writer) error {
+		return WriteMarkdown(w, NewReport(Config{Configs: []string{Upstream, FreshRV0}, Nodes: []int{75}, Repeats: 3}, rows, nil), nil)
+	})
+	reporttest.CheckContains(t, "the report", b, "| freshcache-fresh-rv0 | single #3 | 75 |", "median over the 3 pairs")
 }
 
 // TestOverloadedCellNotComparable: a freshcache-fresh-rv0 cell that served
@@ -178,11 +178,7 @@ func TestClusterReportAndPlots(t *testing.T) {
 	if none, err := Plot([]Row{{Config: Upstream, Nodes: 2}}, dir, "empty", NodesKwok); err != nil || none != nil {
 		t.Errorf("rows with nothing to draw: %v, %v; want no file", none, err)
 	}
-	var b strings.Builder
-	if err := WriteMarkdown(&b, rep, []string{"cluster.png"}); err != nil {
-		t.Fatal(err)
-	}
-	md := b.String()
+	md := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, rep, []string{"cluster.png"}) })
 	reporttest.CheckContains(t, "markdown", md,
 		"cluster-bench ratios: apiserver-cpu=0.75 etcd-reads=1.00 list-p99=0.75 stale=0",
 		"## Per configuration", "## etcd requests in the window", "## Pod request latency by verb and scope",

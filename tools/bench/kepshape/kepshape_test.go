@@ -2,6 +2,7 @@ package kepshape
 
 import (
 	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -74,11 +75,8 @@ func TestRatiosAndReport(t *testing.T) {
 	if got := ComputeRatios(rows[1:]).Line(); !strings.Contains(got, "objects=0 apiserver-cpu=n/a") {
 		t.Errorf("no upstream: %s", got)
 	}
-	var b strings.Builder
-	if err := WriteMarkdown(&b, Report{Settings: DefaultConfig(), Rows: rows}); err != nil {
-		t.Fatal(err)
-	}
-	reporttest.CheckContains(t, "report", b.String(), want, "| etcd | 100 | 2.00 |", "etcd's first LIST error: `timeout`", "| KEP-2340, apiserver cores | 0.63 | 6.92 |", "here (100 objects), upstream: apiserver cores | 0.20 | 2.00 | 0.10 |")
+	b := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, Report{Settings: DefaultConfig(), Rows: rows}) })
+	reporttest.CheckContains(t, "report", b, want, "| etcd | 100 | 2.00 |", "etcd's first LIST error: `timeout`", "| KEP-2340, apiserver cores | 0.63 | 6.92 |", "here (100 objects), upstream: apiserver cores | 0.20 | 2.00 | 0.10 |")
 }
 
 func TestNearestRank(t *testing.T) {

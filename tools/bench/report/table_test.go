@@ -1,11 +1,14 @@
 package report
 
 import (
+	"io"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/freshcache/freshcache/tools/bench/report/reporttest"
 )
 
 func TestTables(t *testing.T) {
@@ -20,12 +23,9 @@ func TestTables(t *testing.T) {
 	if rows[0][2] != `""` {
 		t.Error("WriteMarkdownTable changed its input")
 	}
-	var al strings.Builder
-	if err := WriteAligned(&al, header, rows); err != nil {
-		t.Fatal(err)
-	}
-	if lines := strings.Split(strings.TrimSpace(al.String()), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[1], "a; b") {
-		t.Errorf("aligned:\n%s", al.String())
+	al := reporttest.Render(t, func(w io.Writer) error { return WriteAligned(w, header, rows) })
+	if lines := strings.Split(strings.TrimSpace(al), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[1], "a; b") {
+		t.Errorf("aligned:\n%s", al)
 	}
 }
 

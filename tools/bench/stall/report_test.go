@@ -2,6 +2,7 @@ package stall
 
 import (
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -71,11 +72,7 @@ func TestWriteMarkdown(t *testing.T) {
 		DataBytes: int64(cfg.Objects * cfg.ObjectBytes), Configs: configs, Notes: []string{"a note"}}
 	res.Ratios = ComputeRatios(configs)
 	res.ClosingLine = res.Ratios.ClosingLine()
-	var b strings.Builder
-	if err := WriteMarkdown(&b, res); err != nil {
-		t.Fatal(err)
-	}
-	md := b.String()
+	md := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, res) })
 	reporttest.CheckContains(t, "markdown", md,
 		"# freshcache-bench stall: etcd stopped for 10s",
 		"- commit: `abc123`",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -117,11 +118,8 @@ func TestHarnessTinyShape(t *testing.T) {
 	}
 
 	// Outputs: table, JSON round trip, markdown, PNGs.
-	var table bytes.Buffer
-	if err := WriteTable(&table, rows); err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Count(table.String(), "\n"); got != len(rows)+1 {
+	table := reporttest.Render(t, func(w io.Writer) error { return WriteTable(w, rows) })
+	if got := strings.Count(table, "\n"); got != len(rows)+1 {
 		t.Errorf("table has %d lines, want %d", got, len(rows)+1)
 	}
 	dir := t.TempDir()

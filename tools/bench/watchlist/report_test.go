@@ -1,7 +1,7 @@
 package watchlist
 
 import (
-	"bytes"
+	"io"
 	"math"
 	"path/filepath"
 	"testing"
@@ -105,11 +105,7 @@ func TestWriteMarkdown(t *testing.T) {
 	res.Runs[1].Phases[3].CPU.Other = 0.7
 	res.Runs[0].Phases[2].WatchList.Errors, res.Runs[0].Phases[2].WatchList.FirstError = 1, "Too large resource version"
 	res.Ratios = ComputeRatios(res.Runs)
-	var buf bytes.Buffer
-	if err := WriteMarkdown(&buf, res); err != nil {
-		t.Fatal(err)
-	}
-	md := buf.String()
+	md := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, res) })
 	reporttest.CheckContains(t, "report", md,
 		"# WatchList over a huge resource (kubernetes#138728)",
 		"on commit `abc123`", "2 cores (GOMAXPROCS 2)", "100000 configmaps",
@@ -143,11 +139,8 @@ func TestWriteMarkdown(t *testing.T) {
 		t.Fatalf("JSON round trip: %+v", back.Ratios)
 	}
 	// The markdown rendered again from the JSON is the same.
-	var again bytes.Buffer
-	if err := WriteMarkdown(&again, back); err != nil {
-		t.Fatal(err)
-	}
-	if again.String() != md {
+	again := reporttest.Render(t, func(w io.Writer) error { return WriteMarkdown(w, back) })
+	if again != md {
 		t.Error("the markdown rendered from the JSON differs from the original")
 	}
 	if _, err := ReadResult(filepath.Join(t.TempDir(), "missing.json")); err == nil {

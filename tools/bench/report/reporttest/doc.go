@@ -11,5 +11,6 @@
 // CheckPNGs opens every path it is given and fails the test, naming the
 // file, for each one that is not a PNG; a path that cannot be opened
 // stops the test. CheckContains fails the test once for each expected
-// string a report lacks, and shows the report.
+// string a report lacks, and shows the report. Render returns what a
+// writer function wrote, stopping the test on its error.
 package reporttest

@@ -2,6 +2,7 @@ package reporttest
 
 import (
 	"image/png"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -31,4 +32,14 @@ func CheckContains(t *testing.T, what, text string, wants ...string) {
 			t.Errorf("%s lacks %q:\n%s", what, want, text)
 		}
 	}
+}
+
+// Render returns what write writes; an error from it stops the test.
+func Render(t *testing.T, write func(w io.Writer) error) string {
+	t.Helper()
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
