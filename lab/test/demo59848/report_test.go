@@ -3,11 +3,12 @@ package demo59848
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/internal/githead"
 )
 
 // trialRow is one trial of one configuration, for the report.
@@ -69,12 +70,8 @@ func commit() string {
 	if c := os.Getenv("DEMO_59848_COMMIT"); c != "" {
 		return c
 	}
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if exec.Command("git", "diff", "--quiet", "HEAD", "--").Run() != nil {
+	c, dirty := githead.Head(0)
+	if dirty {
 		c += "-dirty"
 	}
 	return c

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcache/freshcache/lab/internal/githead"
 	"github.com/freshcache/freshcache/lab/internal/testenv"
 )
 
@@ -144,12 +144,8 @@ func envOr(name, def string) string {
 }
 
 func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	c := strings.TrimSpace(string(out))
-	if exec.Command("git", "diff", "--quiet", "HEAD", "--").Run() != nil {
+	c, dirty := githead.Head(12)
+	if dirty {
 		c += " (with uncommitted changes)"
 	}
 	return c
