@@ -1,9 +1,9 @@
 package watchlist
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"time"
 
 	"github.com/freshcache/freshcache/tools/bench/report"
@@ -219,14 +219,12 @@ type Ratios struct {
 // ReadResult reads a Result that WriteJSON wrote.
 func ReadResult(path string) (Result, error) {
 	var r Result
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return r, err
+	err := report.ReadJSON(path, &r)
+	if pe := (*fs.PathError)(nil); err != nil && !errors.As(err, &pe) {
+		// The file's errors name it already; a JSON error does not.
+		err = fmt.Errorf("watchlist: %s: %w", path, err)
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("watchlist: %s: %w", path, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // WriteJSON writes r, indented, to path.
