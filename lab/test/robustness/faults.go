@@ -173,7 +173,7 @@ func (in *injector) apply(ctx context.Context, kind string, f *record.Fault) err
 		in.slowID++
 		c := in.rng.IntN(len(in.caches))
 		f.Detail = fmt.Sprintf("watcher on cache %d does not read for %v", c, slowFor)
-		w := &watcher{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, wd: in.wd, tr: in.tr, listMode: record.Consistent}
+		w := &watcher{actor: actor{id: 900 + in.slowID, rng: rand.New(rand.NewPCG(uint64(in.slowID), 7)), caches: in.caches, cur: c, rec: in.rec, wd: in.wd, tr: in.tr}, listMode: record.Consistent}
 		// List until it works (the cache's member may have just come back).
 		var op record.Op
 		deadline := time.Now().Add(30 * time.Second)

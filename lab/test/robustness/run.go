@@ -147,7 +147,7 @@ func Execute(ctx context.Context, cfg Config) (*Result, error) {
 		listMode = record.Zero
 	}
 	for i := range cfg.Watchers {
-		w := &watcher{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, wd: wd, tr: cfg.Traffic, listMode: listMode}
+		w := &watcher{actor: actor{id: 100 + i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(100+i))), caches: caches, cur: i % len(caches), rec: rec, wd: wd, tr: cfg.Traffic}, listMode: listMode}
 		if i%2 == 1 {
 			w.node = nodeName(i % cfg.Traffic.Nodes)
 		}

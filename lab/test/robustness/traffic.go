@@ -50,9 +50,10 @@ func (t Traffic) keyNames() []string {
 	return out
 }
 
-// client is one sequential actor, like a controller or kubelet: it sticks
-// to one cache and switches to the other on errors and now and then.
-type client struct {
+// actor is what every client of the caches has: its identity, its random
+// source, the caches and the one it uses now, where it records its
+// operations, the watchdog over them, and the traffic's settings.
+type actor struct {
 	id     int
 	rng    *rand.Rand
 	caches []API
@@ -60,7 +61,16 @@ type client struct {
 	rec    *Recorder
 	wd     *watchdog
 	tr     Traffic
-	seq    int
+}
+
+// nextCache switches the actor to the next cache.
+func (a *actor) nextCache() { a.cur = (a.cur + 1) % len(a.caches) }
+
+// client is one sequential actor, like a controller or kubelet: it sticks
+// to one cache and switches to the other on errors and now and then.
+type client struct {
+	actor
+	seq int
 	// known is the last modRev this client saw per pod (its preconditions).
 	known map[string]int64
 	// frontier is the highest RV the client observed (for rv=N reads).
@@ -76,7 +86,7 @@ type client struct {
 
 func newClient(id int, seed uint64, caches []API, rec *Recorder, wd *watchdog, tr Traffic) *client {
 	rng := rand.New(rand.NewPCG(seed, uint64(id)))
-	return &client{id: id, rng: rng, caches: caches, cur: rng.IntN(len(caches)), rec: rec, wd: wd, tr: tr, known: map[string]int64{}}
+	return &client{actor: actor{id: id, rng: rng, caches: caches, cur: rng.IntN(len(caches)), rec: rec, wd: wd, tr: tr}, known: map[string]int64{}}
 }
 
 func (c *client) run(ctx context.Context) {
@@ -109,7 +119,7 @@ func (c *client) run(ctx context.Context) {
 			return
 		}
 		if !ok || c.rng.IntN(20) == 0 {
-			c.cur = (c.cur + 1) % len(c.caches)
+			c.nextCache()
 		}
 	}
 }

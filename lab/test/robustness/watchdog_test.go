@@ -136,7 +136,7 @@ func TestHungStepsAreReported(t *testing.T) {
 		{
 			name: "watch session",
 			start: func(ctx context.Context, api API, wd *watchdog) {
-				w := &watcher{id: 9, rng: rand.New(rand.NewPCG(1, 2)), caches: []API{api}, rec: NewRecorder(), wd: wd, tr: tr}
+				w := &watcher{actor: actor{id: 9, rng: rand.New(rand.NewPCG(1, 2)), caches: []API{api}, rec: NewRecorder(), wd: wd, tr: tr}}
 				w.session(ctx, 0, 5, false)
 			},
 			want: "STUCK watcher 9: watch session on cache 0 from rv 5",

@@ -3,7 +3,6 @@ package robustness
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -23,14 +22,8 @@ import (
 // after every break (on either cache); a 410 Gone starts a new chain with a
 // new LIST.
 type watcher struct {
-	id     int
-	node   string // "" watches all pods
-	rng    *rand.Rand
-	caches []API
-	cur    int
-	rec    *Recorder
-	wd     *watchdog
-	tr     Traffic
+	actor
+	node string // "" watches all pods
 	// listMode is how the watcher (re)lists.
 	listMode record.ReadMode
 }
@@ -56,7 +49,7 @@ func (w *watcher) run(ctx context.Context) {
 				return
 			}
 			if op.Out != record.OK {
-				w.cur = (w.cur + 1) % len(w.caches)
+				w.nextCache()
 				<-retry.C
 				continue
 			}
@@ -69,7 +62,7 @@ func (w *watcher) run(ctx context.Context) {
 			if gone {
 				rv = 0
 			}
-			w.cur = (w.cur + 1) % len(w.caches)
+			w.nextCache()
 			select {
 			case <-ctx.Done():
 			case <-retry.C:
@@ -84,7 +77,7 @@ func (w *watcher) run(ctx context.Context) {
 			rv = 0
 		}
 		if w.rng.IntN(3) == 0 {
-			w.cur = (w.cur + 1) % len(w.caches) // switch apiservers, as a kubelet may
+			w.nextCache() // switch apiservers, as a kubelet may
 		}
 	}
 }
