@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -78,47 +79,39 @@ type fetchRecord struct {
 	err   error
 }
 
+// record is a list that the oracle's goroutines append to and a test reads
+// a copy of.
+type record[T any] struct {
+	mu    sync.Mutex
+	items []T
+}
+
+func (l *record[T]) add(v T) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.items = append(l.items, v)
+}
+
+func (l *record[T]) all() []T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.items)
+}
+
+// recorder is the oracle's metrics, as records.
 type recorder struct {
-	mu      sync.Mutex
-	fetches []fetchRecord
-	writes  []int    // reads answered, one per WriteAnswered
-	holds   []string // outcomes, one per HoldEnded
+	fetches record[fetchRecord]
+	writes  record[int]    // reads answered, one per WriteAnswered
+	holds   record[string] // outcomes, one per HoldEnded
 }
 
-func (r *recorder) HoldEnded(outcome string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.holds = append(r.holds, outcome)
-}
-
-func (r *recorder) holdOutcomes() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.holds...)
-}
-
-func (r *recorder) WriteAnswered(reads int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.writes = append(r.writes, reads)
-}
-
-func (r *recorder) answeredByWrites() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int(nil), r.writes...)
-}
-
+func (r *recorder) HoldEnded(outcome string) { r.holds.add(outcome) }
+func (r *recorder) holdOutcomes() []string   { return r.holds.all() }
+func (r *recorder) WriteAnswered(reads int)  { r.writes.add(reads) }
+func (r *recorder) answeredByWrites() []int  { return r.writes.all() }
+func (r *recorder) get() []fetchRecord       { return r.fetches.all() }
 func (r *recorder) FetchDone(reads int, took time.Duration, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.fetches = append(r.fetches, fetchRecord{reads, took, err})
-}
-
-func (r *recorder) get() []fetchRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]fetchRecord(nil), r.fetches...)
+	r.fetches.add(fetchRecord{reads, took, err})
 }
 
 // joins returns a channel that receives one value per caller joining a
