@@ -114,6 +114,19 @@ func (r *recorder) FetchDone(reads int, took time.Duration, err error) {
 	r.fetches.add(fetchRecord{reads, took, err})
 }
 
+// startGated starts an etcd and, on it, an Oracle with opts whose fetches
+// the returned gate holds; joined receives one value per caller that joins
+// a round while another fetch is in flight (joins).
+func startGated(t *testing.T, opts Options) (c *clientv3.Client, g *gatedKV, o *Oracle, joined <-chan struct{}) {
+	t.Helper()
+	_, c = startEtcd(t)
+	g = newGatedKV(c)
+	o = newOracle(t, c, opts)
+	joined = joins(o)
+	g.hold.Store(true)
+	return c, g, o, joined
+}
+
 // joins returns a channel that receives one value per caller joining a
 // round while another fetch is in flight.
 func joins(o *Oracle) <-chan struct{} {
@@ -194,12 +207,8 @@ func TestRevisionCoversCompletedWrites(t *testing.T) {
 // A caller that arrives while a fetch is in flight must not get that fetch's
 // answer: a write may have completed between the fetch and the call.
 func TestIssuedAfterArrival(t *testing.T) {
-	_, c := startEtcd(t)
-	g := newGatedKV(c)
 	rec := &recorder{}
-	o := newOracle(t, c, Options{Recorder: rec})
-	joined := joins(o)
-	g.hold.Store(true)
+	c, g, o, joined := startGated(t, Options{Recorder: rec})
 
 	a := goRevision(context.Background(), o)
 	first := g.next(t) // etcd answered fetch 1; the answer is held
@@ -239,12 +248,8 @@ func TestIssuedAfterArrival(t *testing.T) {
 // arrive while it is in flight share the second.
 func TestCoalescing(t *testing.T) {
 	const callers = 64
-	_, c := startEtcd(t)
-	g := newGatedKV(c)
 	rec := &recorder{}
-	o := newOracle(t, c, Options{Recorder: rec})
-	joined := joins(o)
-	g.hold.Store(true)
+	c, g, o, joined := startGated(t, Options{Recorder: rec})
 
 	results := make([]<-chan result, callers)
 	writes := make([]int64, callers)
@@ -484,11 +489,7 @@ func TestFetchTimedOut(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	_, c := startEtcd(t)
-	g := newGatedKV(c)
-	o := newOracle(t, c, Options{})
-	joined := joins(o)
-	g.hold.Store(true)
+	_, g, o, joined := startGated(t, Options{})
 	a := goRevision(context.Background(), o)
 	g.next(t) // never released: Close aborts it
 	b := goRevision(context.Background(), o)

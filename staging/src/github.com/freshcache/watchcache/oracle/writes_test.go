@@ -22,12 +22,8 @@ func openState(o *Oracle) (open int, inFlight, waiting bool, writes int) {
 // one in flight with a fetch included, and the round that would have waited
 // for a second fetch needs none.
 func TestWriteAnswersTheRoundsItCovers(t *testing.T) {
-	_, c := startEtcd(t)
-	g := newGatedKV(c)
 	rec := &recorder{}
-	o := newOracle(t, c, Options{Recorder: rec, WriteWait: waitLimit})
-	joined := joins(o)
-	g.hold.Store(true)
+	c, g, o, joined := startGated(t, Options{Recorder: rec, WriteWait: waitLimit})
 
 	a := goRevision(context.Background(), o)
 	first := g.next(t) // fetch 1 answered by etcd, held
@@ -73,11 +69,7 @@ func TestWriteAnswersTheRoundsItCovers(t *testing.T) {
 // A caller that arrives after a write started is not answered by it: the
 // write may have been committed before the caller arrived.
 func TestWriteDoesNotAnswerLaterCallers(t *testing.T) {
-	_, c := startEtcd(t)
-	g := newGatedKV(c)
-	o := newOracle(t, c, Options{WriteWait: waitLimit})
-	joined := joins(o)
-	g.hold.Store(true)
+	c, g, o, joined := startGated(t, Options{WriteWait: waitLimit})
 
 	a := goRevision(context.Background(), o)
 	first := g.next(t)
@@ -113,11 +105,7 @@ func TestWaitForCoveringWrites(t *testing.T) {
 		{"the write never ends", time.Millisecond, func(*Write) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c := startEtcd(t)
-			g := newGatedKV(c)
-			o := newOracle(t, c, Options{WriteWait: tc.wait})
-			joined := joins(o)
-			g.hold.Store(true)
+			c, g, o, joined := startGated(t, Options{WriteWait: tc.wait})
 
 			a := goRevision(context.Background(), o)
 			first := g.next(t)
