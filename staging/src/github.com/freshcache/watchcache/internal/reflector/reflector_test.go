@@ -521,27 +521,34 @@ var watchSources = []struct {
 	}},
 }
 
+// forEachSource runs test as a subtest on each of watchSources, following
+// etcd from the start.
+func forEachSource(t *testing.T, test func(ctx context.Context, t *testing.T, f followed)) {
+	for _, src := range watchSources {
+		t.Run(src.name, func(t *testing.T) {
+			ctx := context.Background()
+			test(ctx, t, src.follow(ctx, t))
+		})
+	}
+}
+
 // TestResumeAfterWatchEnds: a watch that ends without an error is resumed
 // from the sink's revision, without a relist, and nothing written
 // meanwhile (a transaction included) is lost.
 func TestResumeAfterWatchEnds(t *testing.T) {
-	for _, src := range watchSources {
-		t.Run(src.name, func(t *testing.T) {
-			ctx := context.Background()
-			f := src.follow(ctx, t)
-			f.downWhile(func() {
-				f.create(ctx, t, "while-down")
-				f.delete(ctx, t, "pod-0")
-				f.putTxn(ctx, t, "x", "y")
-			})
-			f.nextWatch(t)
-			f.converge(ctx, t)
-			f.checkMonotonic(t)
-			if replaces, _, _, _ := f.counts(); replaces != 1 {
-				t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", replaces)
-			}
+	forEachSource(t, func(ctx context.Context, t *testing.T, f followed) {
+		f.downWhile(func() {
+			f.create(ctx, t, "while-down")
+			f.delete(ctx, t, "pod-0")
+			f.putTxn(ctx, t, "x", "y")
 		})
-	}
+		f.nextWatch(t)
+		f.converge(ctx, t)
+		f.checkMonotonic(t)
+		if replaces, _, _, _ := f.counts(); replaces != 1 {
+			t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", replaces)
+		}
+	})
 }
 
 // TestRelistAfterCompaction: the watch breaks, etcd compacts past the
@@ -550,29 +557,25 @@ func TestResumeAfterWatchEnds(t *testing.T) {
 // marked compacted, converge on etcd's state, never go back, and keep
 // following etcd after it.
 func TestRelistAfterCompaction(t *testing.T) {
-	for _, src := range watchSources {
-		t.Run(src.name, func(t *testing.T) {
-			ctx := context.Background()
-			f := src.follow(ctx, t)
-			f.downWhile(func() {
-				f.create(ctx, t, "while-down")
-				f.delete(ctx, t, "pod-1")
-				f.delete(ctx, t, "pod-2")
-				_, rv := f.etcdState(ctx, t)
-				if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
-					t.Fatal(err)
-				}
-			})
-			f.converge(ctx, t)
-			f.checkMonotonic(t)
-			replaces, unready, reasons, _ := f.counts()
-			if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
-				t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
+	forEachSource(t, func(ctx context.Context, t *testing.T, f followed) {
+		f.downWhile(func() {
+			f.create(ctx, t, "while-down")
+			f.delete(ctx, t, "pod-1")
+			f.delete(ctx, t, "pod-2")
+			_, rv := f.etcdState(ctx, t)
+			if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
+				t.Fatal(err)
 			}
-			f.create(ctx, t, "after-relist")
-			f.converge(ctx, t)
 		})
-	}
+		f.converge(ctx, t)
+		f.checkMonotonic(t)
+		replaces, unready, reasons, _ := f.counts()
+		if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
+			t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
+		}
+		f.create(ctx, t, "after-relist")
+		f.converge(ctx, t)
+	})
 }
 
 func (e *env) counts() (replaces, unready int, reasons []string, batches []int) {
