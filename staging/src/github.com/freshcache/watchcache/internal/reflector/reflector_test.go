@@ -578,6 +578,15 @@ func TestRelistAfterCompaction(t *testing.T) {
 	})
 }
 
+// checkNoRelist fails t unless the reflector listed only once and was
+// never unready: what happened (after) was retried on the same history.
+func (e *env) checkNoRelist(t *testing.T, after string) {
+	t.Helper()
+	if replaces, unready, reasons, _ := e.counts(); replaces != 1 || unready != 0 {
+		t.Fatalf("%d lists (reasons %v) and %d unready after %s, want the first list only, never unready", replaces, reasons, unready, after)
+	}
+}
+
 func (e *env) counts() (replaces, unready int, reasons []string, batches []int) {
 	e.sink.mu.Lock()
 	defer e.sink.mu.Unlock()
@@ -622,9 +631,7 @@ func TestTransientErrorRewatchesWithoutRelist(t *testing.T) {
 			e.delete(ctx, t, "pod-0")
 			e.converge(ctx, t)
 			e.checkMonotonic(t)
-			if replaces, unready, _, _ := e.counts(); replaces != 1 || unready != 0 {
-				t.Fatalf("%d lists and %d unready after transient errors, want 1 and 0", replaces, unready)
-			}
+			e.checkNoRelist(t, "transient errors")
 		})
 	}
 }
