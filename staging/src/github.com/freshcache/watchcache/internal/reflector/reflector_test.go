@@ -658,18 +658,28 @@ func TestTransientErrorsPastBudgetRelist(t *testing.T) {
 	e.converge(ctx, t)
 }
 
+// breakInsideTxn ends first after the first event of a three-key
+// transaction, lets the next watch deliver the rest, and returns the lists
+// and the applies (events each) the sink saw once it caught up with etcd,
+// never going back.
+func breakInsideTxn(ctx context.Context, t *testing.T, e *env, first *endableWatch) (replaces int, batches []int) {
+	t.Helper()
+	first.endAfter(1)
+	e.deleteTxn(ctx, t, "pod-1", "pod-2", "pod-3")
+	nextWatch(t, e)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	replaces, _, _, batches = e.counts()
+	return replaces, batches
+}
+
 // TestTransactionSplitByBrokenWatch: the watch breaks after the first
 // event of a three-key transaction. The sink never gets that part alone;
 // the next watch delivers the whole transaction, in one Apply.
 func TestTransactionSplitByBrokenWatch(t *testing.T) {
 	ctx := context.Background()
 	e, first := following(ctx, t)
-	first.endAfter(1)
-	e.deleteTxn(ctx, t, "pod-1", "pod-2", "pod-3")
-	nextWatch(t, e)
-	e.converge(ctx, t)
-	e.checkMonotonic(t)
-	replaces, _, _, batches := e.counts()
+	replaces, batches := breakInsideTxn(ctx, t, e, first)
 	if replaces != 1 || len(batches) != 1 || batches[0] != 3 {
 		t.Fatalf("%d lists, applies of %v events; want 1 list and one apply of the 3", replaces, batches)
 	}
@@ -688,12 +698,7 @@ func TestUntrustedProgressSplitTransaction(t *testing.T) {
 	e.runWith(t, reflector.Config{UntrustedProgress: true})
 	first := nextWatch(t, e)
 	e.converge(ctx, t)
-	first.endAfter(1)
-	e.deleteTxn(ctx, t, "pod-1", "pod-2", "pod-3")
-	nextWatch(t, e)
-	e.converge(ctx, t)
-	e.checkMonotonic(t)
-	replaces, _, _, batches := e.counts()
+	replaces, batches := breakInsideTxn(ctx, t, e, first)
 	if replaces != 1 || len(batches) != 3 {
 		t.Fatalf("%d lists, applies %v; want 1 list and three single applies", replaces, batches)
 	}
