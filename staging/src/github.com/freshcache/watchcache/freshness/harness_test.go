@@ -532,31 +532,24 @@ func (h *harness) drain() error {
 				}
 			}
 		}
-		// answer whatever is in flight with E (arg chosen to hit E)
-		if h.fetchInFlight != 0 {
-			if err := h.do(4, 0); err != nil {
-				return err
-			}
-		}
-		if h.lastOutput.IssueFetch {
-			if err := h.do(3, 1); err != nil {
-				return err
-			}
-		}
-		if h.progressInFlight {
-			if err := h.do(8, 0); err != nil {
-				return err
-			}
-		}
-		if h.lastOutput.SendProgress {
-			if err := h.do(7, 1); err != nil {
-				return err
-			}
-		}
-		if h.noProgress {
+		// Answer whatever is in flight with E (arg chosen to hit E), and
+		// carry out what the Machine asks for, in this order; each
+		// condition is read just before its step.
+		for _, s := range []struct {
+			when    func() bool
+			op, arg byte
+		}{
+			{func() bool { return h.fetchInFlight != 0 }, 4, 0},
+			{func() bool { return h.lastOutput.IssueFetch }, 3, 1},
+			{func() bool { return h.progressInFlight }, 8, 0},
+			{func() bool { return h.lastOutput.SendProgress }, 7, 1},
 			// Nothing asks for progress: events alone end the waits.
-			if err := h.do(6, 0); err != nil {
-				return err
+			{func() bool { return h.noProgress }, 6, 0},
+		} {
+			if s.when() {
+				if err := h.do(s.op, s.arg); err != nil {
+					return err
+				}
 			}
 		}
 	}
