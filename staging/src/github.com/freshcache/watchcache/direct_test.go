@@ -91,16 +91,7 @@ func TestDirectTransactionsReachTheCacheWhole(t *testing.T) {
 		t.Fatalf("consistent LIST holds %v after the deletes at %d, want old and new2", got, dels)
 	}
 
-	lease, err := e.Client.Grant(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		name := fmt.Sprintf("ttl%d", i)
-		if _, err := e.Client.Put(ctx, etcdKey("ns", name), encodePod(t, mkPod("ns", name, "")), clientv3.WithLease(lease.ID)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putLeasedPods(ctx, t, e.Client, 1, 3)
 	// 4 + 2 events of the transactions, 3 ADDED, 3 DELETED of the expiry.
 	evs := collect(t, w, 12)
 	revs := map[string]int{}

@@ -198,16 +198,7 @@ func TestLeaseExpiryDeletesEveryObject(t *testing.T) {
 	ctx := context.Background()
 	keep := create(t, e.Cache, "ns", "keep", "")
 	w := watchAll(t, e.Cache, rvOf(t, keep.ResourceVersion))
-	lease, err := e.Client.Grant(ctx, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 4; i++ {
-		name := fmt.Sprintf("ttl%d", i)
-		if _, err := e.Client.Put(ctx, etcdKey("ns", name), encodePod(t, mkPod("ns", name, "")), clientv3.WithLease(lease.ID)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putLeasedPods(ctx, t, e.Client, 2, 4)
 	evs := collect(t, w, 8) // four ADDED, then the four DELETED of the expiry
 	var deletedAt []string
 	for i, ev := range evs {
@@ -271,5 +262,21 @@ func TestNoReadSeesHalfATransaction(t *testing.T) {
 	waitFor(t, "the cache to apply the whole transaction", func() bool { return e.Cache.RV() >= rev && cachedCount(t, e.Cache) == 0 })
 	if err := e.Cache.Get(ctx, "/pods/ns/p2", storage.GetOptions{ResourceVersion: "0"}, &example.Pod{}); !storage.IsNotFound(err) && !apierrors.IsNotFound(err) {
 		t.Fatalf("GET p2 after the transaction: %v, want not found", err)
+	}
+}
+
+// putLeasedPods writes n pods, ns/ttl0 and on, straight to etcd under one
+// lease of ttl seconds: etcd deletes them in one revision when it expires.
+func putLeasedPods(ctx context.Context, t *testing.T, c *clientv3.Client, ttl int64, n int) {
+	t.Helper()
+	lease, err := c.Grant(ctx, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		name := fmt.Sprintf("ttl%d", i)
+		if _, err := c.Put(ctx, etcdKey("ns", name), encodePod(t, mkPod("ns", name, "")), clientv3.WithLease(lease.ID)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
