@@ -69,38 +69,11 @@ func (d *divergent) Watch(ctx context.Context, key string, opts storage.ListOpti
 	if err != nil || d.drop == "" {
 		return w, err
 	}
-	dw := &droppingWatch{inner: w, out: make(chan watch.Event), done: make(chan struct{})}
-	go func() {
-		defer close(dw.out)
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*example.Pod); ok && p.Name == d.drop && d.dropped.CompareAndSwap(false, true) {
-				continue
-			}
-			select {
-			case dw.out <- ev:
-			case <-dw.done:
-				return
-			}
-		}
-	}()
-	return dw, nil
+	return cachetest.FilterWatch(w, func(ev watch.Event) bool {
+		p, ok := ev.Object.(*example.Pod)
+		return !(ok && p.Name == d.drop && d.dropped.CompareAndSwap(false, true))
+	}), nil
 }
-
-type droppingWatch struct {
-	inner watch.Interface
-	out   chan watch.Event
-	done  chan struct{}
-	once  sync.Once
-}
-
-func (w *droppingWatch) Stop() {
-	w.once.Do(func() {
-		close(w.done)
-		w.inner.Stop()
-	})
-}
-
-func (w *droppingWatch) ResultChan() <-chan watch.Event { return w.out }
 
 // detectorRecorder records the detector's rounds and the cache's relists.
 type detectorRecorder struct {

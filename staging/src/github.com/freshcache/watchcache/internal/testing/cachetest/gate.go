@@ -145,7 +145,7 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 	if err != nil {
 		return nil, err
 	}
-	gw := &gatedWatch{inner: w, out: make(chan watch.Event), done: make(chan struct{}), inject: make(chan watch.Event)}
+	gw := &gatedWatch{forwardingWatch: newForwardingWatch(w), inject: make(chan watch.Event)}
 	g.mu.Lock()
 	if g.mu.watches == nil {
 		g.mu.watches = map[*gatedWatch]struct{}{}
@@ -163,12 +163,10 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 			var ev watch.Event
 			select {
 			case ev = <-gw.inject:
-				select {
-				case gw.out <- ev:
-					continue
-				case <-gw.done:
+				if !gw.send(ev) {
 					return
 				}
+				continue
 			case e, ok := <-w.ResultChan():
 				if !ok {
 					return
@@ -190,9 +188,7 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 					}
 				}
 			}
-			select {
-			case gw.out <- ev:
-			case <-gw.done:
+			if !gw.send(ev) {
 				return
 			}
 		}
@@ -201,18 +197,6 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 }
 
 type gatedWatch struct {
-	inner  watch.Interface
-	out    chan watch.Event
-	done   chan struct{}
+	*forwardingWatch
 	inject chan watch.Event
-	once   sync.Once
 }
-
-func (w *gatedWatch) Stop() {
-	w.once.Do(func() {
-		close(w.done)
-		w.inner.Stop()
-	})
-}
-
-func (w *gatedWatch) ResultChan() <-chan watch.Event { return w.out }
