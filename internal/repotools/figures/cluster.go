@@ -123,6 +123,12 @@ func (r *clusterReport) paired(pick func(g, u clusterCell) (float64, bool)) (int
 	return n, out, nil
 }
 
+// ratioNodesFigure is ratioNodes as a figure, the count the ratios are at.
+func (r *clusterReport) ratioNodesFigure() (Value, error) {
+	n, err := r.ratioNodes()
+	return Count(n), err
+}
+
 // pairRatios are, for each pair of the gate's and upstream's cells of the
 // same repeat at the ratio node count, the gate's f over upstream's f.
 func (r *clusterReport) pairRatios(f func(clusterCell) (float64, bool)) ([]float64, error) {

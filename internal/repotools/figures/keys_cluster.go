@@ -119,10 +119,7 @@ func clusterFigures() []Figure {
 		}
 	}
 	return append(figs,
-		fig("cluster.ratio.nodes", "the node count the ratios are at: the largest at which upstream and the gate both ran", func(r *clusterReport) (Value, error) {
-			n, err := r.ratioNodes()
-			return Count(n), err
-		}),
+		fig("cluster.ratio.nodes", "the node count the ratios are at: the largest at which upstream and the gate both ran", (*clusterReport).ratioNodesFigure),
 		fig("cluster.ratio.pair-count", "how many pairs of cells the ratios are medians of, spelt", func(r *clusterReport) (Value, error) {
 			rs, err := r.pairRatios(cpuOf)
 			return Word(len(rs)), err

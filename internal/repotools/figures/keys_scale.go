@@ -17,10 +17,7 @@ func scaleFigures() []Figure {
 	}
 	return slices.Concat([]Figure{
 		commitFigure("scale"),
-		fig("scale.ratio.nodes", "the kwok node count the ratios are at: the largest at which upstream and the gate both ran", func(r *clusterReport) (Value, error) {
-			n, err := r.ratioNodes()
-			return Count(n), err
-		}),
+		fig("scale.ratio.nodes", "the kwok node count the ratios are at: the largest at which upstream and the gate both ran", (*clusterReport).ratioNodesFigure),
 		fig("scale.ratio.pair-count", "how many pairs of cells the ratios are medians of", func(r *clusterReport) (Value, error) {
 			rs, err := r.pairRatios(cpuOf)
 			return Count(len(rs)), err
