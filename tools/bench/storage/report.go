@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/freshcache/freshcache/tools/bench/diag/cpusplit"
@@ -255,12 +256,7 @@ func WriteMarkdown(w io.Writer, r Report) {
 // writeCPUSplit writes, for the rows with a CPU profile, their CPU per op
 // split by part (package cpusplit): one line per row, one column per part.
 func writeCPUSplit(w io.Writer, rows []Row) {
-	var split []Row
-	for _, r := range rows {
-		if len(r.CPUSplitUsPerOp) > 0 {
-			split = append(split, r)
-		}
-	}
+	split := slices.DeleteFunc(slices.Clone(rows), func(r Row) bool { return len(r.CPUSplitUsPerOp) == 0 })
 	if len(split) == 0 {
 		return
 	}
