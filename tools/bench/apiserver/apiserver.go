@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 	"github.com/freshcache/freshcache/tools/bench/quantile"
 	"github.com/freshcache/freshcache/tools/bench/report"
 	"github.com/freshcache/freshcache/tools/bench/servermetrics"
@@ -208,23 +209,18 @@ func (a *apiTarget) waitCache(ctx context.Context) error {
 	want := a.env.Shape.PodsOnNode(0)
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	got := -1
-	for {
-		l, err := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(0), ResourceVersion: "0"})
-		if err == nil && len(l.Items) == want {
-			return nil
-		}
-		if err == nil {
+	var err error
+	if ctxsleep.Poll(ctx, 100*time.Millisecond, func() bool {
+		l, lerr := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(0), ResourceVersion: "0"})
+		if err = lerr; err == nil {
 			got = len(l.Items)
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("apiserver: %s: cache holds %d of %d pods of node 0 after 3m (last error %v)", a.label, got, want, err)
-		case <-tick.C:
-		}
+		return err == nil && got == want
+	}) != nil {
+		return fmt.Errorf("apiserver: %s: cache holds %d of %d pods of node 0 after 3m (last error %v)", a.label, got, want, err)
 	}
+	return nil
 }
 
 // row measures one operation at one client count.

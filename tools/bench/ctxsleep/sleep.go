@@ -16,3 +16,19 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Poll calls done at once and then every d until it reports true, and
+// returns nil; it returns ctx.Err() if ctx ends first. It leaves no ticker
+// running behind it.
+func Poll(ctx context.Context, d time.Duration, done func() bool) error {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for !done() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}

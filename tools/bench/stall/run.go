@@ -212,24 +212,19 @@ func waitServed(ctx context.Context, rc *rest.Config, n int) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
 	got := -1
-	for {
-		l, err := cs.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err == nil {
+	if ctxsleep.Poll(ctx, 500*time.Millisecond, func() bool {
+		l, lerr := cs.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err = lerr; err == nil {
 			got = len(l.Items)
 		}
-		if got == n {
-			_, err = cs.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{})
-			if err == nil {
-				return nil
-			}
+		if got != n {
+			return false
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stall: the apiserver served %d of %d configmaps after 3m (last error %v)", got, n, err)
-		case <-tick.C:
-		}
+		_, err = cs.CoreV1().ConfigMaps(Namespace).List(ctx, metav1.ListOptions{})
+		return err == nil
+	}) != nil {
+		return fmt.Errorf("stall: the apiserver served %d of %d configmaps after 3m (last error %v)", got, n, err)
 	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	podstorage "k8s.io/kubernetes/pkg/registry/core/pod/storage"
 
+	"github.com/freshcache/freshcache/tools/bench/ctxsleep"
 	"github.com/freshcache/watchcache"
 )
 
@@ -139,19 +140,11 @@ func (e *Env) newPodBackend(ctx context.Context, name string, readyTimeout time.
 func waitReady(ctx context.Context, s *genericregistry.Store, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := s.ReadinessCheck()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready within %v: %w", timeout, err)
-		case <-tick.C:
-		}
+	var err error
+	if ctxsleep.Poll(ctx, 20*time.Millisecond, func() bool { err = s.ReadinessCheck(); return err == nil }) != nil {
+		return fmt.Errorf("not ready within %v: %w", timeout, err)
 	}
+	return nil
 }
 
 func (b *podBackend) destroy() {
