@@ -271,51 +271,33 @@ func (a *apiTarget) fill(r *Row, before, after serverSample, lat []time.Duration
 }
 
 func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadline time.Time) loopResult {
-	var (
-		mu  sync.Mutex
-		out loopResult
-		wg  sync.WaitGroup
-	)
 	rvParam := ""
 	if rv == storage.RVZero {
 		rvParam = "0"
 	}
-	for ci := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(ci)))
-			var local loopResult
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				t0 := time.Now()
-				var err error
-				wrong := false
-				switch op {
-				case storage.ScenarioListNode:
-					node := rnd.IntN(a.env.Shape.Nodes)
-					pl, e := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(node), ResourceVersion: rvParam})
-					err = e
-					if e == nil {
-						wrong = len(pl.Items) != a.env.Shape.PodsOnNode(node)
-					}
-				case storage.ScenarioGet:
-					i := rnd.IntN(a.env.Shape.Pods)
-					ns, name := a.env.Shape.PodKey(i)
-					p, e := a.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rvParam})
-					err = e
-					if e == nil {
-						wrong = p.Name != name
-					}
-				}
-				local.record(time.Since(t0), err, wrong)
+	return storage.ClosedLoop(ctx, clients, deadline, func(rnd *rand.Rand, local *loopResult) {
+		t0 := time.Now()
+		var err error
+		wrong := false
+		switch op {
+		case storage.ScenarioListNode:
+			node := rnd.IntN(a.env.Shape.Nodes)
+			pl, e := a.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + storage.NodeName(node), ResourceVersion: rvParam})
+			err = e
+			if e == nil {
+				wrong = len(pl.Items) != a.env.Shape.PodsOnNode(node)
 			}
-			mu.Lock()
-			out.add(local)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+		case storage.ScenarioGet:
+			i := rnd.IntN(a.env.Shape.Pods)
+			ns, name := a.env.Shape.PodKey(i)
+			p, e := a.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{ResourceVersion: rvParam})
+			err = e
+			if e == nil {
+				wrong = p.Name != name
+			}
+		}
+		local.record(time.Since(t0), err, wrong)
+	}, (*loopResult).add)
 }
 
 // watchRow opens clients watches spread over the watched nodes, from the

@@ -408,35 +408,17 @@ func (g *gate) close() {
 // workers runs c closed-loop workers until deadline. With a gate, every op
 // first waits for its next opening.
 func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time, g *gate) loopResult {
-	var (
-		mu  sync.Mutex
-		out loopResult
-		wg  sync.WaitGroup
-	)
-	for wi := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(wi)))
-			var local loopResult
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				t0 := time.Now()
-				if g != nil {
-					opened := g.wait(ctx)
-					if !opened.IsZero() {
-						local.gateWait(t0, opened, time.Now())
-					}
-				}
-				res, err := e.op(ctx, b, sc, rv, r)
-				local.record(time.Since(t0), res.items, err, res.wrong)
+	return ClosedLoop(ctx, c, deadline, func(r *rand.Rand, local *loopResult) {
+		t0 := time.Now()
+		if g != nil {
+			opened := g.wait(ctx)
+			if !opened.IsZero() {
+				local.gateWait(t0, opened, time.Now())
 			}
-			mu.Lock()
-			out.add(local)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
+		}
+		res, err := e.op(ctx, b, sc, rv, r)
+		local.record(time.Since(t0), res.items, err, res.wrong)
+	}, (*loopResult).add)
 }
 
 func sortDurations(d []time.Duration) { slices.Sort(d) }
