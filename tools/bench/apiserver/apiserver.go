@@ -247,8 +247,9 @@ func (a *apiTarget) row(ctx context.Context, cfg Config, op, rv string, clients 
 	if err := prof(); err != nil {
 		return r, err
 	}
-	r.Ops, r.Errors, r.FirstError, r.WrongCounts = res.ops, res.errs, res.firstErr, res.wrong
-	a.fill(&r, before, after, res.lat)
+	lat, ops, errs, wrong, firstErr := res.Counts()
+	r.Ops, r.Errors, r.FirstError, r.WrongCounts = ops, errs, firstErr, wrong
+	a.fill(&r, before, after, lat)
 	return r, nil
 }
 
@@ -270,12 +271,12 @@ func (a *apiTarget) fill(r *Row, before, after serverSample, lat []time.Duration
 	}
 }
 
-func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadline time.Time) loopResult {
+func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadline time.Time) storage.LoopResult {
 	rvParam := ""
 	if rv == storage.RVZero {
 		rvParam = "0"
 	}
-	return storage.ClosedLoop(ctx, clients, deadline, func(rnd *rand.Rand, local *loopResult) {
+	return storage.ClosedLoop(ctx, clients, deadline, func(rnd *rand.Rand, local *storage.LoopResult) {
 		t0 := time.Now()
 		var err error
 		wrong := false
@@ -296,8 +297,8 @@ func (a *apiTarget) loop(ctx context.Context, op, rv string, clients int, deadli
 				wrong = p.Name != name
 			}
 		}
-		local.record(time.Since(t0), err, wrong)
-	}, (*loopResult).add)
+		local.Record(time.Since(t0), 0, err, wrong)
+	}, (*storage.LoopResult).Add)
 }
 
 // watchRow opens clients watches spread over the watched nodes, from the
@@ -437,39 +438,6 @@ func (a *apiTarget) watchRow(ctx context.Context, cfg Config, r Row) (Row, error
 		r.OpsPerSec = float64(r.Ops) / cfg.Duration.Seconds()
 	}
 	return r, nil
-}
-
-// loopResult is what the clients of one row counted.
-type loopResult struct {
-	lat              []time.Duration
-	ops, errs, wrong int64
-	firstErr         string
-}
-
-// record counts one op that took d; wrong (an answer other than the
-// shape's) counts only for an op without error.
-func (r *loopResult) record(d time.Duration, err error, wrong bool) {
-	r.lat = append(r.lat, d)
-	r.ops++
-	if err != nil {
-		r.errs++
-		if r.firstErr == "" {
-			r.firstErr = err.Error()
-		}
-	} else if wrong {
-		r.wrong++
-	}
-}
-
-// add merges one client's result into r.
-func (r *loopResult) add(w loopResult) {
-	r.lat = append(r.lat, w.lat...)
-	r.ops += w.ops
-	r.errs += w.errs
-	r.wrong += w.wrong
-	if r.firstErr == "" {
-		r.firstErr = w.firstErr
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

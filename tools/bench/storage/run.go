@@ -284,7 +284,11 @@ func (e *Env) runLoop(ctx context.Context, b *podBackend, cfg Config, sc, rv str
 	return row, nil
 }
 
-type loopResult struct {
+// LoopResult is what the workers of one row counted: every op's latency,
+// ops, errors (the first one's text), wrong answers, items, and a
+// gate-control row's waits. The apiserver benchmark's clients count the
+// same way.
+type LoopResult struct {
 	lat []time.Duration
 	// gateOpen and gateRun split a gate-control op's wait: from its start
 	// until the gate opened, and from the opening until it ran again.
@@ -293,9 +297,9 @@ type loopResult struct {
 	firstErr                string
 }
 
-// record counts one op that took d and returned items; wrong (a count
+// Record counts one op that took d and returned items; wrong (a count
 // other than the shape's) counts only for an op without error.
-func (r *loopResult) record(d time.Duration, items int, err error, wrong bool) {
+func (r *LoopResult) Record(d time.Duration, items int, err error, wrong bool) {
 	r.lat = append(r.lat, d)
 	r.ops++
 	r.items += int64(items)
@@ -311,13 +315,13 @@ func (r *loopResult) record(d time.Duration, items int, err error, wrong bool) {
 
 // gateWait records one wait for a gate: started at t0, the gate opened
 // at opened, and the waiter ran again at running.
-func (r *loopResult) gateWait(t0, opened, running time.Time) {
+func (r *LoopResult) gateWait(t0, opened, running time.Time) {
 	r.gateOpen = append(r.gateOpen, max(opened.Sub(t0), 0))
 	r.gateRun = append(r.gateRun, max(running.Sub(opened), 0))
 }
 
-// add merges one worker's result into r.
-func (r *loopResult) add(w loopResult) {
+// Add merges one worker's result into r.
+func (r *LoopResult) Add(w LoopResult) {
 	r.lat = append(r.lat, w.lat...)
 	r.gateOpen = append(r.gateOpen, w.gateOpen...)
 	r.gateRun = append(r.gateRun, w.gateRun...)
@@ -328,6 +332,11 @@ func (r *loopResult) add(w loopResult) {
 	if r.firstErr == "" {
 		r.firstErr = w.firstErr
 	}
+}
+
+// Counts returns what r counted besides items and gate waits.
+func (r *LoopResult) Counts() (lat []time.Duration, ops, errs, wrong int64, firstErr string) {
+	return r.lat, r.ops, r.errs, r.wrong, r.firstErr
 }
 
 // runGated is a Config.GateControl row: LIST by node at rv=0, each op
@@ -407,8 +416,8 @@ func (g *gate) close() {
 
 // workers runs c closed-loop workers until deadline. With a gate, every op
 // first waits for its next opening.
-func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time, g *gate) loopResult {
-	return ClosedLoop(ctx, c, deadline, func(r *rand.Rand, local *loopResult) {
+func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, deadline time.Time, g *gate) LoopResult {
+	return ClosedLoop(ctx, c, deadline, func(r *rand.Rand, local *LoopResult) {
 		t0 := time.Now()
 		if g != nil {
 			opened := g.wait(ctx)
@@ -417,8 +426,8 @@ func (e *Env) workers(ctx context.Context, b *podBackend, sc, rv string, c int, 
 			}
 		}
 		res, err := e.op(ctx, b, sc, rv, r)
-		local.record(time.Since(t0), res.items, err, res.wrong)
-	}, (*loopResult).add)
+		local.Record(time.Since(t0), res.items, err, res.wrong)
+	}, (*LoopResult).Add)
 }
 
 func sortDurations(d []time.Duration) { slices.Sort(d) }

@@ -334,7 +334,7 @@ func startTestEnv(tb testing.TB, shape Shape, within time.Duration) (context.Con
 func TestGateReportsItsOpening(t *testing.T) {
 	g := startGate(2 * time.Millisecond)
 	defer g.close()
-	var r loopResult
+	var r LoopResult
 	for range 20 {
 		t0 := time.Now()
 		opened := g.wait(context.Background())
