@@ -6,7 +6,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/freshcache/watchcache/internal/testing/etcdcluster"
 )
@@ -15,16 +14,7 @@ import (
 
 func newClient(t testing.TB, endpoint string) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{endpoint},
-		DialTimeout: 10 * time.Second,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return etcdcluster.Client(t, endpoint)
 }
 
 // single is a one-member cluster. stop may be called any number of times.

@@ -159,8 +159,21 @@ func (cl *Cluster) Roles() (leader, follower int) {
 // member i only. Cleanup closes it.
 func (cl *Cluster) KubeClient(t testing.TB, i int) *kubernetes.Client {
 	t.Helper()
-	c, err := kubernetes.New(clientv3.Config{
-		Endpoints:   []string{cl.ClientURL(i)},
+	return closeAtCleanup(t, kubernetes.New, cl.ClientURL(i))
+}
+
+// Client is a plain etcd client of endpoint. Cleanup closes it.
+func Client(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	return closeAtCleanup(t, clientv3.New, endpoint)
+}
+
+// closeAtCleanup makes a client of endpoint with newClient, quiet and with
+// a 10 s dial timeout, and closes it at t's cleanup.
+func closeAtCleanup[C interface{ Close() error }](t testing.TB, newClient func(clientv3.Config) (C, error), endpoint string) C {
+	t.Helper()
+	c, err := newClient(clientv3.Config{
+		Endpoints:   []string{endpoint},
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 	})
