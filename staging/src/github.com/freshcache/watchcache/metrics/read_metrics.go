@@ -60,6 +60,13 @@ var (
 		Buckets:        readWaitBuckets,
 		StabilityLevel: compbasemetrics.ALPHA,
 	}, []string{"group", "resource", "verb", "requested"})
+	readWaitExtensions = compbasemetrics.NewCounterVec(&compbasemetrics.CounterOpts{
+		Namespace:      namespace,
+		Subsystem:      subsystem,
+		Name:           "read_wait_extensions_total",
+		Help:           "Times an rv=0 LIST waited another --consistent-read-timeout, instead of getting 429, because the cache had moved toward the read's revision during the last one (it was busy, not stopped).",
+		StabilityLevel: compbasemetrics.ALPHA,
+	}, []string{"group", "resource", "verb", "requested"})
 	fallbackObjects = compbasemetrics.NewGaugeVec(&compbasemetrics.GaugeOpts{
 		Namespace:      namespace,
 		Subsystem:      subsystem,
@@ -108,7 +115,7 @@ var (
 
 func registerRead() {
 	registerReadOnce.Do(func() {
-		legacyregistry.MustRegister(readWait, readRelease, readsTotal, fallbackObjects, progressRequests, progressStalls, ownWriteAdvances, consistentReadsDisabled)
+		legacyregistry.MustRegister(readWait, readRelease, readsTotal, readWaitExtensions, fallbackObjects, progressRequests, progressStalls, ownWriteAdvances, consistentReadsDisabled)
 	})
 }
 
@@ -125,6 +132,11 @@ func (l *legacy) ReadReleased(verb, requested string, d time.Duration) {
 // Read counts one read that needed freshness, by outcome.
 func (l *legacy) Read(verb, requested, outcome string) {
 	readsTotal.WithLabelValues(l.group, l.resource, verb, requested, outcome).Inc()
+}
+
+// ReadWaitExtended counts one extension of an rv=0 LIST's wait.
+func (l *legacy) ReadWaitExtended(verb, requested string) {
+	readWaitExtensions.WithLabelValues(l.group, l.resource, verb, requested).Inc()
 }
 
 // FallbackInFlight sets the objects the fallback reads in flight cover.
@@ -154,6 +166,9 @@ func (Discard) ReadReleased(string, string, time.Duration) {}
 
 // Read records nothing.
 func (Discard) Read(string, string, string) {}
+
+// ReadWaitExtended records nothing.
+func (Discard) ReadWaitExtended(string, string) {}
 
 // ProgressRequest records nothing.
 func (Discard) ProgressRequest() {}
