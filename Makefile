@@ -657,6 +657,7 @@ build-kind-bins: ### Static binaries for the offline kind images (~38 min cold, 
 	CGO_ENABLED=0 $(GO) -C tools/kindetcd build -trimpath -ldflags "-s -w" -o $(abspath $(KIND_BIN))/etcd go.etcd.io/etcd/server/v3
 	CGO_ENABLED=0 $(GO) -C tools/kindcontainerd build -trimpath -tags "$(CONTAINERD_TAGS)" -ldflags "-s -w" -o $(abspath $(KIND_BIN))/ $(addprefix github.com/containerd/containerd/v2/cmd/,containerd ctr containerd-shim-runc-v2)
 	CGO_ENABLED=0 $(GO) -C $(LAB) build -trimpath -o $(abspath $(KIND_BIN))/pause ./cmd/freshcache-pause
+	CGO_ENABLED=0 $(GO) -C $(LAB) build -trimpath -ldflags "-s -w" -o $(abspath $(KIND_BIN))/kind-lb ./cmd/kind-lb
 	cd tools/coredns && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(abspath $(KIND_BIN))/coredns .
 
 # Every kind image, offline: Debian bookworm (mmdebstrap), the node image,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kind-docker-shim.sh: the `docker` that hack/kind-up.sh puts first in kind's
-# PATH when this Docker engine cannot run --privileged containers.
+# PATH when this Docker engine cannot run --privileged containers, or when
+# kind's load-balancer image must be swapped for the offline one.
 #
 # Why: a privileged container gets every capability the kernel knows, and
 # runc fails ("unable to apply caps: operation not permitted") when the
@@ -17,9 +18,20 @@
 # (hack/kind-node/unprivileged-entrypoint.sh) remounts the cgroup v1
 # controllers read-write, as --privileged would have mounted them.
 #
-# Environment: KIND_REAL_DOCKER (the docker binary to run).
+# The load balancer: with several control planes kind v0.33 runs
+# docker.io/envoyproxy/envoy, which an offline machine cannot pull or build.
+# With KIND_SHIM_IMAGE_FROM and KIND_SHIM_IMAGE_TO set, `run` starts TO
+# where kind asked for FROM (hack/kind-up.sh: envoy's image to the offline
+# freshcache.local/kind-lb:haproxy, which runs kind's command unchanged).
+#
+# Environment: KIND_REAL_DOCKER (the docker binary to run);
+# KIND_SHIM_UNPRIVILEGED (1: replace --privileged as above);
+# KIND_SHIM_IMAGE_FROM, KIND_SHIM_IMAGE_TO (the image swap).
 set -euo pipefail
 real=${KIND_REAL_DOCKER:?KIND_REAL_DOCKER must name the real docker}
+unprivileged=${KIND_SHIM_UNPRIVILEGED:-0}
+image_from=${KIND_SHIM_IMAGE_FROM:-}
+image_to=${KIND_SHIM_IMAGE_TO:-}
 
 # Capability names by number (linux/capability.h), for --cap-drop.
 caps=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP
@@ -49,11 +61,13 @@ if [[ $# -gt 0 && ($1 == run || $1 == exec) ]]; then
   shift
   args=()
   while [[ $# -gt 0 ]]; do
-    if [[ $1 == --privileged ]]; then
+    if [[ $1 == --privileged && $unprivileged == 1 ]]; then
       if [[ $cmd == run ]]; then
         mapfile -t flags < <(unprivileged_flags)
         args+=("${flags[@]}")
       fi
+    elif [[ $cmd == run && -n $image_from && $1 == "$image_from" ]]; then
+      args+=("$image_to")
     else
       args+=("$1")
     fi

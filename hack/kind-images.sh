@@ -24,6 +24,10 @@
 #       binary, but kube-proxy FROM debian-iptables. kube-apiserver is not
 #       among them: hack/kind-up.sh builds ours and patches the static pod.
 #   freshcache.local/busybox:1.35.0   Debian's busybox-static on scratch, the workload
+#   freshcache.local/kind-lb:haproxy  kind's load balancer for --ha: Debian's haproxy
+#       run by lab/cmd/kind-lb, installed as `envoy` (kind v0.33 starts envoy's
+#       image, which no registry here serves and nothing here builds; the
+#       image is tested with lab/pkg/kindlb's TestImage once built)
 #
 # Environment: OUT (default _output/kind-images), DOCKER, KIND_BIN
 # (default _output/kindnode/bin), DEBIAN_MIRROR, K8S_VERSION (v1.37.2),
@@ -47,6 +51,8 @@ ROOTFS_IMAGE=freshcache.local/kind-node-rootfs:$SUITE
 NODE_BASE_IMAGE=freshcache.local/kind-node-base:$K8S_VERSION
 APISERVER_BASE_IMAGE=freshcache.local/kube-apiserver-base:$K8S_VERSION
 BUSYBOX_IMAGE=freshcache.local/busybox:1.35.0
+LB_ROOTFS_IMAGE=freshcache.local/debian-haproxy:$SUITE
+LB_IMAGE=freshcache.local/kind-lb:haproxy
 
 # The node's packages: what kind's base image installs (systemd, conntrack,
 # iptables, nftables, iproute2, ethtool, util-linux, mount, kmod,
@@ -116,8 +122,9 @@ scratch_image() {
 step "debian base ($BASE_IMAGE)" debian_image "$BASE_IMAGE" ""
 step "debian with iptables ($IPTABLES_IMAGE)" debian_image "$IPTABLES_IMAGE" iptables,conntrack
 step "node rootfs ($ROOTFS_IMAGE)" debian_image "$ROOTFS_IMAGE" "$NODE_PACKAGES"
+step "debian with haproxy ($LB_ROOTFS_IMAGE)" debian_image "$LB_ROOTFS_IMAGE" haproxy
 
-for b in kubeadm kubelet kubectl kube-controller-manager kube-scheduler kube-proxy crictl etcd coredns pause containerd ctr containerd-shim-runc-v2; do
+for b in kubeadm kubelet kubectl kube-controller-manager kube-scheduler kube-proxy crictl etcd coredns pause containerd ctr containerd-shim-runc-v2 kind-lb; do
   [[ -x $KIND_BIN/$b ]] || { echo "kind-images.sh: $KIND_BIN/$b missing: run make build-kind-bins" >&2; exit 1; }
 done
 
@@ -247,6 +254,24 @@ EOF
   "$DOCKER" build -t "$NODE_BASE_IMAGE" "$ctx"
 }
 step "node image ($NODE_BASE_IMAGE)" node_image
+
+# lb_image: kind's load balancer on Debian's haproxy, kind-lb as `envoy`.
+lb_image() {
+  if have "$LB_IMAGE"; then echo "$LB_IMAGE exists"; return; fi
+  local ctx="$OUT/ctx/kind-lb"
+  rm -rf "$ctx" && mkdir -p "$ctx"
+  cp "$KIND_BIN/kind-lb" "$ctx/envoy"
+  printf 'FROM %s\nCOPY envoy /usr/local/bin/envoy\nRUN mkdir -p /etc/haproxy /home/envoy && haproxy -v\n' "$LB_ROOTFS_IMAGE" >"$ctx/Dockerfile"
+  "$DOCKER" build -q -t "$LB_IMAGE" "$ctx"
+  # The image as kind runs it: configured through renamed files, round
+  # robin over two HTTPS backends, one taken out by the health check.
+  # A failed test removes the image, so that the next run builds it again.
+  if ! KINDLB_IMAGE=$LB_IMAGE "$GO" -C lab test -count=1 -run '^TestImage$' ./pkg/kindlb/; then
+    "$DOCKER" rmi "$LB_IMAGE" >/dev/null
+    return 1
+  fi
+}
+step "load balancer ($LB_IMAGE)" lb_image
 
 echo "images:"
 "$DOCKER" images --format '  {{.Repository}}:{{.Tag}} {{.Size}}' | grep freshcache.local

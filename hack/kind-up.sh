@@ -137,11 +137,19 @@ if [[ $MODE == offline ]]; then
   fi
 fi
 # Several control planes sit behind kind's load balancer, the image
-# docker.io/envoyproxy/envoy (C++): nothing here builds it (docs/kind.md).
+# docker.io/envoyproxy/envoy (C++), which nothing here builds. Offline, and
+# unless that image is in Docker, kind gets the shim, which starts
+# hack/kind-images.sh's Debian haproxy image in its place (docs/kind.md).
+KIND_ENVOY_IMAGE=docker.io/envoyproxy/envoy:v1.36.2
+OFFLINE_LB_IMAGE=freshcache.local/kind-lb:haproxy
+LB_SWAP=0
 if [[ $MODE == offline && $CONTROL_PLANES -gt 1 && $DRY_RUN == 0 ]] &&
-  ! "$DOCKER" image inspect docker.io/envoyproxy/envoy:v1.36.2 >/dev/null 2>&1; then
-  echo "kind-up.sh: $CONTROL_PLANES control planes need kind's load balancer image docker.io/envoyproxy/envoy:v1.36.2, which is not here and cannot be built offline (docs/kind.md)" >&2
-  exit 1
+  ! "$DOCKER" image inspect "$KIND_ENVOY_IMAGE" >/dev/null 2>&1; then
+  if ! "$DOCKER" image inspect "$OFFLINE_LB_IMAGE" >/dev/null 2>&1; then
+    echo "kind-up.sh: $CONTROL_PLANES control planes need kind's load balancer: neither $KIND_ENVOY_IMAGE nor $OFFLINE_LB_IMAGE is here: run make kind-images" >&2
+    exit 1
+  fi
+  LB_SWAP=1
 fi
 APISERVER_BASE=${APISERVER_BASE:-registry.k8s.io/kube-apiserver:${K8S_VERSION}}
 NODE_BASE=${NODE_BASE:-kindest/node:${K8S_VERSION}}
@@ -178,16 +186,24 @@ timed run "$DOCKER" build --platform linux/amd64 -t "$NODE_IMAGE" "$OUT/node"
 # 4. The cluster. kind runs its nodes with --privileged; an engine whose
 #    host lacks a capability cannot (runc: "unable to apply caps"), so kind
 #    then gets hack/kind-docker-shim.sh as its docker.
-KIND_ENV=()
+SHIM_ENV=()
 if [[ $DRY_RUN == 0 ]] && ! probe=$("$DOCKER" run --rm --privileged --entrypoint /bin/true "$NODE_IMAGE" 2>&1); then
   if [[ $probe != *"apply caps"* ]]; then
     echo "kind-up.sh: docker run --privileged $NODE_IMAGE failed: $probe" >&2
     exit 1
   fi
+  SHIM_ENV+=(KIND_SHIM_UNPRIVILEGED=1)
+  echo "docker cannot run --privileged containers here (runc: apply caps); kind gets hack/kind-docker-shim.sh"
+fi
+if [[ $LB_SWAP == 1 ]]; then
+  SHIM_ENV+=("KIND_SHIM_IMAGE_FROM=$KIND_ENVOY_IMAGE" "KIND_SHIM_IMAGE_TO=$OFFLINE_LB_IMAGE")
+  echo "kind's load balancer: $OFFLINE_LB_IMAGE (Debian's haproxy) in place of $KIND_ENVOY_IMAGE, through hack/kind-docker-shim.sh"
+fi
+KIND_ENV=()
+if [[ ${#SHIM_ENV[@]} -gt 0 ]]; then
   mkdir -p "$OUT/docker-shim"
   ln -sf "$ROOT/hack/kind-docker-shim.sh" "$OUT/docker-shim/docker"
-  KIND_ENV=(env "KIND_REAL_DOCKER=$(command -v "$DOCKER")" "PATH=$OUT/docker-shim:$PATH")
-  echo "docker cannot run --privileged containers here (runc: apply caps); kind gets hack/kind-docker-shim.sh"
+  KIND_ENV=(env "KIND_REAL_DOCKER=$(command -v "$DOCKER")" "${SHIM_ENV[@]}" "PATH=$OUT/docker-shim:$PATH")
 fi
 # On Docker's fuse-overlayfs storage driver kind's entrypoint would pick the
 # fuse-overlayfs snapshotter, which the offline node image does not have;

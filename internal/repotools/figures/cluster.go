@@ -163,13 +163,14 @@ func (r *clusterReport) pairedGate(f func(clusterCell) (float64, bool)) (float64
 	return median(out), nil
 }
 
-// storm429Of is the storm's 429s that the freshness wait sent.
+// storm429Of is the storm's 429s that the freshness wait sent. The
+// report keeps only the counters that moved, so a storm with no 429s has
+// an empty map (none: a report from before the count existed).
 func storm429Of(c clusterCell) (float64, bool) {
 	if c.Storm == nil || c.Storm.Rejected == nil {
 		return 0, false
 	}
-	v, ok := c.Storm.Rejected["freshness wait"]
-	return v, ok
+	return c.Storm.Rejected["freshness wait"], true
 }
 
 func waitP99Of(c clusterCell) (float64, bool) {

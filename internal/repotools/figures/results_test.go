@@ -145,7 +145,7 @@ func TestScale(t *testing.T) {
 		SyncP99Ms float64            `json:"sync_p99_ms"`
 		EtcdReads float64            `json:"etcd_reads"`
 		EtcdReqs  float64            `json:"etcd_requests"`
-		Rejected  map[string]float64 `json:"rejected,omitempty"`
+		Rejected  map[string]float64 `json:"rejected"`
 	}
 	type scaleCell struct {
 		clusterCell
@@ -185,6 +185,11 @@ func TestScale(t *testing.T) {
 		"scale.gate.storm-429":       "20",
 		"scale.gate.wait-p99-ms":     "200",
 	})
+	// A storm without 429s reports no counter that moved: an empty map
+	// is 0, not a missing figure.
+	cells[5].Storm.Rejected = map[string]float64{}
+	src = jsonSource(t, "docs/results/scale.json", map[string]any{"git_commit": "4be7237abcdef", "cells": cells})
+	wantValues(t, src, map[string]string{"scale.gate.storm-429": "5"})
 }
 
 // wantValues checks that src gives each key the text want names.

@@ -58,6 +58,9 @@ type apiMetrics struct {
 	// advances counts own_write_advances_total: catch-ups proven by the
 	// ledger of the apiserver's own writes, without a progress request.
 	advances float64
+	// extensions counts read_wait_extensions_total: timeouts after which
+	// an rv=0 LIST waited on because the cache was catching up.
+	extensions float64
 	// rejected counts the apiserver's 429s by who sent them (the
 	// reject* keys).
 	rejected map[string]float64
@@ -130,6 +133,7 @@ func apiMetricsFrom(mfs []*dto.MetricFamily, impl string) apiMetrics {
 	a.holds = counterByLabel(mfs, "apiserver_freshcache_revision_holds_total", "result")
 	a.completed = counterByLabel(mfs, "apiserver_freshcache_revisions_completed_total", "by")
 	a.advances = servermetrics.CounterFrom(mfs, "apiserver_freshcache_own_write_advances_total")
+	a.extensions = servermetrics.CounterFrom(mfs, "apiserver_freshcache_read_wait_extensions_total")
 	a.rejected = rejectionsFrom(mfs)
 	return a
 }
@@ -333,6 +337,8 @@ type windowDelta struct {
 	Completed map[string]float64
 	// Advances is the window's part of advances.
 	Advances float64
+	// Extensions is the window's part of extensions.
+	Extensions float64
 	// Rejected is the window's part of rejected, by who answered 429.
 	Rejected map[string]float64
 }
@@ -395,6 +401,7 @@ func diffSamples(before, after clusterSample) windowDelta {
 		}
 		d.FreshReads += a.freshReads - b.freshReads
 		d.Advances += a.advances - b.advances
+		d.Extensions += a.extensions - b.extensions
 		for k, v := range counters.Delta(b.rejected, a.rejected) {
 			d.Rejected[k] += v
 		}

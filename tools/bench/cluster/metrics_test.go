@@ -157,6 +157,9 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 			{Name: ptrTo("apiserver_freshcache_own_write_advances_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(2*podsProgress, "group", "", "resource", "pods"), counter(1, "group", "", "resource", "events"),
 			}},
+			{Name: ptrTo("apiserver_freshcache_read_wait_extensions_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
+				counter(podsProgress, "resource", "pods", "verb", "list", "requested", "zero"), counter(1, "resource", "nodes", "verb", "list", "requested", "zero"),
+			}},
 			{Name: ptrTo("apiserver_request_total"), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{
 				counter(100, "verb", "LIST", "code", "200"), counter(3*podsProgress, "verb", "LIST", "code", "429"),
 			}},
@@ -202,6 +205,9 @@ func TestFreshnessWorkFromMetrics(t *testing.T) {
 	}
 	if after.advances != 17 || d.Advances != 10 {
 		t.Errorf("own-write advances %v, in the window %v; want 17 and 10", after.advances, d.Advances)
+	}
+	if after.extensions != 9 || d.Extensions != 5 {
+		t.Errorf("rv=0 wait extensions %v, in the window %v; want 9 and 5", after.extensions, d.Extensions)
 	}
 	if after.rejected[rejectAll] != 24 || after.rejected[rejectAPF] != 8 || after.rejected[rejectFresh] != 9 {
 		t.Errorf("429s by who sent them %v", after.rejected)

@@ -44,6 +44,10 @@ type StormStats struct {
 	// them: "all", "priority and fairness", "freshness wait" (the
 	// reject* keys); absent in older runs.
 	Rejected map[string]float64 `json:"rejected"`
+	// WaitsExtended counts the timeouts after which an rv=0 LIST waited
+	// on, instead of getting 429, because the cache was catching up
+	// (read_wait_extensions_total during the storm).
+	WaitsExtended float64 `json:"waits_extended,omitempty"`
 }
 
 // StormGate is the storm of the watches of one WatchListClient value.
@@ -89,6 +93,7 @@ func runStorm(ctx context.Context, children []*informerChild, probe *clusterProb
 	s.EtcdHandled, s.APIEtcdOps, s.APICPUSec, s.APIPeakRSSMB = d.EtcdHandled, d.APIEtcdOps, d.APICPUSec, peak
 	s.EtcdReads = d.etcdReads()
 	s.Rejected = d.Rejected
+	s.WaitsExtended = d.Extensions
 	for m, v := range d.EtcdHandled {
 		if m != "Watch.Watch" {
 			s.EtcdRequests += v
@@ -153,9 +158,9 @@ func writeStorm(b *strings.Builder, rows []Row) {
 	if len(with) == 0 {
 		return
 	}
-	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column):\n\n" +
-		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s | apiserver 429s: all / priority and fairness / freshness wait |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column; \"rv=0 waits extended\" counts the timeouts after which an rv=0 LIST waited on because the cache was catching up, where it would otherwise have got 429):\n\n" +
+		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s | apiserver 429s: all / priority and fairness / freshness wait | rv=0 waits extended |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, r := range with {
 		s := r.Storm
 		gate := map[bool]string{true: "–", false: "–"}
@@ -166,9 +171,9 @@ func writeStorm(b *strings.Builder, rows []Row) {
 		if s.Rejected != nil {
 			rejected = fmt.Sprintf("%.0f / %.0f / %.0f", s.Rejected[rejectAll], s.Rejected[rejectAPF], s.Rejected[rejectFresh])
 		}
-		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s |\n",
+		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s | %.0f |\n",
 			r.Config, repeatSuffix(r), r.Nodes, s.Watches, s.Seconds, s.SyncP50Ms, s.SyncP99Ms, s.SyncMaxMs, gate[true], gate[false],
-			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429, rejected)
+			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429, rejected, s.WaitsExtended)
 	}
 }
 

@@ -2,6 +2,7 @@ package watchcache_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
@@ -195,6 +197,81 @@ func TestBoundedZeroReadsWaitForTheRecentRevision(t *testing.T) {
 			t.Errorf("reads_total{get,zero,fallback} = %d, want 1", n)
 		}
 	})
+}
+
+// An rv=0 LIST whose revision is known and whose cache is catching up
+// when ConsistentReadTimeout passes (the cache moved, but not far enough)
+// waits another timeout instead of getting 429, for as long as the cache
+// keeps moving; a timeout in which it did not move still gets 429. Both
+// rv=0 LISTs: bounded (a recent revision) and fetched (no recent
+// revision). The cache runs on a fake clock, so each timeout passes only
+// when the test steps it, after it let exactly one event through. (The
+// cache applies an event once the next one proves its revision whole, so
+// the first event is let through ahead.)
+func TestZeroListWaitsWhileTheCacheCatchesUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		bounded bool
+	}{{"bounded", true}, {"fetched", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			const timeout = time.Second
+			clk := testingclock.NewFakeClock(time.Now())
+			rec := newRecorder()
+			e, src := startRecent(t, watchcache.Options{FreshResourceVersionZero: on(), ConsistentReadTimeout: timeout, Clock: clk}, rec)
+			e.Gate.Pause()
+			var last *example.Pod
+			const pods = 5
+			for i := range pods {
+				last = create(t, e.Etcd, "ns", fmt.Sprintf("p%d", i), "")
+			}
+			src.set(int64(rvOf(t, last.ResourceVersion)), tc.bounded)
+			extended := "extended/list/" + metrics.RequestedZero
+
+			list := &example.PodList{}
+			done := make(chan error, 1)
+			go func() { done <- e.Cache.GetList(context.Background(), "/pods/", listOpts("0"), list) }()
+			waitFor(t, "the rv=0 LIST to wait", waiting(e.Cache, 1))
+			e.Gate.Let(1)
+			// Two timeouts, each after one event: the cache moved in both.
+			for i := 1; i <= 2; i++ {
+				before := e.Cache.RV()
+				e.Gate.Let(1)
+				waitFor(t, "the cache to apply one event", func() bool { return e.Cache.RV() > before })
+				clk.Step(timeout)
+				waitFor(t, "the wait to be extended", func() bool { return rec.count(extended) == i })
+				waitFor(t, "the extended wait to be registered", waiting(e.Cache, 1))
+				select {
+				case err := <-done:
+					t.Fatalf("rv=0 LIST ended after timeout %d while the cache caught up: %v", i, err)
+				default:
+				}
+			}
+			// A timeout in which the cache did not move: 429, as before.
+			clk.Step(timeout)
+			if err := <-done; !apierrors.IsTooManyRequests(err) {
+				t.Fatalf("rv=0 LIST after a timeout without progress: %v, want 429", err)
+			}
+			if n := rec.count("list/zero/" + metrics.OutcomeRejected); n != 1 {
+				t.Errorf("reads_total{list,zero,rejected} = %d, want 1", n)
+			}
+
+			// Caught up in the end: the next read is served whole.
+			go func() { done <- e.Cache.GetList(context.Background(), "/pods/", listOpts("0"), list) }()
+			waitFor(t, "the second rv=0 LIST to wait", waiting(e.Cache, 1))
+			before := e.Cache.RV()
+			e.Gate.Let(1)
+			waitFor(t, "the cache to apply one event", func() bool { return e.Cache.RV() > before })
+			clk.Step(timeout)
+			waitFor(t, "the wait to be extended", func() bool { return rec.count(extended) == 3 })
+			e.Gate.Resume()
+			if err := <-done; err != nil || len(list.Items) != pods {
+				t.Fatalf("rv=0 LIST once caught up: %v, %d pods, want %d", err, len(list.Items), pods)
+			}
+			if got := rvOf(t, list.ResourceVersion); got < rvOf(t, last.ResourceVersion) {
+				t.Fatalf("served at %d, below its revision %s", got, last.ResourceVersion)
+			}
+		})
+	}
 }
 
 // A bounded rv=0 read waits for the newest write through this cache that

@@ -139,6 +139,13 @@ func (r *recorder) Read(verb, requested, outcome string) {
 	r.reads[verb+"/"+requested+"/"+outcome]++
 }
 
+// ReadWaitExtended counts under "extended/<verb>/<requested>".
+func (r *recorder) ReadWaitExtended(verb, requested string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads["extended/"+verb+"/"+requested]++
+}
+
 func (r *recorder) ProgressRequest() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -108,7 +108,10 @@ type Options struct {
 	// timeout; with TimeoutReject its whole wait, revision included, is
 	// bounded by the timeout and ends in 429, which client-go retries. An
 	// rv=0 LIST that FreshResourceVersionZero made wait gets 429 either
-	// way: upstream never sends one to etcd.)
+	// way, upstream never sending one to etcd, unless the cache moved
+	// toward the LIST's known revision during the timeout: it then waits
+	// another timeout, for as long as the cache moves and the request
+	// lasts, except under TimeoutReject.)
 	// kube-apiserver: --consistent-read-timeout-action.
 	TimeoutAction TimeoutAction
 

@@ -121,6 +121,9 @@ type Recorder interface {
 	ReadReleased(verb, requested string, d time.Duration)
 	// Read counts one read that needed freshness, by outcome (Outcome*).
 	Read(verb, requested, outcome string)
+	// ReadWaitExtended counts one more ConsistentReadTimeout an rv=0 LIST
+	// waited because the cache was catching up with its revision.
+	ReadWaitExtended(verb, requested string)
 	// FallbackInFlight is the number of objects the reads falling back to
 	// etcd after a freshness timeout cover, now.
 	FallbackInFlight(objects int64)

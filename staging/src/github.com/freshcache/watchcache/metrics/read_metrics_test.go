@@ -32,3 +32,25 @@ func TestReadWaitAndRelease(t *testing.T) {
 		t.Errorf("read_release_seconds: %d observations summing to %v, want 1 and 0.012", n, s)
 	}
 }
+
+// TestReadWaitExtended checks that an extension is counted under the
+// resource's and the read's labels, and only there.
+func TestReadWaitExtended(t *testing.T) {
+	r := For(schema.GroupResource{Resource: "extensiontests"})
+	r.ReadWaitExtended(VerbList, RequestedZero)
+	r.ReadWaitExtended(VerbList, RequestedZero)
+	got := func(requested string) float64 {
+		t.Helper()
+		v, err := testutil.GetCounterMetricValue(readWaitExtensions.WithLabelValues("", "extensiontests", VerbList, requested))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if n := got(RequestedZero); n != 2 {
+		t.Errorf("read_wait_extensions_total{requested=zero} = %v, want 2", n)
+	}
+	if n := got(RequestedConsistent); n != 0 {
+		t.Errorf("read_wait_extensions_total{requested=consistent} = %v, want 0", n)
+	}
+}

@@ -69,7 +69,10 @@ func New(cfg Config) *Reader {
 
 // Wait is the freshness wait of one read: the wait itself (through the
 // driver), then what plan.Wait.After decides from how it ended, and its
-// metrics. p is a plan.Fresh plan (a Consistent read in the Machine) or a
+// metrics. When After says WaitAgain (an rv=0 LIST whose cache moved
+// toward its known revision during the timeout), the read waits another
+// timeout for that revision, and so on while the cache keeps moving and
+// ctx lasts; read_wait_extensions_total counts each extension. p is a plan.Fresh plan (a Consistent read in the Machine) or a
 // plan.NotOlder one (p.RV); its metrics labels come from the plan.
 //
 //   - FromCache: serve from a snapshot taken after the return.
@@ -102,28 +105,30 @@ func (r *Reader) Wait(ctx context.Context, v plan.Verb, p plan.Plan) (Served, er
 	}
 	start := r.cfg.Clock.Now()
 	var vd driver.Verdict
-	var err error
-	switch {
-	case w.Patient():
-		vd, err = r.cfg.Driver.WaitPatient(ctx)
-	case w.Consistent:
-		vd, err = r.cfg.Driver.Wait(ctx, freshness.Consistent, minRV)
-	default:
-		vd, err = r.cfg.Driver.Wait(ctx, freshness.NotOlderThan, minRV)
+	var ending plan.Ending
+	var outcome plan.Outcome
+	from := r.cfg.CacheRV()
+	for {
+		var err error
+		vd, err = r.await(ctx, w, minRV)
+		if err != nil {
+			m.ReadWait(verb, requested, r.cfg.Clock.Since(start))
+			m.Read(verb, requested, metrics.OutcomeError)
+			return 0, err
+		}
+		now := r.cfg.CacheRV()
+		ending = endingOf(vd, from, now)
+		if outcome = w.After(ending); outcome != plan.WaitAgain {
+			break
+		}
+		// The cache moved toward the read's revision in the last timeout:
+		// wait another one for that revision (known now, so as a bounded
+		// read waits), measuring progress from here.
+		from = now
+		m.ReadWaitExtended(verb, requested)
+		w.Consistent, w.Bounded, minRV = false, true, uint64(vd.Target)
 	}
 	m.ReadWait(verb, requested, r.cfg.Clock.Since(start))
-	if err != nil {
-		m.Read(verb, requested, metrics.OutcomeError)
-		return 0, err
-	}
-	ending := plan.TimedOut
-	switch vd.Kind {
-	case driver.Released:
-		ending = plan.Released
-	case driver.Failed:
-		ending = plan.FetchFailed
-	}
-	outcome := w.After(ending)
 	if ending == plan.FetchFailed {
 		klog.V(2).InfoS("freshcache: revision fetch failed", "resource", r.cfg.Resource.String(), "verb", verb, "outcome", outcome.String(), "err", vd.Err)
 	}
@@ -152,6 +157,33 @@ func (r *Reader) Wait(ctx context.Context, v plan.Verb, p plan.Plan) (Served, er
 	return 0, apierrors.NewTooManyRequests(
 		fmt.Sprintf("the watch cache of %s did not catch up with etcd within %v", r.cfg.Resource, r.cfg.Timeout),
 		retryAfterSeconds)
+}
+
+// await is one round of a read's freshness wait in the driver.
+func (r *Reader) await(ctx context.Context, w plan.Wait, minRV uint64) (driver.Verdict, error) {
+	switch {
+	case w.Patient():
+		return r.cfg.Driver.WaitPatient(ctx)
+	case w.Consistent:
+		return r.cfg.Driver.Wait(ctx, freshness.Consistent, minRV)
+	}
+	return r.cfg.Driver.Wait(ctx, freshness.NotOlderThan, minRV)
+}
+
+// endingOf turns a driver's verdict into plan's ending. A timeout is
+// TimedOutCatchingUp when the read's revision was known (etcd answered
+// it) and the cache revision moved from from to now during the round.
+func endingOf(vd driver.Verdict, from, now uint64) plan.Ending {
+	switch vd.Kind {
+	case driver.Released:
+		return plan.Released
+	case driver.Failed:
+		return plan.FetchFailed
+	}
+	if vd.Target > 0 && now > from {
+		return plan.TimedOutCatchingUp
+	}
+	return plan.TimedOut
 }
 
 // boundedZero returns the revision an rv=0 read under

@@ -37,7 +37,8 @@
 // wait ended (released, fetch failed, timed out) and the read's Wait
 // (verb, consistent or bounded rv=0, TimeoutReject) decide what it gets:
 // Wait.After, a pure table (serve from the cache, fall back to etcd, 429,
-// too large resource version, the fetch's error), and Wait.Patient, whether
+// too large resource version, the fetch's error, or wait another timeout
+// for an rv=0 LIST whose cache was catching up), and Wait.Patient, whether
 // a WATCH waits for its revision as long as its context lasts.
 // internal/freshread's Reader.Wait is the I/O around that one decision.
 package plan

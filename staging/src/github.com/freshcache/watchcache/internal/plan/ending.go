@@ -26,6 +26,11 @@ const (
 	Released    Ending = iota + 1 // the cache reached the revision
 	FetchFailed                   // the revision fetch failed
 	TimedOut                      // ConsistentReadTimeout passed
+	// TimedOutCatchingUp: ConsistentReadTimeout passed with the read's
+	// revision known (etcd answered) and the cache nearer to it than when
+	// the wait (or its last extension) began: the cache is behind because
+	// it is busy applying events, not because its watch stopped.
+	TimedOutCatchingUp
 )
 
 // Outcome is what the cache does with a read once its wait ended.
@@ -49,6 +54,8 @@ const (
 	// TooLargeForTarget: TooLargeResourceVersion at the revision the wait
 	// fetched.
 	TooLargeForTarget
+	// WaitAgain: wait another ConsistentReadTimeout for the same revision.
+	WaitAgain
 )
 
 func (o Outcome) String() string {
@@ -65,6 +72,8 @@ func (o Outcome) String() string {
 		return "TooLargeForRead"
 	case TooLargeForTarget:
 		return "TooLargeForTarget"
+	case WaitAgain:
+		return "WaitAgain"
 	}
 	return "Outcome(?)"
 }
@@ -100,6 +109,14 @@ func (w Wait) Patient() bool {
 //     already. It gets 429, which clients of rv=0 LISTs handle (upstream
 //     answers it while its cache is not ready). An rv=0 GET still falls
 //     back: one key, what a GET at rv="" costs upstream every time.
+//   - An rv=0 LIST whose cache was catching up when its timeout passed
+//     waits another timeout, as long as the cache keeps moving and its
+//     request lasts: its revision is known, so etcd answered and the
+//     wait is load (a restart storm's watches starting on a busy
+//     apiserver), which a 429 and a retry would only add to. A cache that
+//     did not move in a whole timeout gets 429 as before, and under
+//     TimeoutReject every wait stays bounded. Any other read that was
+//     catching up ends as a timeout.
 //   - Otherwise a failed fetch or a timeout falls back to etcd, or gets
 //     429 under TimeoutReject, so that a struggling etcd is not handed
 //     every read at once.
@@ -108,6 +125,10 @@ func (w Wait) After(e Ending) Outcome {
 	switch e {
 	case Released:
 		return ServeCache
+	case TimedOutCatchingUp:
+		if zeroList && !w.Reject && (w.Consistent || w.Bounded) {
+			return WaitAgain
+		}
 	case FetchFailed:
 		switch {
 		case w.Verb == Watch && !w.Reject:

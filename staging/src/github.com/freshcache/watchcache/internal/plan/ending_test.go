@@ -47,6 +47,14 @@ func TestWaitAfter(t *testing.T) {
 		{"GET rv=0 bounded timed out: fallback", getBounded, TimedOut, ServeEtcd, false},
 		{"GET rv=0 bounded timed out, reject", reject(getBounded), TimedOut, TooManyRequests, false},
 		{"WATCH rv=0 bounded timed out: too large at the target", watchBound, TimedOut, TooLargeForTarget, false},
+		{"LIST rv=0 catching up: wait again", listZero, TimedOutCatchingUp, WaitAgain, false},
+		{"LIST rv=0 bounded catching up: wait again", listBounded, TimedOutCatchingUp, WaitAgain, false},
+		{"LIST rv=0 bounded catching up, reject: 429", reject(listBounded), TimedOutCatchingUp, TooManyRequests, false},
+		{"LIST rv= catching up: fallback, as a timeout", listFresh, TimedOutCatchingUp, ServeEtcd, false},
+		{"GET rv=0 bounded catching up: fallback, as a timeout", getBounded, TimedOutCatchingUp, ServeEtcd, false},
+		{"WATCH rv=0 bounded catching up: too large, as a timeout", watchBound, TimedOutCatchingUp, TooLargeForTarget, false},
+		{"WATCH rv= catching up: too large, as a timeout", watchFresh, TimedOutCatchingUp, TooLargeForTarget, true},
+		{"LIST rv=N catching up: too large, as a timeout", listN, TimedOutCatchingUp, TooLargeForRead, false},
 		{"LIST rv=N released", listN, Released, ServeCache, false},
 		{"LIST rv=N timed out: too large", listN, TimedOut, TooLargeForRead, false},
 		{"LIST rv=N timed out, reject: still too large", reject(listN), TimedOut, TooLargeForRead, false},
@@ -67,7 +75,9 @@ func TestWaitAfter(t *testing.T) {
 // Over every wait and ending: a released read is served from the cache,
 // nothing else is; a WATCH and an rv=0 LIST never go to etcd; a read
 // that is neither consistent nor bounded is never sent to etcd nor given
-// 429.
+// 429; only an rv=0 LIST whose cache was catching up waits again, unless
+// waits are bounded (TimeoutReject); catching up otherwise ends as a
+// timeout does.
 func TestWaitAfterInvariants(t *testing.T) {
 	for _, verb := range []Verb{List, Get, Watch} {
 		for bits := range 16 {
@@ -75,7 +85,7 @@ func TestWaitAfterInvariants(t *testing.T) {
 			if w.Consistent && w.Bounded {
 				continue // a bounded read waits as NotOlderThan
 			}
-			for _, e := range []Ending{Released, FetchFailed, TimedOut} {
+			for _, e := range []Ending{Released, FetchFailed, TimedOut, TimedOutCatchingUp} {
 				t.Run(fmt.Sprintf("%+v/%d", w, e), func(t *testing.T) {
 					got := w.After(e)
 					if (got == ServeCache) != (e == Released) {
@@ -84,8 +94,15 @@ func TestWaitAfterInvariants(t *testing.T) {
 					if got == ServeEtcd && (verb == Watch || (verb == List && w.Zero)) {
 						t.Fatalf("%v for a %v", got, verb)
 					}
-					if !w.Consistent && !w.Bounded && e == TimedOut && got != TooLargeForRead {
+					if !w.Consistent && !w.Bounded && e != Released && e != FetchFailed && got != TooLargeForRead {
 						t.Fatalf("a NotOlderThan read that timed out got %v", got)
+					}
+					zeroList := verb == List && w.Zero
+					if (got == WaitAgain) != (e == TimedOutCatchingUp && zeroList && !w.Reject && (w.Consistent || w.Bounded)) {
+						t.Fatalf("%v after ending %d", got, e)
+					}
+					if e == TimedOutCatchingUp && got != WaitAgain && got != w.After(TimedOut) {
+						t.Fatalf("catching up ended %v, a timeout %v", got, w.After(TimedOut))
 					}
 				})
 			}

@@ -34,6 +34,9 @@ type Gate struct {
 		paused  bool
 		// open is closed by Resume; a fresh one is made by Pause.
 		open chan struct{}
+		// lets is closed, and replaced, by every Let: it wakes the
+		// watches whose next event waits while paused.
+		lets chan struct{}
 	}
 }
 
@@ -42,6 +45,7 @@ func NewGate(s storage.Interface) *Gate {
 	g := &Gate{Interface: s}
 	g.mu.open = make(chan struct{})
 	close(g.mu.open)
+	g.mu.lets = make(chan struct{})
 	return g
 }
 
@@ -103,8 +107,15 @@ func (g *Gate) Inject(ev watch.Event) {
 }
 
 // Let lets the next n events (or notifications) through while paused,
-// e.g. the first event of a transaction without the rest.
-func (g *Gate) Let(n int) { g.let.Add(int64(n)) }
+// e.g. the first event of a transaction without the rest, including one
+// that is held already.
+func (g *Gate) Let(n int) {
+	g.let.Add(int64(n))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.mu.lets)
+	g.mu.lets = make(chan struct{})
+}
 
 // ProgressRequests is the number of RequestWatchProgress calls so far.
 func (g *Gate) ProgressRequests() int64 { return g.progress.Load() }
@@ -132,10 +143,29 @@ func (g *Gate) takeLet() bool {
 	}
 }
 
-func (g *Gate) openCh() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.mu.open
+// pass blocks until an event may pass: the gate is open, or a Let lets
+// it through. False: done was closed first.
+func (g *Gate) pass(done <-chan struct{}) bool {
+	for {
+		g.mu.Lock()
+		open, lets := g.mu.open, g.mu.lets
+		g.mu.Unlock()
+		select {
+		case <-open:
+			return true
+		default:
+		}
+		if g.takeLet() {
+			return true
+		}
+		select {
+		case <-open:
+			return true
+		case <-lets:
+		case <-done:
+			return false
+		}
+	}
 }
 
 // Watch forwards the store's watch through the gate.
@@ -177,16 +207,8 @@ func (g *Gate) Watch(ctx context.Context, key string, opts storage.ListOptions) 
 			}
 			// Checked after the event arrived: an event of a write made
 			// after Pause returned is always held.
-			select {
-			case <-g.openCh():
-			default:
-				if !g.takeLet() {
-					select {
-					case <-g.openCh():
-					case <-gw.done:
-						return
-					}
-				}
+			if !g.pass(gw.done) {
+				return
 			}
 			if !gw.send(ev) {
 				return
