@@ -125,17 +125,7 @@ func TestRender(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Render(tc.c)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("missing %q in\n%s", w, got)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("unexpected %q in\n%s", n, got)
-				}
-			}
+			checkContains(t, Render(tc.c), tc.want, tc.not)
 		})
 	}
 }
@@ -161,5 +151,21 @@ dynamic_resources:
 	}
 	if _, _, err := Bootstrap([]byte("node: {}")); !errors.Is(err, ErrConfig) {
 		t.Fatalf("a bootstrap without files: %v, want ErrConfig", err)
+	}
+}
+
+// checkContains reports each of want missing from got and each of not in
+// it.
+func checkContains(t *testing.T, got string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(got, n) {
+			t.Errorf("unexpected %q in\n%s", n, got)
+		}
 	}
 }

@@ -50,17 +50,7 @@ func TestDockerShim(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v: %s", err, out)
 			}
-			got := strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", " ")
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("docker got %q, want %q in it", got, w)
-				}
-			}
-			for _, n := range tc.not {
-				if strings.Contains(got, n) {
-					t.Errorf("docker got %q, want no %q", got, n)
-				}
-			}
+			checkContains(t, strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", " "), tc.want, tc.not)
 		})
 	}
 }

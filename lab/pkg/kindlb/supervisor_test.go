@@ -2,10 +2,10 @@ package kindlb
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -26,18 +26,6 @@ trap 'echo stop >>"$LOG"; exit 0' TERM
 while :; do sleep 0.01; done
 `
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
 func TestSupervisorReloadsOnChange(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "haproxy")
@@ -47,7 +35,7 @@ func TestSupervisorReloadsOnChange(t *testing.T) {
 	logPath := filepath.Join(dir, "log")
 	t.Setenv("LOG", logPath)
 	lds, cds := filepath.Join(dir, "lds.yaml"), filepath.Join(dir, "cds.yaml")
-	s := &Supervisor{LDS: lds, CDS: cds, Config: filepath.Join(dir, "haproxy.cfg"), HAProxy: bin, Poll: 10 * time.Millisecond, Log: &syncBuffer{}}
+	s := &Supervisor{LDS: lds, CDS: cds, Config: filepath.Join(dir, "haproxy.cfg"), HAProxy: bin, Poll: 10 * time.Millisecond, Log: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -114,7 +102,7 @@ func TestSupervisorRefusesABadFirstConfiguration(t *testing.T) {
 	if err := os.WriteFile(lds, []byte("resources: ["), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &Supervisor{LDS: lds, CDS: filepath.Join(dir, "cds.yaml"), Config: filepath.Join(dir, "haproxy.cfg"), HAProxy: "/nonexistent", Poll: time.Second, Log: &syncBuffer{}}
+	s := &Supervisor{LDS: lds, CDS: filepath.Join(dir, "cds.yaml"), Config: filepath.Join(dir, "haproxy.cfg"), HAProxy: "/nonexistent", Poll: time.Second, Log: io.Discard}
 	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listeners") {
 		t.Fatalf("Run = %v, want the listener file's error", err)
 	}
