@@ -86,7 +86,10 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			return fmt.Errorf("kindlb: haproxy exited: %v", err)
 		case <-ctx.Done():
 			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
+			// The stop was asked for: haproxy's exit status is only logged.
+			if err := <-exited; err != nil {
+				fmt.Fprintf(s.Log, "kind-lb: haproxy stopped: %v\n", err)
+			}
 			return nil
 		case <-tick.C:
 		}

@@ -71,7 +71,7 @@ func (d *divergent) Watch(ctx context.Context, key string, opts storage.ListOpti
 	}
 	return cachetest.FilterWatch(w, func(ev watch.Event) bool {
 		p, ok := ev.Object.(*example.Pod)
-		return !(ok && p.Name == d.drop && d.dropped.CompareAndSwap(false, true))
+		return !ok || p.Name != d.drop || !d.dropped.CompareAndSwap(false, true)
 	}), nil
 }
 
