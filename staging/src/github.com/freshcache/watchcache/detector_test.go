@@ -371,12 +371,8 @@ func TestInconsistencyDetectionOff(t *testing.T) {
 // transaction for a divergence.
 func TestConsistencyChecksCompleteRevisionsUnderUntrustedProgress(t *testing.T) {
 	rec := newDetectorRecorder()
-	// rv=0 at upstream's meaning, so that cachedCount sees what the cache
-	// holds: a fresh rv=0 read goes to etcd while the guard is tripped.
-	opts := detecting()
-	opts.FreshResourceVersionZero = off()
 	e := cachetest.Start(t, cachetest.WithConsistentReadsDisabled(metrics.ReasonEtcdVersion),
-		cachetest.WithRecorder(rec), cachetest.WithOptions(opts))
+		cachetest.WithRecorder(rec), cachetest.WithOptions(detecting()))
 	a := createIn(t, e.Etcd, "a")
 	waitFor(t, "the cache to see a", func() bool { return e.Cache.RV() >= rvOf(t, a.ResourceVersion) })
 
