@@ -72,8 +72,9 @@ func New(cfg Config) *Reader {
 // metrics. When After says WaitAgain (an rv=0 LIST whose cache moved
 // toward its known revision during the timeout), the read waits another
 // timeout for that revision, and so on while the cache keeps moving and
-// ctx lasts; read_wait_extensions_total counts each extension. p is a plan.Fresh plan (a Consistent read in the Machine) or a
-// plan.NotOlder one (p.RV); its metrics labels come from the plan.
+// ctx lasts; read_wait_extensions_total counts each extension. p is a
+// plan.Fresh plan (a Consistent read in the Machine) or a plan.NotOlder
+// one (p.RV); its metrics labels come from the plan.
 //
 //   - FromCache: serve from a snapshot taken after the return.
 //   - FromEtcd: delegate with rv="" to the underlying storage, through
