@@ -136,10 +136,22 @@ func (o *Oracle) fetch(ctx context.Context, f *fetch) {
 	case err != nil:
 		err = fmt.Errorf("%w: %w", ErrFetchFailed, err)
 	}
+	// Counted and recorded before any caller is answered, so a caller that
+	// returns sees this fetch in Stats and in the Recorder.
 	reads := 0
 	for _, r := range f.rounds {
 		if !r.answered { // a write may have answered it first
 			reads += r.reads
+		}
+	}
+	o.fetches.Add(1)
+	if err != nil {
+		o.failed.Add(1)
+	}
+	o.reads.Add(uint64(reads))
+	o.opts.Recorder.FetchDone(reads, took, err)
+	for _, r := range f.rounds {
+		if !r.answered {
 			o.answerLocked(r, rev, err)
 		}
 	}
@@ -154,13 +166,6 @@ func (o *Oracle) fetch(ctx context.Context, f *fetch) {
 	}
 	o.scheduleLocked(true)
 	o.mu.Unlock()
-
-	o.fetches.Add(1)
-	if err != nil {
-		o.failed.Add(1)
-	}
-	o.reads.Add(uint64(reads))
-	o.opts.Recorder.FetchDone(reads, took, err)
 }
 
 // answerLocked answers r with rev or err and drops it from the open rounds.

@@ -91,18 +91,23 @@ func (o *Oracle) writeEnded(w *Write, rev int64) {
 	}
 	reads := 0
 	if found && rev > 0 && !o.mu.closed {
-		for len(o.mu.open) > 0 && o.mu.open[0].id <= w.covers {
-			r := o.mu.open[0]
+		// Counted before the answers, as a fetch's are.
+		for _, r := range o.mu.open {
+			if r.id > w.covers {
+				break
+			}
 			reads += r.reads
-			o.answerLocked(r, rev, nil)
+		}
+		o.fromWrites.Add(uint64(reads))
+		if reads > 0 {
+			o.opts.Recorder.WriteAnswered(reads)
+		}
+		for len(o.mu.open) > 0 && o.mu.open[0].id <= w.covers {
+			o.answerLocked(o.mu.open[0], rev, nil)
 		}
 	}
 	if found {
 		o.scheduleLocked(true)
 	}
 	o.mu.Unlock()
-	if reads > 0 {
-		o.fromWrites.Add(uint64(reads))
-		o.opts.Recorder.WriteAnswered(reads)
-	}
 }
