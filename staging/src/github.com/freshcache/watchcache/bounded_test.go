@@ -3,6 +3,7 @@ package watchcache_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -248,8 +249,13 @@ func TestZeroListWaitsWhileTheCacheCatchesUp(t *testing.T) {
 			}
 			// A timeout in which the cache did not move: 429, as before.
 			clk.Step(timeout)
-			if err := <-done; !apierrors.IsTooManyRequests(err) {
+			err := <-done
+			if !apierrors.IsTooManyRequests(err) {
 				t.Fatalf("rv=0 LIST after a timeout without progress: %v, want 429", err)
+			}
+			// The message tells the wait's whole length, not one timeout.
+			if want := fmt.Sprintf("moved toward the read's revision for %v, then not at all for %v", 2*timeout, timeout); !strings.Contains(err.Error(), want) {
+				t.Errorf("429 says %q, want it to contain %q", err, want)
 			}
 			if n := rec.count("list/zero/" + metrics.OutcomeRejected); n != 1 {
 				t.Errorf("reads_total{list,zero,rejected} = %d, want 1", n)

@@ -109,6 +109,7 @@ func (r *Reader) Wait(ctx context.Context, v plan.Verb, p plan.Plan) (Served, er
 	var ending plan.Ending
 	var outcome plan.Outcome
 	from := r.cfg.CacheRV()
+	extensions := 0
 	for {
 		var err error
 		vd, err = r.await(ctx, w, minRV)
@@ -126,6 +127,7 @@ func (r *Reader) Wait(ctx context.Context, v plan.Verb, p plan.Plan) (Served, er
 		// wait another one for that revision (known now, so as a bounded
 		// read waits), measuring progress from here.
 		from = now
+		extensions++
 		m.ReadWaitExtended(verb, requested)
 		w.Consistent, w.Bounded, minRV = false, true, uint64(vd.Target)
 	}
@@ -153,6 +155,12 @@ func (r *Reader) Wait(ctx context.Context, v plan.Verb, p plan.Plan) (Served, er
 	if ending == plan.FetchFailed {
 		return 0, apierrors.NewTooManyRequests(
 			fmt.Sprintf("the revision of etcd could not be fetched for a consistent read of %s: %v", r.cfg.Resource, vd.Err),
+			retryAfterSeconds)
+	}
+	if extensions > 0 {
+		return 0, apierrors.NewTooManyRequests(
+			fmt.Sprintf("the watch cache of %s did not catch up with etcd: it moved toward the read's revision for %v, then not at all for %v",
+				r.cfg.Resource, time.Duration(extensions)*r.cfg.Timeout, r.cfg.Timeout),
 			retryAfterSeconds)
 	}
 	return 0, apierrors.NewTooManyRequests(
