@@ -671,6 +671,20 @@ kind-down: ## Delete make kind-up's cluster and its empty Docker network (~3-7 s
 	$(if $(wildcard $(BIN)/kind),$(BIN)/kind,kind) delete cluster --name $(or $(KIND_NAME),freshcache)
 	@if [ "$$(docker network inspect kind -f '{{len .Containers}}' 2>/dev/null)" = 0 ]; then docker network rm kind >/dev/null && echo "removed Docker network kind"; fi
 
+# kubernetes#59848 on the kind --ha cluster (hack/demo-59848-kind.sh; docs/kind.md
+# section 3): apiserver 3's etcd member cut off, a StatefulSet pod deleted
+# through apiserver 1, the worker's kubelet restarted on apiserver 3, for
+# upstream's cacher, freshcache (default gates) and freshcache-rv0-off, with
+# the kubelet's watch-list off and on. Brings the cluster up (and down) when
+# none is running. DEMO_KIND_RUN, DEMO_KIND_WATCHLIST, DEMO_KIND_TRIALS,
+# DEMO_KIND_OBSERVE, DEMO_KIND_CUT=partition|freeze select; the full run's
+# report goes to docs/results/demo-59848-kind.md, a selection's to _output.
+.PHONY: demo-59848-kind
+DEMO_KIND_TRIALS ?= 3
+DEMO_KIND_REPORT ?= $(if $(DEMO_KIND_RUN)$(DEMO_KIND_WATCHLIST),$(abspath $(OUT))/demo-59848-kind/report.md,$(abspath docs/results/demo-59848-kind.md))
+demo-59848-kind: ### kubernetes#59848 on kind --ha, after kind-images; docs/results (~40 min)
+	DEMO_KIND_TRIALS=$(DEMO_KIND_TRIALS) DEMO_KIND_REPORT=$(DEMO_KIND_REPORT) hack/demo-59848-kind.sh
+
 # The build steps' old names, so that scripts and habits that use them keep
 # working.
 .PHONY: coredns kwok e2e-suite kind-bins
