@@ -195,7 +195,7 @@ DURATION ?= 30m
 ROBUSTNESS_RUN ?= .
 
 # Short robustness run in process: checker unit tests, upstream negative
-# control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch),
+# control, freshcache (rv="", FreshResourceVersionZero),
 # then test-robustness-replay of the negative control's history (~5 min).
 test-robustness: ## Short robustness run in process, negative control and its replay (~5 min)
 	$(ROBUSTNESS_ENV) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
@@ -334,7 +334,7 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
 
 # E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (lab/test/upstreame2e
-# Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
+# Implementations), e.g. upstream,freshcache-fresh-rv0 for both.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
 # Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min
 # after make build and build-e2e-suite; part of make test).
