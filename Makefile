@@ -88,8 +88,6 @@ run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),build-coredns) $(if $(fin
 #                                 test-robustness-replay REPLAY=<file>)
 #   FRESHCACHE_BENCH=1            tools/bench's TestCompare, the side-by-side cache comparison
 #                                 (test-bench-compare at 2,000 pods; bench-compare at 20,000)
-#   FRESHCACHE_TEST_DIRECT_ETCD=true  the library's storage conformance and linearizability tests
-#                                 again under DirectEtcdWatch (test-lib)
 #   FRESHCACHE_VERIFY_DOCS=1      the repository checks: links, figures, make help (verify-docs)
 #   FRESHCACHE_E2E_SUITE=<dir>    upstream's e2e.test and ginkgo (test-e2e-conformance;
 #                                 test-conformance)
@@ -110,13 +108,11 @@ run: build $(if $(findstring --real-nodes,$(RUN_ARGS)),build-coredns) $(if $(fin
 # min here; what .ci/run runs).
 test: verify test-lib test-root test-bench test-bench-compare test-robustness test-robustness-apiserver test-fault-heal-short demo-59848-short test-e2e-conformance ## Every test but root-only and long runs; what .ci/run runs (~38 min)
 
-# Test the watchcache library module (with invariant checks compiled in;
-# upstream's storage suite and the linearizability test again under
-# DirectEtcdWatch) (~7 min).
-test-lib: ### The library, also with invariants and under DirectEtcdWatch (~7 min)
+# Test the watchcache library module, again with invariant checks
+# compiled in (~7 min).
+test-lib: ### The library, also with invariants (~7 min)
 	cd $(LIB) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	cd $(LIB) && $(GO) test -count=1 -tags invariants -timeout $(TEST_TIMEOUT) ./...
-	cd $(LIB) && FRESHCACHE_TEST_DIRECT_ETCD=true $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./test/...
 
 # Test the root module (the product) and the lab module, the e2e test
 # against the built binaries included (~4 min after make build).
@@ -195,7 +191,7 @@ DURATION ?= 30m
 ROBUSTNESS_RUN ?= .
 
 # Short robustness run in process: checker unit tests, upstream negative
-# control, freshcache (rv="", FreshResourceVersionZero, DirectEtcdWatch),
+# control, freshcache (rv="", FreshResourceVersionZero),
 # then test-robustness-replay of the negative control's history (~5 min).
 test-robustness: ## Short robustness run in process, negative control and its replay (~5 min)
 	$(ROBUSTNESS_ENV) $(GO) -C $(LAB) test -count=1 -timeout 15m -v ./test/robustness/... 2>&1 | grep -vE '^(\{"level"|[IWE][0-9]{4} )'
@@ -334,7 +330,7 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
 
 # E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (lab/test/upstreame2e
-# Implementations), e.g. freshcache-fresh-rv0-direct for DirectEtcdWatch.
+# Implementations), e.g. upstream,freshcache-fresh-rv0 for both.
 E2E_IMPLEMENTATIONS ?= freshcache-fresh-rv0
 # Upstream's e2e tests on freshcache+FreshResourceVersionZero only (~10 min
 # after make build and build-e2e-suite; part of make test).

@@ -196,14 +196,8 @@ func TestUpstreamCacherTimeTravels(t *testing.T) {
 }
 
 func freshcacheDecorator(rv0 bool) generic.StorageDecorator {
-	return freshcacheDecoratorWith(rv0, false)
-}
-
-// freshcacheDecoratorWith is freshcacheDecorator with DirectEtcdWatch set
-// to direct: every cache dials etcd itself, through the same fault proxies.
-func freshcacheDecoratorWith(rv0, direct bool) generic.StorageDecorator {
 	on := true
-	return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0, DirectEtcdWatch: &direct}})
+	return watchcache.NewStorageDecorator(watchcache.DecoratorOptions{Options: watchcache.Options{ConsistentReadsFromCache: &on, FreshResourceVersionZero: &rv0}})
 }
 
 // TestFreshcache runs freshcache with consistent (rv=""), rv=N and watch
@@ -221,17 +215,6 @@ func TestFreshcacheFreshRVZero(t *testing.T) {
 	enabled(t)
 	res, dir := variant(t, "freshcache-rv0", freshcacheDecorator(true), true, true)
 	requireClean(t, "freshcache with FreshResourceVersionZero", res, dir)
-}
-
-// TestFreshcacheDirectEtcdWatch is TestFreshcacheFreshRVZero with every
-// cache reading etcd itself (DirectEtcdWatch): its own client, its own
-// decoding, revisions applied whole as each watch response arrives. The
-// multi-key transactions and lease expiries must still reach every
-// reader and watcher whole, and every checker must stay at zero.
-func TestFreshcacheDirectEtcdWatch(t *testing.T) {
-	enabled(t)
-	res, dir := variant(t, "freshcache-rv0-direct", freshcacheDecoratorWith(true, true), true, true)
-	requireClean(t, "freshcache with DirectEtcdWatch", res, dir)
 }
 
 // requireClean is what every freshcache variant must show: every fault

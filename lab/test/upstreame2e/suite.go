@@ -34,8 +34,6 @@ var Implementations = []Implementation{
 	{Name: "upstream", Args: []string{"--watch-cache-implementation=upstream"}},
 	{Name: "freshcache", Args: []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=false"}, Freshcache: true},
 	{Name: "freshcache-fresh-rv0", Args: []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true"}, Freshcache: true},
-	// With the alpha DirectEtcdWatch: every cache reads etcd itself.
-	{Name: "freshcache-fresh-rv0-direct", Args: []string{"--watch-cache-implementation=freshcache", "--feature-gates=FreshResourceVersionZero=true,DirectEtcdWatch=true"}, Freshcache: true},
 }
 
 // ImplementationByName finds one of Implementations.

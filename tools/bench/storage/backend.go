@@ -23,17 +23,7 @@ const (
 	BackendEtcd       = "etcd"
 	BackendUpstream   = "upstream"
 	BackendFreshcache = "freshcache"
-	// BackendFreshcacheDirect is freshcache with DirectEtcdWatch on: each
-	// cache watches etcd with a client of its own, which delivers a
-	// revision's events in one response, instead of the shared watch.
-	// Not in AllBackends: --backends names it for the A/B of that gate.
-	BackendFreshcacheDirect = "freshcache-direct"
 )
-
-// isFreshcache says whether a backend is one of freshcache's.
-func isFreshcache(name string) bool {
-	return name == BackendFreshcache || name == BackendFreshcacheDirect
-}
 
 // AllBackends is the order in which a run measures them.
 var AllBackends = []string{BackendEtcd, BackendUpstream, BackendFreshcache}
@@ -60,12 +50,8 @@ func decorator(name string, fresh watchcache.DecoratorOptions) (generic.StorageD
 		// are read from k8s.io/apiserver's default gate, as in
 		// kube-apiserver.
 		return watchcache.NewStorageDecorator(fresh), nil
-	case BackendFreshcacheDirect:
-		on := true
-		fresh.DirectEtcdWatch = &on
-		return watchcache.NewStorageDecorator(fresh), nil
 	default:
-		return nil, fmt.Errorf("storage: unknown backend %q (want %s, %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache, BackendFreshcacheDirect)
+		return nil, fmt.Errorf("storage: unknown backend %q (want %s, %s or %s)", name, BackendEtcd, BackendUpstream, BackendFreshcache)
 	}
 }
 

@@ -15,18 +15,10 @@ import (
 // The freshness metrics of each backend besides its wait
 // (servermetrics.WaitMetric): only freshcache has them.
 var (
-	releaseMetric  = map[string]string{BackendFreshcache: servermetrics.FreshcacheRelease, BackendFreshcacheDirect: servermetrics.FreshcacheRelease}
-	fetchMetric    = map[string]string{BackendFreshcache: servermetrics.FreshcacheFetch, BackendFreshcacheDirect: servermetrics.FreshcacheFetch}
-	progressMetric = map[string]string{BackendFreshcache: servermetrics.FreshcacheProgress, BackendFreshcacheDirect: servermetrics.FreshcacheProgress}
+	releaseMetric  = map[string]string{BackendFreshcache: servermetrics.FreshcacheRelease}
+	fetchMetric    = map[string]string{BackendFreshcache: servermetrics.FreshcacheFetch}
+	progressMetric = map[string]string{BackendFreshcache: servermetrics.FreshcacheProgress}
 )
-
-// metricImpl is the implementation whose metrics a backend exports.
-func metricImpl(backend string) string {
-	if isFreshcache(backend) {
-		return BackendFreshcache
-	}
-	return backend
-}
 
 // sample is the process state the harness diffs around a row.
 type sample struct {
@@ -56,7 +48,7 @@ func takeSample(backend string) sample {
 		mallocs:  ms.Mallocs,
 		numGC:    ms.NumGC,
 		etcd:     readEtcdCounters(),
-		wait:     servermetrics.HistogramFrom(mfs, servermetrics.WaitMetric(metricImpl(backend)), "pods"),
+		wait:     servermetrics.HistogramFrom(mfs, servermetrics.WaitMetric(backend), "pods"),
 		release:  servermetrics.HistogramFrom(mfs, releaseMetric[backend], "pods"),
 		fetch:    servermetrics.HistogramFrom(mfs, fetchMetric[backend], ""),
 		progress: servermetrics.CounterFrom(mfs, progressMetric[backend]),

@@ -197,12 +197,6 @@ func headlines(rows []Row) []headline {
 	for _, sc := range []string{ScenarioListNode, ScenarioListAll, ScenarioListLabel, ScenarioWatchFan} {
 		ratio(fmt.Sprintf("freshcache %s rv=0 / upstream rv=0", sc), 1, get(BackendFreshcache, sc, RVZero), get(BackendUpstream, sc, RVZero))
 	}
-	// The DirectEtcdWatch A/B (--backends=...,freshcache-direct): the
-	// same fresh/rv=0 target, and fresh LIST direct / shared watch.
-	fdC := get(BackendFreshcacheDirect, ScenarioListNode, RVConsistent)
-	ratio(`freshcache-direct list-node rv="" / freshcache-direct rv=0`, 0.8, fdC, get(BackendFreshcacheDirect, ScenarioListNode, RVZero))
-	ratio(`freshcache-direct list-node rv="" / freshcache rv=""`, 1, fdC, fcC)
-	waitP99(`freshcache-direct list-node rv="" freshness wait p99 (ms)`, 10, fdC)
 	return out
 }
 

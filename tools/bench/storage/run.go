@@ -148,7 +148,7 @@ func Run(ctx context.Context, env *Env, cfg Config) ([]Row, error) {
 func (e *Env) runBackend(ctx context.Context, b *podBackend, cfg Config) ([]Row, error) {
 	var rows []Row
 	emit := func(r Row) {
-		if isFreshcache(b.name) && cfg.OracleClient == OracleInProcess {
+		if b.name == BackendFreshcache && cfg.OracleClient == OracleInProcess {
 			r.OracleClient = OracleInProcess
 		}
 		rows = append(rows, r)

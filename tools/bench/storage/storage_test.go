@@ -189,10 +189,6 @@ func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
 		row(BackendFreshcache, RVZero, 10000, nil),
 		// Lower concurrency is not the target's.
 		{Backend: BackendFreshcache, Scenario: ScenarioListNode, RV: RVZero, Concurrency: 4, OpsPerSec: 1},
-		// The DirectEtcdWatch A/B: its own fresh/rv=0 ratio, and fresh
-		// LIST against the shared watch's.
-		row(BackendFreshcacheDirect, RVConsistent, 9000, ms(5)),
-		row(BackendFreshcacheDirect, RVZero, 10000, nil),
 	}
 	got := map[string]headline{}
 	for _, h := range headlines(rows) {
@@ -210,11 +206,6 @@ func TestHeadlinesPairRepeatsAndTakeTheMedian(t *testing.T) {
 		{`freshcache list-node rv="" / upstream rv=""`, 14, true, false},
 		// waits 20, 8, 9: median 9
 		{`freshcache list-node rv="" freshness wait p99 (ms)`, 9, true, true},
-		// one pair, 0.9
-		{`freshcache-direct list-node rv="" / freshcache-direct rv=0`, 0.9, true, false},
-		// 9000 / 7000, the first freshcache pair
-		{`freshcache-direct list-node rv="" / freshcache rv=""`, 9000.0 / 7000, true, false},
-		{`freshcache-direct list-node rv="" freshness wait p99 (ms)`, 5, true, true},
 	} {
 		h, ok := got[tc.name]
 		if !ok {

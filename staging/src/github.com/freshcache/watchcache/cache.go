@@ -8,13 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
-	"k8s.io/apiserver/pkg/storage/value"
-	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -89,12 +86,6 @@ type Config struct {
 	// it to name the etcd keys of its writes in the cluster's ledger
 	// (ProgressFromOwnWrites); empty leaves the cache out of the ledger.
 	StoragePrefix string
-
-	// Etcd, when set, makes the reflector list and watch etcd with this
-	// source's client itself instead of through Storage (the DirectEtcdWatch
-	// gate), so that every revision reaches the cache whole on arrival,
-	// with no progress round trip. The cache does not close the client.
-	Etcd *EtcdSource
 }
 
 // UseOracle makes o the cache's revision source, the hearer of its writes
@@ -102,21 +93,6 @@ type Config struct {
 // oracle.Registry offers a cache of the cluster it reads.
 func (c *Config) UseOracle(o *oracle.Oracle) {
 	c.Oracle, c.Writes, c.Ledger = o, o, o.Ledger()
-}
-
-// EtcdSource is what the cache needs to read etcd itself: a client, and
-// what the etcd3 store decodes with. The storage decorator fills it from
-// the resource's storagebackend.ConfigForResource.
-type EtcdSource struct {
-	Client *clientv3.Client
-	// StoragePrefix is storagebackend.Config.Prefix ("/registry"): with
-	// Config.ResourcePrefix it gives the resource's etcd keys, as the etcd3
-	// store lays them out.
-	StoragePrefix string
-	Codec         runtime.Codec
-	// Transformer is the resource's value transformer (encryption at
-	// rest); nil means values are stored as they are.
-	Transformer value.Transformer
 }
 
 // RevisionSource hands out etcd revisions for consistent reads.
@@ -185,9 +161,6 @@ type Cache struct {
 	// checker is the inconsistency detector (detector.go), nil when the
 	// CacheInconsistencyDetection gate is off.
 	checker *consistency.Checker
-	// sizesFromReflector: Stats estimates object sizes from the values the
-	// reflector read itself (Config.Etcd with SizeBasedListCostEstimate).
-	sizesFromReflector bool
 	// closeOracle releases an Oracle the cache built itself, or is nil.
 	closeOracle func()
 	// announcer is told about the cache's writes (RevisionsFromWrites), or
@@ -266,13 +239,9 @@ func New(opts Options, cfg Config) (*Cache, error) {
 		c.metrics.ConsistentReadsDisabled(c.disabledReason)
 	}
 	if utilfeature.DefaultFeatureGate.Enabled(features.SizeBasedListCostEstimate) {
-		if cfg.Etcd != nil {
-			// The store sees none of the values the reflector reads, so
-			// the reflector keeps their sizes (Stats).
-			c.sizesFromReflector = true
-		} else if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
-			// As upstream's cacher: the etcd3 store estimates object sizes
-			// from keys, which the cache lists without asking etcd.
+		// As upstream's cacher: the etcd3 store estimates object sizes from
+		// keys, which the cache lists without asking etcd.
+		if err := cfg.Storage.EnableResourceSizeEstimation(c.keys); err != nil {
 			return nil, fmt.Errorf("watchcache: resource size estimation: %w", err)
 		}
 	}
@@ -330,26 +299,10 @@ func (c *Cache) buildState() {
 	})
 }
 
-// newReflector makes the goroutine that feeds the cache: through the
-// store, or through Config.Etcd's client of its own (DirectEtcdWatch).
+// newReflector makes the goroutine that feeds the cache: a list and watch
+// through the store.
 func (c *Cache) newReflector(untrusted bool) *reflector.Reflector {
 	cfg, r := c.cfg, c.opts
-	var direct *reflector.Etcd
-	if e := cfg.Etcd; e != nil {
-		transformer := e.Transformer
-		if transformer == nil {
-			transformer = identity.NewEncryptCheckTransformer()
-		}
-		direct = &reflector.Etcd{
-			KV:            e.Client,
-			Watcher:       e.Client,
-			Key:           reflector.EtcdKey(e.StoragePrefix, c.prefix),
-			Codec:         e.Codec,
-			Transformer:   transformer,
-			NewFunc:       cfg.NewFunc,
-			GroupResource: cfg.GroupResource,
-		}
-	}
 	return reflector.New(reflector.Config{
 		Storage:           cfg.Storage,
 		Versioner:         cfg.Versioner,
@@ -362,7 +315,6 @@ func (c *Cache) newReflector(untrusted bool) *reflector.Reflector {
 		UntrustedProgress: untrusted,
 		RevisionPending:   func(rv uint64) { c.driver.RevisionPending(rv) },
 		Metrics:           c.metrics,
-		Etcd:              direct,
 		LeaderBackoff:     r.LeaderBackoff,
 	})
 }

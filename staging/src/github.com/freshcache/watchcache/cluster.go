@@ -77,10 +77,9 @@ func guardReason(res versionguard.Result) string {
 	return metrics.ReasonEtcdVersion
 }
 
-// dialEtcd dials the revision oracle's client (one-key count reads and
-// Status calls) and, under DirectEtcdWatch, each cache's own client (its
-// lists, watch and progress requests). Like the etcd3 store's client it
-// uses the transport's endpoints and TLS files.
+// dialEtcd dials the revision oracle's client. Like the etcd3 store's
+// client it uses the transport's endpoints and TLS files; it makes only
+// one-key count reads and Status calls.
 func dialEtcd(t storagebackend.TransportConfig) (*clientv3.Client, error) {
 	var tlsConfig *tls.Config
 	if t.CertFile != "" || t.KeyFile != "" || t.TrustedCAFile != "" {

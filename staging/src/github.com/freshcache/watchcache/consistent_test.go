@@ -539,7 +539,7 @@ func TestProgressStallCounted(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	rec := newRecorder()
 	dp := &droppingProgress{}
-	e := cachetest.Start(t, cachetest.ThroughStore, cachetest.WithRecorder(rec),
+	e := cachetest.Start(t, cachetest.WithRecorder(rec),
 		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { dp.Interface = s; return dp }),
 		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), Clock: clk}))
 	ctx := context.Background()

@@ -117,27 +117,11 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 		if orc != nil {
 			cfg.UseOracle(orc) // a nil *Oracle must not become a non-nil interface
 		}
-		closeDirect := func() {}
-		if r.directEtcdWatch && len(storageConfig.Transport.ServerList) > 0 {
-			dial := dopts.DialOracle
-			if dial == nil {
-				dial = dialEtcd
-			}
-			client, err := dial(storageConfig.Transport)
-			if err != nil {
-				releaseOracle()
-				destroyRaw()
-				return nil, func() {}, fmt.Errorf("watchcache: %s: etcd client of its own: %w", storageConfig.GroupResource, err)
-			}
-			closeDirect = func() { _ = client.Close() }
-			cfg.Etcd = &EtcdSource{Client: client, StoragePrefix: storageConfig.Prefix, Codec: storageConfig.Codec, Transformer: storageConfig.Transformer}
-		}
 		if o.LeaderBackoff == nil {
 			o.LeaderBackoff = leaderBackoff(storageConfig.Transport)
 		}
 		c, err := New(o, cfg)
 		if err != nil {
-			closeDirect()
 			releaseOracle()
 			destroyRaw()
 			return nil, func() {}, fmt.Errorf("watchcache: %s: %w", storageConfig.GroupResource, err)
@@ -146,7 +130,6 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 		destroy := func() {
 			once.Do(func() {
 				c.Stop()
-				closeDirect()
 				releaseOracle()
 				destroyRaw()
 			})

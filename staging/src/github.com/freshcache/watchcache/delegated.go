@@ -14,24 +14,9 @@ import (
 func (c *Cache) Versioner() storage.Versioner { return c.cfg.Versioner }
 
 // Stats implements storage.Interface. The object count comes from etcd (or
-// its size estimator), as upstream's cacher does; under DirectEtcdWatch the
-// estimate's sizes are the ones the reflector read.
+// its size estimator), as upstream's cacher does.
 func (c *Cache) Stats(ctx context.Context) (storage.Stats, error) {
-	if !c.sizesFromReflector {
-		return c.cfg.Storage.Stats(ctx)
-	}
-	// What the etcd3 store's estimator answers: the keys at etcd's
-	// revision, and the mean stored size of the values it knows, which
-	// here are the ones the reflector read.
-	keys, err := c.keys(ctx)
-	if err != nil {
-		return storage.Stats{}, err
-	}
-	st := storage.Stats{ObjectCount: int64(len(keys))}
-	if n, bytes := c.reflector.StoredSizes(); n > 0 {
-		st.EstimatedAverageObjectSizeBytes = bytes / n
-	}
-	return st, nil
+	return c.cfg.Storage.Stats(ctx)
 }
 
 // RequestWatchProgress implements storage.Interface. It asks etcd for a

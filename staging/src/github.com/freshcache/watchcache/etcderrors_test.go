@@ -76,7 +76,7 @@ func TestReadsFromEtcdSurviveItsTroubles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			trouble := &etcdTrouble{err: tc.err, failures: tc.failures}
-			e := cachetest.Start(t, cachetest.ThroughStore,
+			e := cachetest.Start(t,
 				cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { trouble.Interface = s; return trouble }),
 				cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: off()}))
 			a := create(t, e.Cache, "ns", "a", "")

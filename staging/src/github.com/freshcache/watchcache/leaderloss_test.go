@@ -64,11 +64,11 @@ func TestLeaderLossKeepsHistoryAndWatchers(t *testing.T) {
 	// etcd cluster do under NewStorageDecorator.
 	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), LeaderBackoff: watchcache.NewLeaderBackoff()})
 	client := cl.KubeClient(t, follower)
-	e := cachetest.StartOn(t, client, cachetest.WithRecorder(rec), opts, cachetest.ThroughStore)
+	e := cachetest.StartOn(t, client, cachetest.WithRecorder(rec), opts)
 	caches := []*cachetest.Env{e}
 	for i := range quietResources {
 		name := fmt.Sprintf("quiet%d", i)
-		caches = append(caches, cachetest.StartOn(t, client, opts, cachetest.ThroughStore, cachetest.WithPrefix("/"+name+"/", name)))
+		caches = append(caches, cachetest.StartOn(t, client, opts, cachetest.WithPrefix("/"+name+"/", name)))
 	}
 	opened := func() (n int64) {
 		for _, c := range caches {

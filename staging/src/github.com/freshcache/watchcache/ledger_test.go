@@ -47,8 +47,8 @@ func TestProgressFromOwnWrites(t *testing.T) {
 			opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(),
 				ProgressFromOwnWrites: &gate, ConsistentReadTimeout: longWait})
 			rec := newRecorder()
-			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec), cachetest.ThroughStore)
-			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"), cachetest.ThroughStore)
+			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec))
+			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
 			ctx := context.Background()
 
 			p0 := create(t, pods.Cache, "ns", "p0", "")
@@ -118,7 +118,7 @@ func TestProgressFromOwnWrites(t *testing.T) {
 func TestLedgerNamesTheKeysEtcdHolds(t *testing.T) {
 	server, o := etcdWithOracle(t)
 	opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(), ProgressFromOwnWrites: on()})
-	e := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.ThroughStore)
+	e := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o))
 	ctx := context.Background()
 	key := etcdKey("ns", "a")
 	otherPrefix := etcd3testing.AddPrefix("/leases/")

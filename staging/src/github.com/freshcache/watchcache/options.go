@@ -147,12 +147,6 @@ type Options struct {
 	// (or in New).
 	InconsistencyDetection *bool
 
-	// DirectEtcdWatch overrides the feature gate of the same name: the
-	// storage decorator dials every cache an etcd client of its own, with
-	// which the cache lists and watches etcd (Config.Etcd). Nil: read the
-	// gate once, when NewStorageDecorator is called (or in New).
-	DirectEtcdWatch *bool
-
 	// RevisionsFromWrites overrides the feature gate of the same name:
 	// the cache's writes answer the consistent reads that wait for a
 	// revision when they are sent (oracle.Write). Create and
@@ -226,7 +220,6 @@ type DecoratorOptions struct {
 	OracleRegistry *oracle.Registry
 
 	// DialOracle dials the etcd client a registry's revision oracle uses
-	// (and, under DirectEtcdWatch, each cache's own client)
 	// for a cluster it has not seen, the first time a cache of that
 	// cluster is built. Nil: a gRPC client on the transport's endpoints
 	// and TLS files. A process that embeds its etcd server can pass an
@@ -253,8 +246,6 @@ type resolved struct {
 	shardedLists bool
 	// detectInconsistency is the CacheInconsistencyDetection gate.
 	detectInconsistency bool
-	// directEtcdWatch is the DirectEtcdWatch gate.
-	directEtcdWatch bool
 	// revisionsFromWrites is the RevisionsFromWrites gate.
 	revisionsFromWrites bool
 	// progressFromOwnWrites is Options.ProgressFromOwnWrites, resolved.
@@ -313,7 +304,6 @@ func (o Options) resolve(storageWindow time.Duration) (resolved, error) {
 	r.consistentReads = *o.ConsistentReadsFromCache
 	r.freshRVZero = *o.FreshResourceVersionZero
 	r.detectInconsistency = *o.InconsistencyDetection
-	r.directEtcdWatch = *o.DirectEtcdWatch
 	r.revisionsFromWrites = *o.RevisionsFromWrites
 	r.progressFromOwnWrites = o.ProgressFromOwnWrites == nil || *o.ProgressFromOwnWrites
 	r.listFromSnapshots = utilfeature.DefaultFeatureGate.Enabled(apiserverfeatures.ListFromCacheSnapshot)
@@ -334,7 +324,6 @@ func (o *Options) gateOverrides() []gateOverride {
 		{&o.ConsistentReadsFromCache, func(s features.Set) bool { return s.ConsistentReadsFromCache }},
 		{&o.FreshResourceVersionZero, func(s features.Set) bool { return s.FreshResourceVersionZero }},
 		{&o.InconsistencyDetection, func(s features.Set) bool { return s.CacheInconsistencyDetection }},
-		{&o.DirectEtcdWatch, func(s features.Set) bool { return s.DirectEtcdWatch }},
 		{&o.RevisionsFromWrites, func(s features.Set) bool { return s.RevisionsFromWrites }},
 	}
 }

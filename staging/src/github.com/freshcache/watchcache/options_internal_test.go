@@ -71,7 +71,6 @@ func TestGateOverridesResolveOnce(t *testing.T) {
 		{features.ConsistentReadsFromCache, func(o *Options, b *bool) { o.ConsistentReadsFromCache = b }, func(r resolved) bool { return r.consistentReads }},
 		{features.FreshResourceVersionZero, func(o *Options, b *bool) { o.FreshResourceVersionZero = b }, func(r resolved) bool { return r.freshRVZero }},
 		{features.CacheInconsistencyDetection, func(o *Options, b *bool) { o.InconsistencyDetection = b }, func(r resolved) bool { return r.detectInconsistency }},
-		{features.DirectEtcdWatch, func(o *Options, b *bool) { o.DirectEtcdWatch = b }, func(r resolved) bool { return r.directEtcdWatch }},
 		{features.RevisionsFromWrites, func(o *Options, b *bool) { o.RevisionsFromWrites = b }, func(r resolved) bool { return r.revisionsFromWrites }},
 	}
 	if n := len((&Options{}).gateOverrides()); n != len(gates) {

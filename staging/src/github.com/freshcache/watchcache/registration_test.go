@@ -56,7 +56,7 @@ func (h *heldRevision) GetCurrentResourceVersion(ctx context.Context) (uint64, e
 // revision while the cache goes pending.
 func TestWatchPlannedReadyRegisteredPendingGets429(t *testing.T) {
 	held := &heldRevision{reached: make(chan struct{}), release: make(chan struct{})}
-	e := cachetest.Start(t, cachetest.ThroughStore,
+	e := cachetest.Start(t,
 		cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { held.Interface = s; return held }),
 		cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: off(), ListPageSize: reflectorPage}))
 	ctx := context.Background()

@@ -33,15 +33,6 @@ const (
 	// freshcache does not.
 	CacheInconsistencyDetection featuregate.Feature = "CacheInconsistencyDetection"
 
-	// DirectEtcdWatch makes every cache list and watch etcd with an etcd
-	// client of its own, decoding values as the etcd3 store does, instead
-	// of through the store. etcd's watch responses hold whole revisions,
-	// so each revision reaches the cache whole on arrival, with no
-	// progress round trip: rv=0 reads and watchers see a write as soon as
-	// upstream's cacher would, and the reflector sends no progress request
-	// of its own. It costs a second etcd connection per cached resource.
-	DirectEtcdWatch featuregate.Feature = "DirectEtcdWatch"
-
 	// RevisionsFromWrites lets the revision of a write that this
 	// kube-apiserver sends to etcd answer the consistent reads that were
 	// waiting for a revision fetch when the write was sent, and spares the
@@ -70,9 +61,6 @@ func Specs() map[featuregate.Feature]featuregate.VersionedSpecs {
 		CacheInconsistencyDetection: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
-		DirectEtcdWatch: {
-			{Version: introducedIn, Default: false, PreRelease: featuregate.Alpha},
-		},
 		RevisionsFromWrites: {
 			{Version: introducedIn, Default: true, PreRelease: featuregate.Beta},
 		},
@@ -88,7 +76,6 @@ type Set struct {
 	ConsistentReadsFromCache    bool
 	FreshResourceVersionZero    bool
 	CacheInconsistencyDetection bool
-	DirectEtcdWatch             bool
 	RevisionsFromWrites         bool
 }
 
@@ -101,7 +88,6 @@ func Current() Set {
 		ConsistentReadsFromCache:    g.Enabled(ConsistentReadsFromCache),
 		FreshResourceVersionZero:    g.Enabled(FreshResourceVersionZero),
 		CacheInconsistencyDetection: g.Enabled(CacheInconsistencyDetection),
-		DirectEtcdWatch:             g.Enabled(DirectEtcdWatch),
 		RevisionsFromWrites:         g.Enabled(RevisionsFromWrites),
 	}
 }

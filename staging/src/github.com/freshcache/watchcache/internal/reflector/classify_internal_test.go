@@ -2,12 +2,7 @@ package reflector
 
 import (
 	"errors"
-	"fmt"
 	"testing"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,34 +52,6 @@ func TestClassify(t *testing.T) {
 			if got.transient != tc.transient || got.relist != tc.relist || got.leaderless != tc.leaderless {
 				t.Fatalf("classify(%v) = transient %v, relist %q, leaderless %v; want %v, %q, %v",
 					tc.err, got.transient, got.relist, got.leaderless, tc.transient, tc.relist, tc.leaderless)
-			}
-		})
-	}
-}
-
-// TestClassifyEtcd: the same for the watch errors of the reflector's own
-// etcd client (Config.Etcd), which come as etcd's typed errors.
-func TestClassifyEtcd(t *testing.T) {
-	for _, tc := range []struct {
-		name                  string
-		err                   error
-		transient, leaderless bool
-		relist                string
-	}{
-		{"no leader", rpctypes.ErrNoLeader, true, true, ""},
-		{"leader changed", rpctypes.ErrLeaderChanged, true, true, ""},
-		{"timed out after leader failure", rpctypes.ErrTimeoutDueToLeaderFail, true, true, ""},
-		{"no leader, wrapped", fmt.Errorf("watch: %w", rpctypes.ErrNoLeader), true, true, ""},
-		{"timed out", rpctypes.ErrTimeout, true, false, ""},
-		{"unavailable", status.Error(codes.Unavailable, "connection refused"), true, false, ""},
-		{"compacted", rpctypes.ErrCompacted, false, false, metrics.RelistCompacted},
-		{"future revision", rpctypes.ErrFutureRev, false, false, metrics.RelistError},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := classifyEtcd(tc.err)
-			if got.transient != tc.transient || got.leaderless != tc.leaderless || got.relist != tc.relist {
-				t.Fatalf("classifyEtcd(%v) = transient %v, leaderless %v, relist %q; want %v, %v, %q",
-					tc.err, got.transient, got.leaderless, got.relist, tc.transient, tc.leaderless, tc.relist)
 			}
 		})
 	}

@@ -30,22 +30,6 @@
 // member that loses the leader ends the watch instead of silently serving a
 // stale stream.
 //
-// # Reading etcd directly
-//
-// With Config.Etcd the reflector lists and watches with an etcd client of
-// its own, and decodes values as the etcd3 store does (the transformer,
-// then the codec; EtcdKey is the store's key layout). What that buys: an
-// etcd watch response always holds whole revisions (etcd's watch API
-// guarantees that a revision's events are never split across responses),
-// so each revision goes to the sink the moment it arrives, whole, with no
-// progress round trip and no RevisionPending. The price is a second
-// connection to etcd per cache, and the list cost estimate's object sizes
-// (SizeBasedListCostEstimate), which the etcd3 store keeps from its own
-// lists and watches, now kept here (StoredSizes). The store's event,
-// bookmark and request metrics are still counted. Progress requests use
-// the same client, metadata and require-leader flag as the watch, so they
-// reach its stream.
-//
 // # Own writes
 //
 // The etcd3 store writes one key per etcd transaction (Create,
@@ -65,22 +49,20 @@
 // # Guarantees
 //
 //   - Whole transactions: etcd gives every key of one transaction the same
-//     revision (a lease expiring, a delete by prefix). With Config.Etcd
-//     each watch response holds whole revisions, and each revision goes to
-//     the sink in one Apply on arrival. The etcd3 store hands events over
-//     one by one, so through it the reflector holds the events of a
+//     revision (a lease expiring, a delete by prefix). The etcd3 store
+//     hands events over one by one, so the reflector holds the events of a
 //     revision and hands them over in one Apply once a later event, a
-//     progress notification at or beyond it, or the cache's own write of it
-//     (Own writes) proves the revision complete; while it waits it calls Config.RevisionPending, so that a progress
-//     request is sent at once. A watch that ends inside a revision drops
-//     the part it holds; the next watch, from the sink's revision, delivers
-//     the revision again.
+//     progress notification at or beyond it, or the cache's own write of
+//     it (Own writes) proves the revision complete; while it waits it
+//     calls Config.RevisionPending, so that a progress request is sent at
+//     once. A watch that ends inside a revision drops the part it holds;
+//     the next watch, from the sink's revision, delivers the revision
+//     again.
 //   - Untrusted progress (Config.UntrustedProgress, an etcd the version
-//     guard rejected): bookmarks are ignored. Through the store, events go
-//     over one at a time, as upstream's cacher applies them, and a watch
-//     that ends inside a revision resumes from the revision before it and
-//     skips the keys it applied already; with Config.Etcd revisions still
-//     go over whole.
+//     guard rejected): bookmarks are ignored, and events go over one at a
+//     time, as upstream's cacher applies them; a watch that ends inside a
+//     revision resumes from the revision before it and skips the keys it
+//     applied already.
 //   - Never back in time: a relist whose revision is below what the cache
 //     already holds is discarded and retried; events and progress
 //     notifications at or below what the reflector received itself (the

@@ -1,7 +1,6 @@
 package reflector
 
-// The list: the whole resource at one revision, through the etcd3 store
-// or (listEtcd, etcd.go) etcd itself.
+// The list: the whole resource at one revision, through the etcd3 store.
 
 import (
 	"context"
@@ -21,17 +20,7 @@ func (r *Reflector) list(ctx context.Context, reason string) error {
 	case <-r.relist:
 	default:
 	}
-	var (
-		objs  []runtime.Object
-		rv    uint64
-		sizes map[string]int64
-		err   error
-	)
-	if r.cfg.Etcd != nil {
-		objs, rv, sizes, err = r.listEtcd(ctx)
-	} else {
-		objs, rv, err = r.listStore(ctx)
-	}
+	objs, rv, err := r.listStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -40,9 +29,6 @@ func (r *Reflector) list(ctx context.Context, reason string) error {
 	}
 	if err := r.cfg.Sink.Replace(objs, rv, reason); err != nil {
 		return err
-	}
-	if r.cfg.Etcd != nil {
-		r.sizes.reset(sizes)
 	}
 	r.untrusted.rv, r.untrusted.keys = 0, nil
 	r.received = rv

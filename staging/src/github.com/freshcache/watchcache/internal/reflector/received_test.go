@@ -24,15 +24,15 @@ func (s *recordingSink) advance(rv uint64) {
 // events contradict the sink's revision: it must relist, with its own
 // reason, and end up holding both pods, not skip them as applied.
 func TestEventBehindAWrongAdvance(t *testing.T) {
-	forEachSource(t, func(ctx context.Context, t *testing.T, f followed) {
-		_, rv := f.etcdState(ctx, t)
-		f.sink.advance(rv + 2)
-		f.create(ctx, t, "behind-1")
-		f.create(ctx, t, "behind-2")
-		f.converge(ctx, t)
-		f.checkMonotonic(t)
-		if _, _, reasons, _ := f.counts(); !slices.Contains(reasons, metrics.RelistMovedPastEvent) {
-			t.Fatalf("relist reasons %v, want %q", reasons, metrics.RelistMovedPastEvent)
-		}
-	})
+	ctx := context.Background()
+	e, _ := following(ctx, t)
+	_, rv := e.etcdState(ctx, t)
+	e.sink.advance(rv + 2)
+	e.create(ctx, t, "behind-1")
+	e.create(ctx, t, "behind-2")
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	if _, _, reasons, _ := e.counts(); !slices.Contains(reasons, metrics.RelistMovedPastEvent) {
+		t.Fatalf("relist reasons %v, want %q", reasons, metrics.RelistMovedPastEvent)
+	}
 }

@@ -112,11 +112,6 @@ type Config struct {
 	LeaderBackoff *LeaderBackoff
 	// Metrics counts re-watches after transient errors. Nil: discarded.
 	Metrics metrics.Recorder
-	// Etcd, when set, is the reflector's own etcd client, with which it
-	// lists, watches and asks for progress instead of through Storage
-	// (package documentation, "Reading etcd directly"). RevisionPending is
-	// then never called: every revision arrives whole.
-	Etcd *Etcd
 }
 
 // Reflector is the list+watch loop. See the package documentation.
@@ -139,8 +134,6 @@ type Reflector struct {
 	// it (see watch): one started at it failed before it delivered
 	// anything new. Only the Run goroutine uses it.
 	lateAt uint64
-	// sizes: with Etcd, the stored size of every key's value.
-	sizes storedSizes
 	// own holds the revisions of the cache's own writes (WriteEnded).
 	own ownWrites
 	// received is the revision up to which the reflector has seen every
@@ -219,9 +212,6 @@ func (r *Reflector) WithMetadata(ctx context.Context) context.Context {
 // RequestProgress asks etcd for a progress notification on the cache's
 // watch stream.
 func (r *Reflector) RequestProgress(ctx context.Context) error {
-	if r.cfg.Etcd != nil {
-		return r.cfg.Etcd.Watcher.RequestProgress(r.etcdContext(ctx))
-	}
 	return r.cfg.Storage.RequestWatchProgress(r.WithMetadata(ctx))
 }
 
@@ -358,9 +348,6 @@ func (r *Reflector) progress() bool {
 // watch follows etcd from the sink's revision until the watch ends, an
 // error needs handling or ctx is done.
 func (r *Reflector) watch(ctx context.Context) watchEnd {
-	if r.cfg.Etcd != nil {
-		return r.watchEtcd(ctx)
-	}
 	if r.cfg.UntrustedProgress {
 		return r.watchUntrusted(ctx)
 	}

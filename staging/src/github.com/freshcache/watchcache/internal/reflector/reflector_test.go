@@ -46,12 +46,10 @@ type recordingSink struct {
 	batches []int
 	unready int
 	changed chan struct{}
-	// full is every object the sink holds, by name.
-	full map[string]runtime.Object
 }
 
 func newSink() *recordingSink {
-	return &recordingSink{objs: map[string]string{}, full: map[string]runtime.Object{}, changed: make(chan struct{}, 1)}
+	return &recordingSink{objs: map[string]string{}, changed: make(chan struct{}, 1)}
 }
 
 func (s *recordingSink) moved(rv uint64) {
@@ -67,11 +65,9 @@ func (s *recordingSink) Replace(objs []runtime.Object, rv uint64, reason string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objs = map[string]string{}
-	s.full = map[string]runtime.Object{}
 	for _, o := range objs {
 		m, _ := meta.Accessor(o)
 		s.objs[m.GetName()] = m.GetResourceVersion()
-		s.full[m.GetName()] = o
 	}
 	s.replaces++
 	s.reasons = append(s.reasons, reason)
@@ -86,10 +82,8 @@ func (s *recordingSink) Apply(rv uint64, evs []reflector.Event) error {
 		m, _ := meta.Accessor(e.Object)
 		if e.Type == watch.Deleted {
 			delete(s.objs, m.GetName())
-			delete(s.full, m.GetName())
 		} else {
 			s.objs[m.GetName()] = m.GetResourceVersion()
-			s.full[m.GetName()] = e.Object
 		}
 	}
 	s.batches = append(s.batches, len(evs))
@@ -287,7 +281,6 @@ type env struct {
 	client  *clientv3.Client
 	control *controlledStorage
 	sink    *recordingSink
-	tr      value.Transformer
 }
 
 func start(t *testing.T) *env {
@@ -295,8 +288,7 @@ func start(t *testing.T) *env {
 	return startWith(t, identity.NewEncryptCheckTransformer())
 }
 
-// startWith is start with tr as the store's (and, direct, the
-// reflector's) value transformer.
+// startWith is start with tr as the store's value transformer.
 func startWith(t *testing.T, tr value.Transformer) *env {
 	t.Helper()
 	server, _ := etcd3testing.NewUnsecuredEtcd3TestClientServer(t)
@@ -316,14 +308,13 @@ func startWith(t *testing.T, tr value.Transformer) *env {
 		client:  server.V3Client.Client,
 		control: &controlledStorage{Interface: st, watches: make(chan *endableWatch, 16)},
 		sink:    newSink(),
-		tr:      tr,
 	}
 }
 
 func (e *env) run(t *testing.T) { e.runWith(t, reflector.Config{}) }
 
 // runWith starts a reflector over e with cfg's UntrustedProgress,
-// TransientRetry, Etcd and RevisionPending. Without a RevisionPending of
+// TransientRetry and RevisionPending. Without a RevisionPending of
 // the test's, a pending revision is answered with a progress request, as
 // the cache's driver does.
 func (e *env) runWith(t *testing.T, cfg reflector.Config) *reflector.Reflector {
@@ -485,97 +476,58 @@ func following(ctx context.Context, t *testing.T) (*env, *endableWatch) {
 	return e, first
 }
 
-// followed is a reflector following etcd, with the controls of its watch
-// that do not depend on where its events come from.
-type followed struct {
-	*env
-	endWatch  func()
-	holdNext  func() chan struct{}
-	nextWatch func(t *testing.T)
-}
-
-// downWhile ends the reflector's watch and holds the next one back while
-// writes run, as a watch stream that broke and came back after them.
-func (f followed) downWhile(writes func()) {
-	release := f.holdNext()
-	f.endWatch()
+// downWhile ends the reflector's watch w and holds the next one back
+// while writes run, as a watch stream that broke and came back after them.
+func (e *env) downWhile(w *endableWatch, writes func()) {
+	release := e.control.holdNextWatch()
+	w.Stop()
 	writes()
 	close(release)
-}
-
-// watchSources are the two places a reflector's events come from: the
-// etcd3 store's watch (controlledStorage) and etcd's own (Config.Etcd,
-// controlledWatcher). The tests that only end, hold or resume the watch
-// run over both; each starts on five pods, converged.
-var watchSources = []struct {
-	name   string
-	follow func(ctx context.Context, t *testing.T) followed
-}{
-	{"through the store", func(ctx context.Context, t *testing.T) followed {
-		e, first := following(ctx, t)
-		return followed{env: e, endWatch: first.Stop, holdNext: e.control.holdNextWatch, nextWatch: func(t *testing.T) { nextWatch(t, e) }}
-	}},
-	{"direct", func(ctx context.Context, t *testing.T) followed {
-		d, _, first := followingDirect(ctx, t)
-		return followed{env: d.env, endWatch: first.stop, holdNext: d.watcher.holdNextWatch, nextWatch: func(t *testing.T) { d.nextWatch(t) }}
-	}},
-}
-
-// forEachSource runs test as a subtest on each of watchSources, following
-// etcd from the start.
-func forEachSource(t *testing.T, test func(ctx context.Context, t *testing.T, f followed)) {
-	for _, src := range watchSources {
-		t.Run(src.name, func(t *testing.T) {
-			ctx := context.Background()
-			test(ctx, t, src.follow(ctx, t))
-		})
-	}
 }
 
 // TestResumeAfterWatchEnds: a watch that ends without an error is resumed
 // from the sink's revision, without a relist, and nothing written
 // meanwhile (a transaction included) is lost.
 func TestResumeAfterWatchEnds(t *testing.T) {
-	forEachSource(t, func(ctx context.Context, t *testing.T, f followed) {
-		f.downWhile(func() {
-			f.create(ctx, t, "while-down")
-			f.delete(ctx, t, "pod-0")
-			f.putTxn(ctx, t, "x", "y")
-		})
-		f.nextWatch(t)
-		f.converge(ctx, t)
-		f.checkMonotonic(t)
-		if replaces, _, _, _ := f.counts(); replaces != 1 {
-			t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", replaces)
-		}
+	ctx := context.Background()
+	e, first := following(ctx, t)
+	e.downWhile(first, func() {
+		e.create(ctx, t, "while-down")
+		e.delete(ctx, t, "pod-0")
+		e.putTxn(ctx, t, "x", "y")
 	})
+	nextWatch(t, e)
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	if replaces, _, _, _ := e.counts(); replaces != 1 {
+		t.Fatalf("%d lists, want 1: a clean watch end must resume, not relist", replaces)
+	}
 }
 
 // TestRelistAfterCompaction: the watch breaks, etcd compacts past the
-// sink's revision before the watch resumes, so resuming fails (410 through
-// the store, a compacted cancel direct) and the reflector must relist,
-// marked compacted, converge on etcd's state, never go back, and keep
-// following etcd after it.
+// sink's revision before the watch resumes, so resuming fails with 410
+// and the reflector must relist, marked compacted, converge on etcd's
+// state, never go back, and keep following etcd after it.
 func TestRelistAfterCompaction(t *testing.T) {
-	forEachSource(t, func(ctx context.Context, t *testing.T, f followed) {
-		f.downWhile(func() {
-			f.create(ctx, t, "while-down")
-			f.delete(ctx, t, "pod-1")
-			f.delete(ctx, t, "pod-2")
-			_, rv := f.etcdState(ctx, t)
-			if _, err := f.client.Compact(ctx, int64(rv)); err != nil {
-				t.Fatal(err)
-			}
-		})
-		f.converge(ctx, t)
-		f.checkMonotonic(t)
-		replaces, unready, reasons, _ := f.counts()
-		if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
-			t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
+	ctx := context.Background()
+	e, first := following(ctx, t)
+	e.downWhile(first, func() {
+		e.create(ctx, t, "while-down")
+		e.delete(ctx, t, "pod-1")
+		e.delete(ctx, t, "pod-2")
+		_, rv := e.etcdState(ctx, t)
+		if _, err := e.client.Compact(ctx, int64(rv)); err != nil {
+			t.Fatal(err)
 		}
-		f.create(ctx, t, "after-relist")
-		f.converge(ctx, t)
 	})
+	e.converge(ctx, t)
+	e.checkMonotonic(t)
+	replaces, unready, reasons, _ := e.counts()
+	if replaces < 2 || unready < 1 || reasons[1] != metrics.RelistCompacted {
+		t.Fatalf("%d lists, %d unready, reasons %v; want a relist marked compacted", replaces, unready, reasons)
+	}
+	e.create(ctx, t, "after-relist")
+	e.converge(ctx, t)
 }
 
 // checkNoRelist fails t unless the reflector listed only once and was

@@ -87,8 +87,8 @@ func runOwnWrites(t *testing.T, seed uint64, breakLedger func(*oracle.Ledger)) *
 		ConsistentReadTimeout: opTimeout, ZeroReadStaleness: zeroStaleness,
 	})
 	advances := &advanceCounter{}
-	pods := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o), cachetest.WithRecorder(advances), cachetest.ThroughStore)
-	leases := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"), cachetest.ThroughStore)
+	pods := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o), cachetest.WithRecorder(advances))
+	leases := cachetest.StartOn(t, kc, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
 	foreign := cachetest.NewStoreOn(t, cl.KubeClient(t, 1))
 
 	rec := &recorder{}

@@ -3,7 +3,6 @@ package cachetest
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -104,20 +103,7 @@ type Setup struct {
 	// Wrap, if set, wraps the storage the cache is given (the Gate over
 	// the etcd3 store), e.g. to count or alter what the cache sees.
 	Wrap func(storage.Interface) storage.Interface
-	// Direct gives the cache Config.Etcd (DirectEtcdWatch): it lists and
-	// watches with the test's etcd client itself, past the Gate and Wrap.
-	// FRESHCACHE_TEST_DIRECT_ETCD=true makes it the default, to run a
-	// package's tests that way.
-	Direct bool
 }
-
-// Direct makes the cache read etcd itself (Setup.Direct). The Gate and a
-// storage wrapper then see no list or watch of the cache.
-func Direct(s *Setup) { s.Direct = true }
-
-// ThroughStore makes the cache list and watch through the Gate and the
-// etcd3 store, whatever FRESHCACHE_TEST_DIRECT_ETCD says.
-func ThroughStore(s *Setup) { s.Direct = false }
 
 // WithStorageWrapper puts wrap(storage) between the Gate and the cache.
 func WithStorageWrapper(wrap func(storage.Interface) storage.Interface) Option {
@@ -224,7 +210,6 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 		Codec:         ProtoCodec,
 		Transformer:   identity.NewEncryptCheckTransformer(),
 		GroupResource: schema.GroupResource{Resource: "pods"},
-		Direct:        os.Getenv("FRESHCACHE_TEST_DIRECT_ETCD") == "true",
 	}
 	s.KeyFunc = func(obj runtime.Object) (string, error) { return storage.NamespaceKeyFunc(s.Prefix, obj) }
 	for _, o := range opts {
@@ -258,10 +243,6 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 	if s.Wrap != nil {
 		under = s.Wrap(gate)
 	}
-	var direct *watchcache.EtcdSource
-	if s.Direct {
-		direct = &watchcache.EtcdSource{Client: client.Client, StoragePrefix: etcd3testing.PathPrefix(), Codec: s.Codec, Transformer: s.Transformer}
-	}
 	cfg := watchcache.Config{
 		Storage:                 under,
 		Versioner:               versioner,
@@ -276,7 +257,6 @@ func StartOn(t testing.TB, client *kubernetes.Client, opts ...Option) *Env {
 		Oracle:                  s.Source,
 		ConsistentReadsDisabled: s.Disabled,
 		StoragePrefix:           etcd3testing.PathPrefix(),
-		Etcd:                    direct,
 	}
 	if s.Oracle != nil {
 		cfg.UseOracle(s.Oracle)
