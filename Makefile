@@ -658,7 +658,7 @@ build-kind-bins: ### Static binaries for the offline kind images (~38 min cold, 
 
 # Every kind image, offline: Debian bookworm (mmdebstrap), the node image,
 # the images kubeadm starts, busybox (hack/kind-images.sh).
-kind-images: build-kind-bins ## Every kind image, built here with no registry (~45 min cold, ~1 min warm)
+kind-images: build-kind-bins ## Every kind image, built here with no registry (~35 min cold, ~1 min warm)
 	hack/kind-images.sh
 
 # kind-down also removes kind's Docker network "kind" when no container is
@@ -678,7 +678,7 @@ kind-down: ## Delete make kind-up's cluster and its empty Docker network (~3-7 s
 .PHONY: demo-59848-kind
 DEMO_KIND_TRIALS ?= 3
 DEMO_KIND_REPORT ?= $(if $(DEMO_KIND_RUN)$(DEMO_KIND_WATCHLIST),$(abspath $(OUT))/demo-59848-kind/report.md,$(abspath docs/results/demo-59848-kind.md))
-demo-59848-kind: ### kubernetes#59848 on kind --ha, after kind-images; docs/results (~40 min)
+demo-59848-kind: ### kubernetes#59848 on kind --ha, after kind-images (~25 min)
 	DEMO_KIND_TRIALS=$(DEMO_KIND_TRIALS) DEMO_KIND_REPORT=$(DEMO_KIND_REPORT) hack/demo-59848-kind.sh
 
 # The build steps' old names, so that scripts and habits that use them keep

@@ -11,9 +11,13 @@
 #      balancer), with WatchListClient on or off;
 #   2. a StatefulSet's web-0 (pause, no token volume, as make demo-59848's)
 #      runs on the worker;
-#   3. etcd member 3 is cut from its peers (iptables on port 2380 inside
-#      node 3's container; DEMO_KIND_CUT=freeze sends it SIGSTOP instead):
-#      members 1 and 2 keep quorum, apiserver 3's cache stays where it was;
+#   3. etcd member 3 is frozen (SIGSTOP): members 1 and 2 keep quorum,
+#      apiserver 3's cache stays where it was and nothing tells it so.
+#      DEMO_KIND_CUT=partition cuts it from its peers instead (iptables on
+#      port 2380 inside node 3's container); the member then loses its
+#      leader within seconds and upstream's cacher reinitializes, so
+#      whether upstream serves the deleted pod depends on the race between
+#      that and the kubelet's first LIST (docs/kind.md);
 #   4. the worker is cordoned and web-0 deleted through apiserver 1; the
 #      worker's kubelet kills it, the StatefulSet controller re-creates
 #      web-0 on control plane 2;
@@ -38,7 +42,7 @@
 # Environment: KIND_NAME (freshcache), DEMO_KIND_RUN (implementations,
 # comma-separated; default all three), DEMO_KIND_WATCHLIST (off,on),
 # DEMO_KIND_TRIALS (1), DEMO_KIND_OBSERVE (seconds, 60), DEMO_KIND_CUT
-# (partition|freeze), DEMO_KIND_REPORT (markdown report; default
+# (freeze|partition), DEMO_KIND_REPORT (markdown report; default
 # _output/demo-59848-kind/report.md), DOCKER, KIND.
 set -euo pipefail
 
@@ -52,8 +56,8 @@ NAME=${KIND_NAME:-freshcache}
 IMPLS=${DEMO_KIND_RUN:-upstream,freshcache,freshcache-rv0-off}
 MODES=${DEMO_KIND_WATCHLIST:-off,on}
 TRIALS=${DEMO_KIND_TRIALS:-1}
-OBSERVE=${DEMO_KIND_OBSERVE:-60}
-CUT=${DEMO_KIND_CUT:-partition}
+OBSERVE=${DEMO_KIND_OBSERVE:-45}
+CUT=${DEMO_KIND_CUT:-freeze}
 OUTDIR=$ROOT/_output/demo-59848-kind
 REPORT=${DEMO_KIND_REPORT:-$OUTDIR/report.md}
 
@@ -67,7 +71,11 @@ STS=web
 log() { printf '%s demo-59848-kind: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { log "FAIL: $*"; exit 2; }
 
-case $CUT in partition | freeze) ;; *) die "DEMO_KIND_CUT=$CUT: want partition or freeze" ;; esac
+case $CUT in
+  freeze) CUT_SAYS="etcd member 3 frozen (SIGSTOP)" ;;
+  partition) CUT_SAYS="etcd member 3 cut off from its peers (iptables)" ;;
+  *) die "DEMO_KIND_CUT=$CUT: want freeze or partition" ;;
+esac
 for impl in ${IMPLS//,/ }; do
   case $impl in upstream | freshcache | freshcache-rv0-off) ;; *) die "DEMO_KIND_RUN: unknown implementation $impl" ;; esac
 done
@@ -100,7 +108,7 @@ wait_for() {
 
 CREATED=0
 cleanup_cluster() {
-  heal || true
+  heal_member || true
   if [[ $CREATED == 1 ]]; then
     log "deleting the cluster this run brought up"
     make -C "$ROOT" --no-print-directory kind-down KIND_NAME="$NAME" >&2 || true
@@ -177,7 +185,7 @@ cordon() { k "$CP1" patch node "$1" --type=merge -p "{\"spec\":{\"unschedulable\
 
 CUT_ON=0
 ETCD3=
-cut() {
+cut_member() {
   case $CUT in
     partition)
       "$DOCKER" exec "$CP3" iptables -I INPUT -p tcp --dport 2380 -j DROP
@@ -190,7 +198,7 @@ cut() {
   esac
   CUT_ON=1
 }
-heal() {
+heal_member() {
   [[ $CUT_ON == 1 ]] || return 0
   case $CUT in
     partition)
@@ -205,9 +213,10 @@ heal() {
 # --- what the runtime says -------------------------------------------------
 
 # old_containers UID: "<created ns> <state>" per container of the pod.
+# crictl ps prints JSON one field a line, state before createdAt.
 old_containers() {
-  "$DOCKER" exec "$WORKER" crictl ps -a --label "io.kubernetes.pod.uid=$1" -o go-template \
-    --template '{{range .containers}}{{.createdAt}} {{.state}}{{"\n"}}{{end}}'
+  "$DOCKER" exec "$WORKER" crictl ps -a --label "io.kubernetes.pod.uid=$1" -o json |
+    awk -F'"' '$2 == "state" {s = $4} $2 == "createdAt" {print $4, s}'
 }
 
 old_running() { old_containers "$1" | grep -q RUNNING; }
@@ -256,6 +265,8 @@ trial() {
   set_impl "$impl"
   kubelet_on "$IP1" "$mode"
   wait_for 120 "the worker Ready through apiserver 1" node_ready
+  k "$CP1" delete statefulset -n "$NS" "$STS" --ignore-not-found --cascade=foreground --timeout=120s >/dev/null
+  wait_for 120 "no pod of the StatefulSet left" no_sts
   cordon "$CP2" true
   cordon "$WORKER" false
   sts_manifest | k "$CP1" apply -f - >/dev/null
@@ -266,25 +277,27 @@ trial() {
   k "$CP3" get pod -n "$NS" web-0 -o name --request-timeout=5s >/dev/null ||
     die "apiserver 3 does not show web-0 before the cut"
 
-  log "cut etcd member 3 ($CUT); delete web-0 (uid $old) through apiserver 1"
+  log "$CUT_SAYS; delete web-0 (uid $old) through apiserver 1"
   cordon "$WORKER" true
   cordon "$CP2" false
-  cut
+  cut_member
   sleep 2
   k "$CP1" delete pod -n "$NS" web-0 --timeout=60s >/dev/null
   wait_for 120 "web-0 re-created and Running on $CP2" web0_replaced "$old"
   wait_for 60 "the old web-0's container stopped on the worker" old_stopped "$old"
 
-  # 5. What a restarting kubelet lists first with its watch-list off.
-  local rv0 t0
-  t0=$(date +%s%3N)
-  if rv0=$(k "$CP3" get --raw "/api/v1/pods?fieldSelector=spec.nodeName%3D$WORKER&resourceVersion=0" --request-timeout=10s 2>&1); then
-    if grep -q "\"uid\":\"$old\"" <<<"$rv0"; then rv0="the deleted web-0 (stale)"; else rv0="without the deleted web-0"; fi
-  else
-    rv0="error: $(tail -1 <<<"$rv0" | cut -c1-120)"
-  fi
-  local ms=$(($(date +%s%3N) - t0))
-  rv0="$rv0, in $((ms / 1000)).$((ms % 1000 / 100))s"
+  # 5. What a restarting kubelet with its watch-list off lists first,
+  # asked by an admin of apiserver 3 as the kubelet restarts, in the
+  # background: kubectl retries a 429 ten times, and kubelet 3 restarts a
+  # frozen etcd after about 80 s.
+  (
+    t0=$(date +%s%3N)
+    rc=0
+    k "$CP3" get --raw "/api/v1/pods?fieldSelector=spec.nodeName%3D$WORKER&resourceVersion=0" --request-timeout=10s </dev/null >"$dir/rv0-list.out" 2>&1 || rc=$?
+    echo "$rc" >"$dir/rv0-list.rc"
+    echo $(($(date +%s%3N) - t0)) >"$dir/rv0-list.ms"
+  ) &
+  local lister=$!
 
   # 6. The kubelet restarts against apiserver 3.
   local restarted
@@ -294,7 +307,7 @@ trial() {
   local verdict=no first="" i line created state
   for ((i = 0; i < OBSERVE; i += 2)); do
     while read -r created state; do
-      [[ -n $created ]] || continue
+      [[ $created =~ ^[0-9]+$ ]] || continue
       if ((created > restarted)); then
         verdict=yes
         [[ -n $first ]] || first="$(((created - restarted) / 1000000)) ms after the restart, $state"
@@ -312,9 +325,21 @@ trial() {
     evidence="crictl on the worker: no container of the old web-0 (uid $old) created in the ${OBSERVE}s after the restart"
   fi
 
+  # 5's answer.
+  wait "$lister" || true
+  local rv0 ms
+  rv0=$(cat "$dir/rv0-list.out")
+  ms=$(cat "$dir/rv0-list.ms")
+  if [[ $(cat "$dir/rv0-list.rc") == 0 ]]; then
+    if grep -q "\"uid\":\"$old\"" <<<"$rv0"; then rv0="the deleted web-0 (stale)"; else rv0="without the deleted web-0"; fi
+  else
+    rv0="error: $(grep -v '^[[:space:]]*$' <<<"$rv0" | tail -1 | cut -c1-160)"
+  fi
+  rv0="$rv0, in $((ms / 1000)).$((ms % 1000 / 100))s"
+
   # 7. Heal and clean up.
   log "heal; clean up"
-  heal
+  heal_member
   wait_for 120 "apiserver 3 ready after the heal" apiserver3_ready
   kubelet_on "$IP1" "$mode"
   k "$CP1" delete statefulset -n "$NS" "$STS" --cascade=foreground --timeout=120s >/dev/null
@@ -351,7 +376,7 @@ for impl in ${IMPLS//,/ }; do
     y=${YES[$impl/$mode]}
     v=no
     ((y == 0)) || v=yes
-    LINES+=("demo-59848 $impl watchlist=$mode: deleted pod started again: $v ($y of $TRIALS trials) — kind --ha, etcd member 3 cut ($CUT)")
+    LINES+=("demo-59848 $impl watchlist=$mode: deleted pod started again: $v ($y of $TRIALS trials) — kind --ha, $CUT_SAYS")
     case $impl/$mode/$v in
       freshcache/*/yes) log "FAIL: freshcache with its default gates started the deleted pod (watchlist=$mode)"; status=1 ;;
       freshcache-rv0-off/on/yes) log "FAIL: freshcache-rv0-off started the deleted pod with a watch-list kubelet"; status=1 ;;
@@ -368,7 +393,7 @@ done
   echo "- Ran: $started_at to $(date -u '+%H:%M') UTC, on commit \`$(git -C "$ROOT" rev-parse HEAD)\`$(git -C "$ROOT" diff --quiet HEAD -- . 2>/dev/null || echo ' (with uncommitted changes)')."
   echo "- Machine: $(nproc) cores; Docker $("$DOCKER" version -f '{{.Server.Version}}' 2>/dev/null)."
   echo "- Cluster: kind \`--ha\` ($CP1, $CP2, $CP3 with stacked etcd; $WORKER), the node image built here (docs/kind.md); apiserver i talks to etcd member i only."
-  echo "- Trial: web-0 of a StatefulSet (pause, no token volume) on the worker, whose kubelet talks to apiserver 1; etcd member 3 cut ($CUT); the worker cordoned and web-0 deleted through apiserver 1, re-created on $CP2; the worker's kubelet then restarted against apiserver 3 and watched for ${OBSERVE}s. \"Started again\" is containerd's record on the worker: a container of the old web-0 (its UID) created after the restart."
+  echo "- Trial: web-0 of a StatefulSet (pause, no token volume) on the worker, whose kubelet talks to apiserver 1; $CUT_SAYS; the worker cordoned and web-0 deleted through apiserver 1, re-created on $CP2; the worker's kubelet then restarted against apiserver 3 and watched for ${OBSERVE}s. \"Started again\" is containerd's record on the worker: a container of the old web-0 (its UID) created after the restart."
   echo "- Apiserver 3: upstream = \`--watch-cache-implementation=upstream\`; freshcache = default gates; freshcache-rv0-off = \`--feature-gates=FreshResourceVersionZero=false\`. watchlist=off: the worker's kubelet with WatchListClient=false (kubelets of 1.34 and older list at rv=0 first)."
   echo "- Trials per configuration: $TRIALS. The kubelet's log and the runtime's record of each trial: _output/demo-59848-kind/<configuration>/<trial>."
   echo

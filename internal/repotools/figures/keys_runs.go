@@ -13,7 +13,7 @@ import (
 // stall and watch-list benchmarks.
 
 func runFigures() []Figure {
-	return slices.Concat(robustnessFigures(), demoFigures(), e2eFigures(), otherRunFigures())
+	return slices.Concat(robustnessFigures(), demoFigures(), kindDemoFigures(), e2eFigures(), otherRunFigures())
 }
 
 func mdCommitFigure(name string) Figure {
@@ -136,7 +136,7 @@ func demoFigures() []Figure {
 		return Figure{Key: fmt.Sprintf("demo-59848.%s.watchlist-%s", impl, watchlist), From: []string{file},
 			What: fmt.Sprintf(`"N of M": trials of %s with the kubelet's watch-list %s that started the deleted pod again`, impl, watchlist),
 			Get: func(s *Source) (Value, error) {
-				n, m, err := s.demoVerdict(impl, watchlist)
+				n, m, err := s.demoVerdict(file, impl, watchlist)
 				return Join(Count(n), " of ", Count(m)), err
 			}}
 	}
@@ -171,7 +171,7 @@ func demoFigures() []Figure {
 		Figure{Key: "demo-59848.watchlist-on.started", From: []string{file}, What: `trials with a watch-list kubelet that started the deleted pod, every implementation ("none")`, Get: func(s *Source) (Value, error) {
 			total := 0
 			for _, impl := range []string{"upstream", "freshcache", "freshcache-rv0-off"} {
-				n, _, err := s.demoVerdict(impl, "on")
+				n, _, err := s.demoVerdict(file, impl, "on")
 				if err != nil {
 					return Value{}, err
 				}
@@ -211,7 +211,47 @@ func demoFigures() []Figure {
 			return Range(secs, 0), nil
 		}},
 		Figure{Key: "demo-59848.closing-lines", From: []string{file}, What: "the closing lines, each cut before its evidence, as a code block", Get: func(s *Source) (Value, error) {
-			lines, err := s.demoClosingLines()
+			lines, err := s.demoClosingLines(file)
+			return Text("```\n" + strings.Join(lines, "\n") + "\n```"), err
+		}},
+	)
+}
+
+// kindDemoFigures quote make demo-59848-kind's report: its closing lines
+// have make demo-59848's form.
+func kindDemoFigures() []Figure {
+	const file = "demo-59848-kind.md"
+	// The discriminating pair, with a listing kubelet; the closing lines
+	// quote the rest.
+	var figs []Figure
+	for _, impl := range []string{"upstream", "freshcache"} {
+		figs = append(figs, Figure{Key: fmt.Sprintf("demo-59848-kind.%s.watchlist-off", impl), From: []string{file},
+			What: fmt.Sprintf(`"N of M": kind trials of %s with a listing kubelet that started the deleted pod again`, impl),
+			Get: func(s *Source) (Value, error) {
+				n, m, err := s.demoVerdict(file, impl, "off")
+				return Join(Count(n), " of ", Count(m)), err
+			}})
+	}
+	ranRE := regexp.MustCompile(`Ran: (\d{4}-\d\d-\d\d) (\d\d:\d\d) to (\d\d:\d\d) UTC`)
+	return append(figs,
+		mdCommitFigure("demo-59848-kind"),
+		Figure{Key: "demo-59848-kind.date", From: []string{file}, What: "the day the kind replay ran", Get: func(s *Source) (Value, error) {
+			m, err := s.submatch(file, ranRE)
+			if err != nil {
+				return Value{}, err
+			}
+			return Text(m[1]), nil
+		}},
+		Figure{Key: "demo-59848-kind.run-minutes", From: []string{file}, What: "how long the whole kind replay ran, minutes", Get: func(s *Source) (Value, error) {
+			m, err := s.submatch(file, ranRE)
+			if err != nil {
+				return Value{}, err
+			}
+			n, err := minutesBetween(m[2], m[3])
+			return Count(n), err
+		}},
+		Figure{Key: "demo-59848-kind.closing-lines", From: []string{file}, What: "the kind replay's closing lines, each cut before its evidence, as a code block", Get: func(s *Source) (Value, error) {
+			lines, err := s.demoClosingLines(file)
 			return Text("```\n" + strings.Join(lines, "\n") + "\n```"), err
 		}},
 	)

@@ -69,9 +69,10 @@ func (t mdTable) cellNumber(row []string, col string) (float64, error) {
 var demoVerdictRE = regexp.MustCompile(`(?m)^demo-59848 (\S+) watchlist=(on|off): deleted pod started again: (yes|no) \((\d+) of (\d+) trials\)`)
 
 // demoVerdict is "N of M": in how many trials of impl with the kubelet's
-// watch-list on or off the deleted pod was started again.
-func (s *Source) demoVerdict(impl, watchlist string) (started, trials int, err error) {
-	t, err := s.text("demo-59848.md")
+// watch-list on or off the deleted pod was started again, by the closing
+// lines of file (demo-59848.md, or demo-59848-kind.md: the same form).
+func (s *Source) demoVerdict(file, impl, watchlist string) (started, trials int, err error) {
+	t, err := s.text(file)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -82,13 +83,13 @@ func (s *Source) demoVerdict(impl, watchlist string) (started, trials int, err e
 			return started, trials, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("%w: demo-59848.md has no closing line for %s watchlist=%s", ErrNotInResults, impl, watchlist)
+	return 0, 0, fmt.Errorf("%w: %s has no closing line for %s watchlist=%s", ErrNotInResults, file, impl, watchlist)
 }
 
 // demoClosingLines are the closing lines, each cut before its evidence
 // (" — "), as docs quote them.
-func (s *Source) demoClosingLines() ([]string, error) {
-	t, err := s.text("demo-59848.md")
+func (s *Source) demoClosingLines(file string) ([]string, error) {
+	t, err := s.text(file)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func (s *Source) demoClosingLines() ([]string, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: demo-59848.md has no closing lines", ErrNotInResults)
+		return nil, fmt.Errorf("%w: %s has no closing lines", ErrNotInResults, file)
 	}
 	return out, nil
 }
