@@ -153,21 +153,8 @@ func demoFigures() []Figure {
 			}
 			return Text("`" + m[4][:7] + "`"), nil
 		}},
-		Figure{Key: "demo-59848.date", From: []string{file}, What: "the day the replay ran", Get: func(s *Source) (Value, error) {
-			m, err := s.submatch(file, ranRE)
-			if err != nil {
-				return Value{}, err
-			}
-			return Text(m[1]), nil
-		}},
-		Figure{Key: "demo-59848.run-minutes", From: []string{file}, What: "how long the whole replay ran, minutes", Get: func(s *Source) (Value, error) {
-			m, err := s.submatch(file, ranRE)
-			if err != nil {
-				return Value{}, err
-			}
-			n, err := minutesBetween(m[2], m[3])
-			return Count(n), err
-		}},
+		ranDate("demo-59848", file, ranRE, "the replay"),
+		ranMinutes("demo-59848", file, ranRE, "the whole replay"),
 		Figure{Key: "demo-59848.watchlist-on.started", From: []string{file}, What: `trials with a watch-list kubelet that started the deleted pod, every implementation ("none")`, Get: func(s *Source) (Value, error) {
 			total := 0
 			for _, impl := range []string{"upstream", "freshcache", "freshcache-rv0-off"} {
@@ -217,6 +204,31 @@ func demoFigures() []Figure {
 	)
 }
 
+// ranDate is NAME.date, the day in the first group of ranRE's match in
+// file ("Ran: DAY FROM to TO UTC").
+func ranDate(name, file string, ranRE *regexp.Regexp, what string) Figure {
+	return Figure{Key: name + ".date", From: []string{file}, What: "the day " + what + " ran", Get: func(s *Source) (Value, error) {
+		m, err := s.submatch(file, ranRE)
+		if err != nil {
+			return Value{}, err
+		}
+		return Text(m[1]), nil
+	}}
+}
+
+// ranMinutes is NAME.run-minutes, from the second and third groups of
+// ranRE's match in file (FROM and TO, HH:MM, across midnight too).
+func ranMinutes(name, file string, ranRE *regexp.Regexp, what string) Figure {
+	return Figure{Key: name + ".run-minutes", From: []string{file}, What: "how long " + what + " ran, minutes", Get: func(s *Source) (Value, error) {
+		m, err := s.submatch(file, ranRE)
+		if err != nil {
+			return Value{}, err
+		}
+		n, err := minutesBetween(m[2], m[3])
+		return Count(n), err
+	}}
+}
+
 // kindDemoFigures quote make demo-59848-kind's report: its closing lines
 // have make demo-59848's form.
 func kindDemoFigures() []Figure {
@@ -235,21 +247,8 @@ func kindDemoFigures() []Figure {
 	ranRE := regexp.MustCompile(`Ran: (\d{4}-\d\d-\d\d) (\d\d:\d\d) to (\d\d:\d\d) UTC`)
 	return append(figs,
 		mdCommitFigure("demo-59848-kind"),
-		Figure{Key: "demo-59848-kind.date", From: []string{file}, What: "the day the kind replay ran", Get: func(s *Source) (Value, error) {
-			m, err := s.submatch(file, ranRE)
-			if err != nil {
-				return Value{}, err
-			}
-			return Text(m[1]), nil
-		}},
-		Figure{Key: "demo-59848-kind.run-minutes", From: []string{file}, What: "how long the whole kind replay ran, minutes", Get: func(s *Source) (Value, error) {
-			m, err := s.submatch(file, ranRE)
-			if err != nil {
-				return Value{}, err
-			}
-			n, err := minutesBetween(m[2], m[3])
-			return Count(n), err
-		}},
+		ranDate("demo-59848-kind", file, ranRE, "the kind replay"),
+		ranMinutes("demo-59848-kind", file, ranRE, "the whole kind replay"),
 		Figure{Key: "demo-59848-kind.closing-lines", From: []string{file}, What: "the kind replay's closing lines, each cut before its evidence, as a code block", Get: func(s *Source) (Value, error) {
 			lines, err := s.demoClosingLines(file)
 			return Text("```\n" + strings.Join(lines, "\n") + "\n```"), err
