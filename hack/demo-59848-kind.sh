@@ -353,6 +353,11 @@ trial() {
 # --- the run ---------------------------------------------------------------
 
 started_at=$(date -u '+%Y-%m-%d %H:%M')
+# The commit the run starts at (its images are built from that tree).
+commit=$(git -C "$ROOT" rev-parse HEAD)
+dirty=
+[[ -z $(git -C "$ROOT" status --porcelain --untracked-files=no) ]] || dirty=' (with uncommitted changes)'
+
 declare -A YES
 ROWS=()
 for impl in ${IMPLS//,/ }; do
@@ -390,7 +395,7 @@ done
   echo
   echo "Written by \`make demo-59848-kind\` (hack/demo-59848-kind.sh); every figure below is from this run."
   echo
-  echo "- Ran: $started_at to $(date -u '+%H:%M') UTC, on commit \`$(git -C "$ROOT" rev-parse HEAD)\`$(git -C "$ROOT" diff --quiet HEAD -- . 2>/dev/null || echo ' (with uncommitted changes)')."
+  echo "- Ran: $started_at to $(date -u '+%H:%M') UTC, on commit \`$commit\`$dirty."
   echo "- Machine: $(nproc) cores; Docker $("$DOCKER" version -f '{{.Server.Version}}' 2>/dev/null)."
   echo "- Cluster: kind \`--ha\` ($CP1, $CP2, $CP3 with stacked etcd; $WORKER), the node image built here (docs/kind.md); apiserver i talks to etcd member i only."
   echo "- Trial: web-0 of a StatefulSet (pause, no token volume) on the worker, whose kubelet talks to apiserver 1; $CUT_SAYS; the worker cordoned and web-0 deleted through apiserver 1, re-created on $CP2; the worker's kubelet then restarted against apiserver 3 and watched for ${OBSERVE}s. \"Started again\" is containerd's record on the worker: a container of the old web-0 (its UID) created after the restart."
