@@ -21,8 +21,9 @@
 #   4. the worker is cordoned and web-0 deleted through apiserver 1; the
 #      worker's kubelet kills it, the StatefulSet controller re-creates
 #      web-0 on control plane 2;
-#   5. an admin LIST rv=0 of the worker's pods through apiserver 3 (what a
-#      restarting kubelet sends first when its watch-list is off);
+#   5. as the kubelet restarts (6), an admin LIST rv=0 of the worker's pods
+#      through apiserver 3 (what a restarting kubelet sends first when its
+#      watch-list is off), in the background;
 #   6. the worker's kubelet is pointed at apiserver 3 and restarted;
 #      "started again" is containerd's own record on the worker (crictl): a
 #      container of the old web-0 (its UID) created after the restart,
