@@ -46,8 +46,9 @@ const DefaultFetchTimeout = 5 * time.Second
 
 // Recorder receives the Oracle's measurements. Methods must be cheap and safe
 // for concurrent use; they are called under the Oracle's lock, before the
-// callers they count are answered, and must not call back into the Oracle. metrics.OracleRecorder implements it on the
-// component-base legacy registry.
+// callers they count are answered, and must not call back into the Oracle.
+// metrics.OracleRecorder implements it on the component-base legacy
+// registry.
 type Recorder interface {
 	// FetchDone is called once for every fetch sent to etcd, when it ends.
 	// reads is the number of Revision calls it answered (with a revision or
