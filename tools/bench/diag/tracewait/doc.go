@@ -41,6 +41,8 @@
 //     (A reader that found its verdict already there without blocking on
 //     it, after blocking on the driver's lock, would count that lock's
 //     wake instead; the cache's fetches take far longer than that path.)
+//     A block on a GC assist (an allocation made to help the collector
+//     finish) is not a release: the reader was not waiting for the cache.
 //   - A wait whose reader never blocked counts with its whole length until
 //     release and zero release to run.
 //   - Regions still open when the trace ends are left out.

@@ -123,9 +123,11 @@ type goroutine struct {
 	gcWorker  bool
 	// idleGC: running now as an idle-priority GC mark worker, so not busy.
 	idleGC bool
-	// lastWake is the last Waiting->Runnable transition; waitOpen the
-	// start of the wait region the goroutine is in, if any.
+	// lastWake is the last Waiting->Runnable transition out of a block
+	// that was not a GC assist (gcAssist: the block now is one); waitOpen
+	// the start of the wait region the goroutine is in, if any.
 	lastWake trace.Time
+	gcAssist bool
 	waitOpen trace.Time
 	inWait   bool
 	fetch    []trace.Time // open fetch regions (a stack)
@@ -249,7 +251,10 @@ func (a *analysis) transition(ev trace.Event) {
 		a.maxRunning = max(a.maxRunning, a.running)
 		a.setBusy(t, a.busy+1)
 	}
-	if from == trace.GoWaiting && to == trace.GoRunnable {
+	if to == trace.GoWaiting {
+		g.gcAssist = inStack(st.Stack, "runtime.gcAssistAlloc")
+	}
+	if from == trace.GoWaiting && to == trace.GoRunnable && !g.gcAssist {
 		g.lastWake = t
 	}
 }
@@ -271,6 +276,16 @@ func (a *analysis) label(ev trace.Event) {
 func (a *analysis) setBusy(t trace.Time, n int) {
 	a.busy = n
 	a.busyPts = append(a.busyPts, busyPoint{t, n})
+}
+
+// inStack reports whether any frame of s is fn.
+func inStack(s trace.Stack, fn string) bool {
+	for f := range s.Frames() {
+		if f.Func == fn {
+			return true
+		}
+	}
+	return false
 }
 
 // rootIs reports whether the outermost frame of s is fn.
