@@ -1,13 +1,13 @@
 package kepshape
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
+	"github.com/freshcache/freshcache/tools/bench/configcheck"
 )
 
 // ConfigEtcd is kube-apiserver without a watch cache (--watch-cache=false):
@@ -73,16 +73,13 @@ func ShortConfig() Config {
 
 // Validate reports every problem, naming the flag.
 func (c Config) Validate() error {
-	var errs []error
-	if len(c.Configs) == 0 {
-		errs = append(errs, errors.New("--configs: at least one configuration is needed"))
-	}
-	for _, n := range c.Configs {
-		if localUpArgs(n) == nil {
-			errs = append(errs, fmt.Errorf("--configs: unknown configuration %q (known: %v)", n, AllConfigs))
-		}
-	}
-	for _, p := range []struct {
+	p := configcheck.New(nil)
+	p.Names(c.Configs, configcheck.NameRule{
+		Known:   AllConfigs,
+		Empty:   "--configs: at least one configuration is needed",
+		Unknown: "--configs: unknown configuration %q (known: [" + strings.Join(AllConfigs, " ") + "])",
+	})
+	for _, check := range []struct {
 		flag string
 		v    float64
 	}{
@@ -90,17 +87,17 @@ func (c Config) Validate() error {
 		{"--load-writers", float64(c.LoadWriters)}, {"--list-rate", c.ListRate}, {"--window", c.Window.Seconds()},
 		{"--list-timeout", c.ListTimeout.Seconds()}, {"--ready-timeout", c.ReadyTimeout.Seconds()},
 	} {
-		if p.v <= 0 {
-			errs = append(errs, fmt.Errorf("%s: %v; must be more than 0", p.flag, p.v))
+		if check.v <= 0 {
+			p.Addf("%s: %v; must be more than 0", check.flag, check.v)
 		}
 	}
 	if c.Warmup < 0 {
-		errs = append(errs, fmt.Errorf("--warmup: %v; must not be negative", c.Warmup))
+		p.Addf("--warmup: %v; must not be negative", c.Warmup)
 	}
 	if c.BinDir == "" {
-		errs = append(errs, errors.New("--bin-dir: the directory with local-up and kube-apiserver is needed"))
+		p.Addf("--bin-dir: the directory with local-up and kube-apiserver is needed")
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // localUpArgs are a configuration's local-up flags (those it does not know

@@ -3,10 +3,11 @@ package stall
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/freshcache/freshcache/tools/bench/configcheck"
 )
 
 // The configurations a run can compare, in report order.
@@ -139,44 +140,35 @@ var ErrConfig = errors.New("stall: bad configuration")
 
 // Validate reports every problem, each naming the flag it comes from.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
-	}
+	p := configcheck.New(ErrConfig)
 	if c.BinDir == "" {
-		bad("--bin-dir is empty (it must hold local-up and kube-apiserver; make build)")
+		p.Addf("--bin-dir is empty (it must hold local-up and kube-apiserver; make build)")
 	}
 	if len(c.EtcdCommand) == 0 {
-		bad("no etcd command")
+		p.Addf("no etcd command")
 	}
-	if len(c.Configurations) == 0 {
-		bad("--configs is empty; choose among %s", strings.Join(AllConfigurations, ","))
-	}
-	seen := map[string]bool{}
-	for _, name := range c.Configurations {
-		switch {
-		case configurationArgs[name] == nil:
-			bad("--configs: unknown configuration %q; choose among %s", name, strings.Join(AllConfigurations, ","))
-		case seen[name]:
-			bad("--configs: %q is listed twice", name)
-		}
-		seen[name] = true
-	}
+	known := strings.Join(AllConfigurations, ",")
+	p.Names(c.Configurations, configcheck.NameRule{
+		Known:   AllConfigurations,
+		Empty:   "--configs is empty; choose among " + known,
+		Unknown: "--configs: unknown configuration %q; choose among " + known,
+		Twice:   "--configs: %q is listed twice",
+	})
 	if c.Objects < 1 {
-		bad("--objects=%d: at least 1", c.Objects)
+		p.Addf("--objects=%d: at least 1", c.Objects)
 	}
 	// etcd refuses a request over 1.5 MiB (its --max-request-bytes).
 	if c.ObjectBytes < 0 || c.ObjectBytes > 1<<20 {
-		bad("--object-bytes=%d: between 0 and 1 MiB (etcd's request limit is 1.5 MiB)", c.ObjectBytes)
+		p.Addf("--object-bytes=%d: between 0 and 1 MiB (etcd's request limit is 1.5 MiB)", c.ObjectBytes)
 	}
 	if c.Clients < 1 || c.Clients > 1000 {
-		bad("--clients=%d: between 1 and 1000", c.Clients)
+		p.Addf("--clients=%d: between 1 and 1000", c.Clients)
 	}
 	if c.StallWrites < 0 || c.StallWrites > 100000 {
-		bad("--stall-writes=%d: between 0 and 100000", c.StallWrites)
+		p.Addf("--stall-writes=%d: between 0 and 100000", c.StallWrites)
 	}
 	if c.WritesPerSec < 0 {
-		bad("--writes-per-sec=%g: must not be negative", c.WritesPerSec)
+		p.Addf("--writes-per-sec=%g: must not be negative", c.WritesPerSec)
 	}
 	for _, d := range []struct {
 		flag string
@@ -192,13 +184,13 @@ func (c Config) Validate() error {
 		{"--max-retry-after", c.MaxRetryAfter, false},
 	} {
 		if d.v < 0 || (d.v == 0 && !d.zero) {
-			bad("%s=%v: must be positive", d.flag, d.v)
+			p.Addf("%s=%v: must be positive", d.flag, d.v)
 		}
 	}
 	if c.SampleEvery > 0 && c.Steady > 0 && c.SampleEvery > c.Steady/5 {
-		bad("--sample-every=%v: at most a fifth of --steady=%v, so that the pre-stall median has samples", c.SampleEvery, c.Steady)
+		p.Addf("--sample-every=%v: at most a fifth of --steady=%v, so that the pre-stall median has samples", c.SampleEvery, c.Steady)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 func (c Config) progress() io.Writer {

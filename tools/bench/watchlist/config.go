@@ -3,7 +3,6 @@ package watchlist
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	clusterbench "github.com/freshcache/freshcache/tools/bench/cluster"
+	"github.com/freshcache/freshcache/tools/bench/configcheck"
 )
 
 // ErrConfig is wrapped by every error Validate returns.
@@ -143,23 +143,14 @@ func (c Config) withDefaults() Config {
 // fill defaults: a zero here is an error, so that a flag set to 0 is
 // refused rather than silently replaced.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...))
-	}
-	if len(c.Configs) == 0 {
-		bad("configs: at least one of %s", strings.Join(clusterbench.AllConfigs, ", "))
-	}
-	seen := map[string]bool{}
-	for _, name := range c.Configs {
-		if localUpArgs(name) == nil {
-			bad("configs: unknown configuration %q (want %s)", name, strings.Join(clusterbench.AllConfigs, ", "))
-		}
-		if seen[name] {
-			bad("configs: %q given twice", name)
-		}
-		seen[name] = true
-	}
+	p := configcheck.New(ErrConfig)
+	known := strings.Join(clusterbench.AllConfigs, ", ")
+	p.Names(c.Configs, configcheck.NameRule{
+		Known:   clusterbench.AllConfigs,
+		Empty:   "configs: at least one of " + known,
+		Unknown: "configs: unknown configuration %q (want " + known + ")",
+		Twice:   "configs: %q given twice",
+	})
 	positive := map[string]int{
 		"objects": c.Objects, "huge-namespaces": c.HugeNamespaces, "small-objects": c.SmallObjects,
 		"value-bytes": c.ValueBytes, "load-writers": c.LoadWriters, "read-clients": c.ReadClients,
@@ -167,14 +158,14 @@ func (c Config) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(positive)) {
 		if positive[name] <= 0 {
-			bad("%s must be positive, got %d", name, positive[name])
+			p.Addf("%s must be positive, got %d", name, positive[name])
 		}
 	}
 	if c.HugeNamespaces > 0 && c.Objects > 0 && c.HugeNamespaces > c.Objects {
-		bad("huge-namespaces (%d) exceeds objects (%d)", c.HugeNamespaces, c.Objects)
+		p.Addf("huge-namespaces (%d) exceeds objects (%d)", c.HugeNamespaces, c.Objects)
 	}
 	if c.WriteRate <= 0 {
-		bad("write-rate must be positive, got %g", c.WriteRate)
+		p.Addf("write-rate must be positive, got %g", c.WriteRate)
 	}
 	durations := []struct {
 		name string
@@ -185,13 +176,13 @@ func (c Config) Validate() error {
 	}
 	for _, d := range durations {
 		if d.d <= 0 {
-			bad("%s must be a positive duration, got %v", d.name, d.d)
+			p.Addf("%s must be a positive duration, got %v", d.name, d.d)
 		}
 	}
 	if c.BinDir == "" {
-		bad("bin-dir: the directory with local-up and kube-apiserver is needed")
+		p.Addf("bin-dir: the directory with local-up and kube-apiserver is needed")
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // localUpArgs are a configuration's kube-apiserver flags (local-up passes
