@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// What the scenario subcommands (stall, watchlist) share: their command
+// What the scenario subcommands (stall, watchlist, kep-2340) share: their command
 // line with its --short, and their report files.
 
 // parseScenario parses a scenario subcommand's command line. bind declares

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshcache/freshcache/tools/bench/kepshape"
 	"github.com/freshcache/freshcache/tools/bench/stall"
 	"github.com/freshcache/freshcache/tools/bench/watchlist"
 )
@@ -105,6 +106,44 @@ func TestParseWatchList(t *testing.T) {
 		},
 		"unexpected argument": {args: []string{"extra"}, wantErr: `watchlist: unexpected arguments ["extra"]`},
 	})
+}
+
+// TestParseKEP2340: the same for the kep-2340 subcommand, whose --short
+// changes only the objects, the warm-up and the window.
+func TestParseKEP2340(t *testing.T) {
+	with := func(c kepshape.Config, edit func(*kepshape.Config)) kepshape.Config {
+		c.BinDir = "_output/bin"
+		edit(&c)
+		return c
+	}
+	def, short := kepshape.DefaultConfig(), kepshape.ShortConfig()
+	same := func(*kepshape.Config) {}
+	out := "docs/results/kep-2340.md"
+	testParse(t, parseKEP2340, map[string]parseCase[kepshape.Config, kepArgs]{
+		"defaults": {args: nil, want: with(def, same), wantArgs: kepArgs{out: out}},
+		"short":    {args: []string{"--short"}, want: with(short, same), wantArgs: kepArgs{out: out}},
+		"short keeps explicit flags": {
+			args:     []string{"--short", "--objects=500", "--window=1m", "--keep-data", "--note=n"},
+			want:     with(short, func(c *kepshape.Config) { c.Objects, c.Window = 500, time.Minute }),
+			wantArgs: kepArgs{out: out, keep: true, notes: []string{"n"}},
+		},
+		"flags without short": {
+			args:     []string{"--objects=500", "--data-dir=d", "--out=x.md"},
+			want:     with(def, func(c *kepshape.Config) { c.Objects = 500 }),
+			wantArgs: kepArgs{out: "x.md", dataDir: "d"},
+		},
+	})
+}
+
+func TestWriteDiagHeading(t *testing.T) {
+	var b strings.Builder
+	if err := writeDiagHeading(&b, "netpoll-floor", "commit: `abc`", "command: `x y`"); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if !strings.HasPrefix(got, "# freshcache-bench netpoll-floor: ") || !strings.HasSuffix(got, " UTC\n\n- commit: `abc`\n- command: `x y`\n\n") {
+		t.Errorf("heading %q", got)
+	}
 }
 
 func TestWriteScenarioReport(t *testing.T) {
