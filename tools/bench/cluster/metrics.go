@@ -381,32 +381,30 @@ func diffSamples(before, after clusterSample) windowDelta {
 				d.parts[k] = d.parts[k].Plus(h.Sub(b.parts[k]))
 			}
 		}
-		for k, v := range counters.Delta(b.etcdOps, a.etcdOps) {
-			d.APIEtcdOps[k] += v
-		}
+		addDelta(d.APIEtcdOps, b.etcdOps, a.etcdOps)
 		d.Fetches += a.fetches - b.fetches
 		d.Progress += a.progress - b.progress
 		d.Stalls += a.stalls - b.stalls
-		for k, v := range counters.Delta(b.progressBy, a.progressBy) {
-			d.ProgressBy[k] += v
-		}
+		addDelta(d.ProgressBy, b.progressBy, a.progressBy)
 		d.FetchSec += a.fetchSec - b.fetchSec
 		d.FetchReads += a.fetchReads - b.fetchReads
 		d.WriteReads += a.writeReads - b.writeReads
-		for k, v := range counters.Delta(b.holds, a.holds) {
-			d.Holds[k] += v
-		}
-		for k, v := range counters.Delta(b.completed, a.completed) {
-			d.Completed[k] += v
-		}
+		addDelta(d.Holds, b.holds, a.holds)
+		addDelta(d.Completed, b.completed, a.completed)
 		d.FreshReads += a.freshReads - b.freshReads
 		d.Advances += a.advances - b.advances
 		d.Extensions += a.extensions - b.extensions
-		for k, v := range counters.Delta(b.rejected, a.rejected) {
-			d.Rejected[k] += v
-		}
+		addDelta(d.Rejected, b.rejected, a.rejected)
 	}
 	return d
+}
+
+// addDelta adds to sum, key by key, what each counter moved from before
+// to after: the apiservers' counters summed over the window.
+func addDelta(sum, before, after map[string]float64) {
+	for k, v := range counters.Delta(before, after) {
+		sum[k] += v
+	}
 }
 
 // latencyOf is the count, p50 and p99 (ms) of the histograms of keys whose

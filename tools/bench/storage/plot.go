@@ -56,7 +56,13 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		return nil, nil
 	}
 	top := concs[len(concs)-1]
-	main := func(row Row) bool { return !row.extra() }
+	// mainRow is the main (not extra) row of one backend, scenario, rv
+	// mode and concurrency, as both plots place them.
+	mainRow := func(b, sc, rv string, c int) (Row, bool) {
+		return find(r.Rows, func(x Row) bool {
+			return !x.extra() && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == c
+		})
+	}
 
 	// Throughput: one panel per scenario, log scale (backends differ by
 	// orders of magnitude); x groups are rv modes, one marker per backend.
@@ -65,15 +71,12 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		p := plot.New()
 		p.Title.Text = fmt.Sprintf("%s: ops/s at c=%d (higher is better)", sc, top)
 		p.Y.Label.Text = "ops/s (log)"
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		logAxis(&p.Y)
 		minY, maxY := math.Inf(1), 0.0
 		for bi, b := range backends {
 			var pts plotter.XYs
 			for ri, rv := range rvs {
-				if row, ok := find(r.Rows, func(x Row) bool {
-					return main(x) && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == top
-				}); ok && row.OpsPerSec > 0 {
+				if row, ok := mainRow(b, sc, rv, top); ok && row.OpsPerSec > 0 {
 					x := float64(ri) + 0.22*float64(bi-(len(backends)-1)/2)
 					pts = append(pts, plotter.XY{X: x, Y: row.OpsPerSec})
 					minY, maxY = math.Min(minY, row.OpsPerSec), math.Max(maxY, row.OpsPerSec)
@@ -118,19 +121,15 @@ func Plot(r Report, dir, name string) ([]string, error) {
 		p.Y.Label.Text = "p99 ms (log)"
 		// Log axes need explicit positive ranges: a single concurrency or
 		// latency would otherwise give a zero-width range.
-		p.X.Scale = plot.LogScale{}
-		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		logAxis(&p.X)
 		p.X.Min, p.X.Max = float64(concs[0])*0.8, float64(concs[len(concs)-1])*1.25
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		logAxis(&p.Y)
 		minY, maxY := math.Inf(1), 0.0
 		for _, b := range backends {
 			for _, rv := range rvs {
 				var pts plotter.XYs
 				for _, c := range concs {
-					if row, ok := find(r.Rows, func(x Row) bool {
-						return main(x) && x.Backend == b && x.Scenario == sc && x.RV == rv && x.Concurrency == c
-					}); ok && row.P99Ms > 0 {
+					if row, ok := mainRow(b, sc, rv, c); ok && row.P99Ms > 0 {
 						pts = append(pts, plotter.XY{X: float64(c), Y: row.P99Ms})
 					}
 				}
@@ -257,4 +256,10 @@ func find(rows []Row, f func(Row) bool) (Row, bool) {
 		}
 	}
 	return Row{}, false
+}
+
+// logAxis gives a an axis on a log scale, ticked at the powers of ten.
+func logAxis(a *plot.Axis) {
+	a.Scale = plot.LogScale{}
+	a.Tick.Marker = plot.LogTicks{Prec: -1}
 }

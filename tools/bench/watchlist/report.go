@@ -33,6 +33,19 @@ func WriteMarkdown(w io.Writer, r Result) error {
 
 type printer func(format string, args ...any)
 
+// section starts a section of the report: its heading, its paragraphs
+// (text, not formats), then its table's header and alignment rows.
+func (p printer) section(title, header, align string, paragraphs ...string) {
+	p("## %s", title)
+	p("")
+	for _, para := range paragraphs {
+		p("%s", para)
+		p("")
+	}
+	p("%s", header)
+	p("%s", align)
+}
+
 func writeHeader(p printer, r Result) {
 	c, m := r.Config, r.Machine
 	p("# WatchList over a huge resource (kubernetes#138728)")
@@ -79,14 +92,10 @@ func otherCores(r Result) (lo, hi float64, ok bool) {
 }
 
 func writeSummary(p printer, r Result) {
-	p("## Targets")
-	p("")
-	p("Read p99 is the worst read kind's client-side p99 (it bounds the server's wait from above); the target is under %d ms (KEP-2340's SLO) with the WatchLists running. The throughput drop should be at most the WatchLists' share of the apiserver's CPU in B (phase C's CPU per event times B's events, over B's apiserver CPU): a larger drop means reads waited for something other than CPU.", SLOMs)
-	p("")
-	p("Two columns tell a cache that fell behind from a process that has no CPU to spare. The huge resource's reads against the other resource's (p99 in B, configmaps / secrets): a cache behind its etcd slows only its own resource's fresh reads. The apiserver's goroutine scheduling latency (go_sched_latencies_seconds, p99 in B): every request waits that long at each of its hops, whatever the cache does.")
-	p("")
-	p("| configuration | read p99 A (ms) | read p99 B (ms) | p99 B < %d ms | p99 B configmaps / secrets (ms) | sched latency p99 B (ms) | reads/s A | reads/s B | throughput drop | WatchList CPU share | drop <= share | WatchLists done in B | WatchList p50 in B (s) |", SLOMs)
-	p("|---|---:|---:|:-:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|")
+	p.section("Targets", fmt.Sprintf("| configuration | read p99 A (ms) | read p99 B (ms) | p99 B < %d ms | p99 B configmaps / secrets (ms) | sched latency p99 B (ms) | reads/s A | reads/s B | throughput drop | WatchList CPU share | drop <= share | WatchLists done in B | WatchList p50 in B (s) |", SLOMs),
+		"|---|---:|---:|:-:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|",
+		fmt.Sprintf("Read p99 is the worst read kind's client-side p99 (it bounds the server's wait from above); the target is under %d ms (KEP-2340's SLO) with the WatchLists running. The throughput drop should be at most the WatchLists' share of the apiserver's CPU in B (phase C's CPU per event times B's events, over B's apiserver CPU): a larger drop means reads waited for something other than CPU.", SLOMs),
+		"Two columns tell a cache that fell behind from a process that has no CPU to spare. The huge resource's reads against the other resource's (p99 in B, configmaps / secrets): a cache behind its etcd slows only its own resource's fresh reads. The apiserver's goroutine scheduling latency (go_sched_latencies_seconds, p99 in B): every request waits that long at each of its hops, whatever the cache does.")
 	for _, run := range r.Runs {
 		d := Derive(run)
 		a, b := run.Phase(PhaseBaseline), run.Phase(PhaseContended)
@@ -142,12 +151,9 @@ func yes(ok bool) string {
 }
 
 func writeReads(p printer, r Result) {
-	p("## Fresh reads, client side")
-	p("")
-	p("Latencies include the reads still in flight when the phase ended (cut), at the time they had waited: a lower bound, kept because when reads take seconds the cut ones are the slowest. Reads/s count finished reads.")
-	p("")
-	p("| configuration | read | p50 A (ms) | p99 A (ms) | p50 B (ms) | p99 B (ms) | max B (ms) | reads/s A | reads/s B | drop | reads B (cut) | errors A / B |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p.section("Fresh reads, client side", "| configuration | read | p50 A (ms) | p99 A (ms) | p50 B (ms) | p99 B (ms) | max B (ms) | reads/s A | reads/s B | drop | reads B (cut) | errors A / B |",
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+		"Latencies include the reads still in flight when the phase ended (cut), at the time they had waited: a lower bound, kept because when reads take seconds the cut ones are the slowest. Reads/s count finished reads.")
 	for _, run := range r.Runs {
 		a, b := run.Phase(PhaseBaseline), run.Phase(PhaseContended)
 		if a == nil || b == nil {
@@ -169,12 +175,9 @@ func writeReads(p printer, r Result) {
 }
 
 func writeWaits(p printer, r Result) {
-	p("## Server-side freshness wait")
-	p("")
-	p("From /metrics around each phase: freshcache's apiserver_freshcache_read_wait_seconds (every read that needed freshness, by verb; watch is the WatchLists' own wait) and upstream's apiserver_watch_cache_read_wait_seconds (observed only when its cache was behind the requested revision, LISTs and watches together: verb \"any\"; upstream sends a GET at rv=\"\" to etcd without waiting). Quantiles are interpolated within the histogram's buckets. Released is freshcache's apiserver_freshcache_read_release_seconds: the part of the wait until its cache had reached a revision fetched after the read arrived; the rest of the wait is the released reader's queue for a CPU. Fallbacks were served from etcd after the wait timed out; rejected were answered 429.")
-	p("")
-	p("| configuration | phase | resource | verb | waits | p50 (ms) | p99 (ms) | released p50 (ms) | released p99 (ms) | fallbacks | rejected |")
-	p("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	p.section("Server-side freshness wait", "| configuration | phase | resource | verb | waits | p50 (ms) | p99 (ms) | released p50 (ms) | released p99 (ms) | fallbacks | rejected |",
+		"|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+		"From /metrics around each phase: freshcache's apiserver_freshcache_read_wait_seconds (every read that needed freshness, by verb; watch is the WatchLists' own wait) and upstream's apiserver_watch_cache_read_wait_seconds (observed only when its cache was behind the requested revision, LISTs and watches together: verb \"any\"; upstream sends a GET at rv=\"\" to etcd without waiting). Quantiles are interpolated within the histogram's buckets. Released is freshcache's apiserver_freshcache_read_release_seconds: the part of the wait until its cache had reached a revision fetched after the read arrived; the rest of the wait is the released reader's queue for a CPU. Fallbacks were served from etcd after the wait timed out; rejected were answered 429.")
 	for _, run := range r.Runs {
 		for _, ph := range run.Phases {
 			if ph.MetricsError != "" {
@@ -194,12 +197,9 @@ func writeWaits(p printer, r Result) {
 }
 
 func writeCPU(p printer, r Result) {
-	p("## CPU and memory")
-	p("")
-	p("Cores used over each phase, from /proc: the kube-apiserver (and, from its /metrics, the part its garbage collector took), the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise). Sched latency is the apiserver's go_sched_latencies_seconds over the phase; revision fetch is freshcache's round trip to etcd for a read's revision (apiserver_freshcache_revision_fetch_duration_seconds), the first part of its release.")
-	p("")
-	p("| configuration | phase | apiserver | of it GC | etcd | bench | other | sched latency p50 / p99 (ms) | revision fetch p50 / p99 (ms) | apiserver peak RSS (MiB) | writes/s |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p.section("CPU and memory", "| configuration | phase | apiserver | of it GC | etcd | bench | other | sched latency p50 / p99 (ms) | revision fetch p50 / p99 (ms) | apiserver peak RSS (MiB) | writes/s |",
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+		"Cores used over each phase, from /proc: the kube-apiserver (and, from its /metrics, the part its garbage collector took), the local-up process (its embedded etcd), this benchmark process (readers, WatchList clients, writers), and the rest of the machine (other work on it: noise). Sched latency is the apiserver's go_sched_latencies_seconds over the phase; revision fetch is freshcache's round trip to etcd for a read's revision (apiserver_freshcache_revision_fetch_duration_seconds), the first part of its release.")
 	for _, run := range r.Runs {
 		for _, ph := range run.Phases {
 			wps := 0.0
@@ -214,12 +214,9 @@ func writeCPU(p printer, r Result) {
 }
 
 func writeWatchLists(p printer, r Result) {
-	p("## WatchLists")
-	p("")
-	p("Completed WatchLists reached the initial-events-end bookmark; initial events are the ADDED events before it (every configmap in the cluster, including the few kube-system ones). Cancelled ones were cut by the end of the phase. Apiserver CPU per event is phase C's apiserver CPU above the writes-only phase, per event delivered.")
-	p("")
-	p("| configuration | phase | completed | p50 (s) | p99 (s) | max (s) | errors | cancelled | initial events | events/s | apiserver CPU per event (µs) |")
-	p("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	p.section("WatchLists", "| configuration | phase | completed | p50 (s) | p99 (s) | max (s) | errors | cancelled | initial events | events/s | apiserver CPU per event (µs) |",
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+		"Completed WatchLists reached the initial-events-end bookmark; initial events are the ADDED events before it (every configmap in the cluster, including the few kube-system ones). Cancelled ones were cut by the end of the phase. Apiserver CPU per event is phase C's apiserver CPU above the writes-only phase, per event delivered.")
 	for _, run := range r.Runs {
 		d := Derive(run)
 		for _, ph := range run.Phases {

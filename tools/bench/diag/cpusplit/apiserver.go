@@ -1,10 +1,6 @@
 package cpusplit
 
-import (
-	"strings"
-
-	"github.com/freshcache/watchcache/metrics"
-)
+import "strings"
 
 // APIServer's parts, in the order Split tries them on each sample; it
 // ends with Runtime and Other.
@@ -68,15 +64,7 @@ const (
 // etcd watch and decoding in APIEtcd and APIEncode: compare upstream's
 // cache with freshcache's labelled parts plus its unlabelled reads.
 var APIServer = &RuleSet{
-	labels: map[string]string{
-		metrics.ProfileWait:        APIWait,
-		metrics.ProfileFetch:       APIFetch,
-		metrics.ProfileProgress:    APIFetch,
-		metrics.ProfileReflector:   APICache,
-		metrics.ProfileFanout:      APICache,
-		metrics.ProfileDriver:      APICache,
-		metrics.ProfileConsistency: APICache,
-	},
+	labels: freshcacheLabels(APIWait, APIFetch, APICache),
 	rules: []rule{
 		{APIWait, "wait", []string{"k8s.io/apiserver/pkg/storage/cacher.(*watchCache).waitUntilFreshLocked"}},
 		{APIFetch, "fetch and progress", []string{

@@ -78,18 +78,25 @@ type rule struct {
 	any []string
 }
 
+// freshcacheLabels maps freshcache's pprof labels (package metrics) to a
+// rule set's parts: the freshness wait, the revision fetches and progress
+// requests, and the rest of its cache goroutines.
+func freshcacheLabels(wait, fetch, cache string) map[string]string {
+	return map[string]string{
+		metrics.ProfileWait:        wait,
+		metrics.ProfileFetch:       fetch,
+		metrics.ProfileProgress:    fetch,
+		metrics.ProfileReflector:   cache,
+		metrics.ProfileFanout:      cache,
+		metrics.ProfileDriver:      cache,
+		metrics.ProfileConsistency: cache,
+	}
+}
+
 // Storage is the rule set of a freshcache-bench storage process (see the
 // package doc). Its patterns are substrings of function names.
 var Storage = &RuleSet{
-	labels: map[string]string{
-		metrics.ProfileWait:        Wait,
-		metrics.ProfileFetch:       Fetch,
-		metrics.ProfileProgress:    Fetch,
-		metrics.ProfileReflector:   Cache,
-		metrics.ProfileFanout:      Cache,
-		metrics.ProfileDriver:      Cache,
-		metrics.ProfileConsistency: Cache,
-	},
+	labels: freshcacheLabels(Wait, Fetch, Cache),
 	// A client loop is recognised first so that what it calls (a gRPC
 	// call of an upstream read, say) stays with it.
 	rules: []rule{
