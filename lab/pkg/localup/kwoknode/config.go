@@ -17,12 +17,32 @@ func (o Options) Config() string {
 	r := strings.NewReplacer(
 		"@STATUS_MS@", strconv.FormatInt(statusMS, 10),
 		"@STATUS_MAX_MS@", strconv.FormatInt(statusMS+statusMS/10, 10),
+		"@NODE_READY_SELECTOR@", nodeReadySelector,
+		"@NODE_CONDITION@", nodeCondition,
 	)
 	return r.Replace(configTemplate)
 }
 
 // StageNames are the stages Config defines, in its order.
 var StageNames = []string{"freshcache-node-ready", "freshcache-node-heartbeat", "freshcache-pod-running", "freshcache-pod-gone"}
+
+// nodeReadySelector picks nodes by their Ready condition's status, which
+// the two node stages compare with "True" each its own way.
+const nodeReadySelector = `spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'`
+
+// nodeCondition is one node condition as both node stages write it back,
+// with a new heartbeat; they differ in its transition time.
+const nodeCondition = `      - type: {{ .type | Quote }}
+        status: {{ .status | Quote }}
+        reason: {{ .reason | Quote }}
+        message: {{ .message | Quote }}
+        lastHeartbeatTime: {{ $now | Quote }}`
 
 // configTemplate: the stages.
 //
@@ -41,13 +61,7 @@ const configTemplate = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: freshcache-node-ready
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Node
-  selector:
-    matchExpressions:
-    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+@NODE_READY_SELECTOR@
       operator: NotIn
       values: ["True"]
   next:
@@ -55,11 +69,7 @@ spec:
       {{ $now := Now }}
       conditions:
       {{ range NodeConditions }}
-      - type: {{ .type | Quote }}
-        status: {{ .status | Quote }}
-        reason: {{ .reason | Quote }}
-        message: {{ .message | Quote }}
-        lastHeartbeatTime: {{ $now | Quote }}
+@NODE_CONDITION@
         lastTransitionTime: {{ $now | Quote }}
       {{ end }}
       phase: Running
@@ -68,13 +78,7 @@ apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
   name: freshcache-node-heartbeat
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Node
-  selector:
-    matchExpressions:
-    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+@NODE_READY_SELECTOR@
       operator: In
       values: ["True"]
   delay:
@@ -85,11 +89,7 @@ spec:
       {{ $now := Now }}
       conditions:
       {{ range .status.conditions }}
-      - type: {{ .type | Quote }}
-        status: {{ .status | Quote }}
-        reason: {{ .reason | Quote }}
-        message: {{ .message | Quote }}
-        lastHeartbeatTime: {{ $now | Quote }}
+@NODE_CONDITION@
         lastTransitionTime: {{ .lastTransitionTime | Quote }}
       {{ end }}
 ---
