@@ -29,7 +29,8 @@
 //
 // What they share: tools/bench/report (a run's identity, JSON files, plot
 // layout), servermetrics (the servers' /metrics), procfs (/proc),
-// etcdload (bulk writes to etcd), promtext and quantile.
+// etcdload (bulk writes to etcd), configcheck (the scenarios' Config.Validate),
+// promtext and quantile.
 package main
 
 import (
