@@ -17,7 +17,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help help-all build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes build-coredns build-kwok demo-59848 demo-59848-short build-e2e-suite test-conformance test-e2e-conformance
+.PHONY: help help-all build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-cluster-light bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes build-coredns build-kwok demo-59848 demo-59848-short build-e2e-suite test-conformance test-e2e-conformance
 
 # A rule line ending in "## <text>" is an everyday target, which make help
 # lists; one ending in "### <text>" is listed by make help-all (diagnostics,
@@ -539,6 +539,20 @@ bench-cluster: $(BENCH) build ## Cluster A/B at 10-100 hollow nodes + HA at 30; 
 bench-cluster-short: $(BENCH) build ### Cluster A/B at 3 hollow nodes, single + HA, short windows (<10 min)
 	@mkdir -p $(OUT)/bench
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_SHORT) --out=$(OUT)/bench/cluster-short.md $(BENCH_ARGS)
+
+# bench-cluster-light is a small cluster under light, spread-out load, as a
+# new user would try one: a single apiserver, 3 hollow nodes, LISTs of one
+# node's pods at 40/s at each of rv="" and rv=0 (80 fresh reads a second
+# with the default gates, open loop, arriving one by one), one pod created
+# or deleted a second and the nodes' leases as the writes, no informers.
+# Upstream against freshcache with its default gates, 3 interleaved pairs;
+# at this rate a revision fetch is shared by few reads, so it shows what
+# freshness costs where coalescing cannot help.
+CLUSTER_LIGHT := --nodes=3 --ha-nodes=0 --configs=upstream,freshcache-fresh-rv0 --repeat=3 --node-list-rate=40 --all-list-rate=0 --pod-rate=1 --informers=0
+# Light open-loop load on 3 hollow nodes, one apiserver, 3 pairs (~35 min);
+# writes docs/results/cluster-light.md.
+bench-cluster-light: $(BENCH) build ### Light open-loop load on 3 hollow nodes, 3 A/B pairs; docs/results (~35 min)
+	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_LIGHT) --out=$(BENCH_OUT)/cluster-light.md $(BENCH_ARGS)
 
 # bench-scale is the cluster A/B on kwok nodes (local-up --kwok-nodes,
 # lab/pkg/localup/kwoknode): one kwok controller stands in for the kubelets'

@@ -45,7 +45,14 @@ type clusterCell struct {
 		Rejected  map[string]float64 `json:"rejected"`
 	} `json:"storm"`
 	FreshWaitP99Ms *float64 `json:"fresh_wait_p99_ms"`
-	Probe          struct {
+	// Reads are the benchmark's LIST clients, client side.
+	Reads []struct {
+		Kind  string  `json:"kind"`
+		RV    string  `json:"rv"`
+		OK    int64   `json:"ok"`
+		P99Ms float64 `json:"p99_ms"`
+	} `json:"reads"`
+	Probe struct {
 		Writes int              `json:"writes"`
 		Reads  map[string]int64 `json:"reads"`
 		Stale  map[string]int64 `json:"stale"`
@@ -196,6 +203,18 @@ func stormReadsOf(c clusterCell) (float64, bool) {
 
 func cpuOf(c clusterCell) (float64, bool)   { return c.APICPUSec, true }
 func readsOf(c clusterCell) (float64, bool) { return c.EtcdReads, true }
+
+// nodeListRV0P99Of is the client-side p99 of the LISTs of one node's pods
+// at rv=0.
+func nodeListRV0P99Of(c clusterCell) (float64, bool) {
+	for _, x := range c.Reads {
+		if x.Kind == "list-node" && x.RV == "0" && x.OK > 0 {
+			return x.P99Ms, true
+		}
+	}
+	return 0, false
+}
+
 func listP99Of(c clusterCell) (float64, bool) {
 	if c.ListP99Ms == nil {
 		return 0, false

@@ -33,7 +33,7 @@ var (
 // not modify what it returns.
 func All() []Figure {
 	allOnce.Do(func() {
-		for _, group := range [][]Figure{storageFigures(), clusterFigures(), scaleFigures(), runFigures(), indexFigures()} {
+		for _, group := range [][]Figure{storageFigures(), clusterFigures(), scaleFigures(), lightFigures(), runFigures(), indexFigures()} {
 			all = append(all, group...)
 		}
 		slices.SortFunc(all, func(a, b Figure) int { return strings.Compare(a.Key, b.Key) })

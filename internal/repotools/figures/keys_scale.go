@@ -43,3 +43,40 @@ func scaleFigures() []Figure {
 		}),
 	})
 }
+
+// lightFigures quote make bench-cluster-light (cluster-light.json): the
+// cluster benchmark at 3 hollow nodes under light open-loop load, its
+// ratios the gate over upstream, medians over the pairs.
+func lightFigures() []Figure {
+	fig := reportFigure("cluster-light.json")
+	ratio := func(name, what string, f func(clusterCell) (float64, bool)) []Figure {
+		return []Figure{
+			fig("cluster-light.ratio."+name, what+", the gate over upstream, median over the pairs", func(r *clusterReport) (Value, error) {
+				rs, err := r.pairRatios(f)
+				return F(median(rs), 2), err
+			}),
+			fig("cluster-light.ratio."+name+".pairs-range", what+", the gate over upstream, the pairs' range", func(r *clusterReport) (Value, error) {
+				rs, err := r.pairRatios(f)
+				return Range(rs, 2), err
+			}),
+		}
+	}
+	return slices.Concat([]Figure{
+		commitFigure("cluster-light"),
+		fig("cluster-light.ratio.pair-count", "how many pairs of cells the ratios are medians of", func(r *clusterReport) (Value, error) {
+			rs, err := r.pairRatios(cpuOf)
+			return Count(len(rs)), err
+		}),
+		fig("cluster-light.promised-stale", `stale answers to reads freshcache promised fresh ("No" when none)`, func(r *clusterReport) (Value, error) {
+			if n := r.promisedStale(); n > 0 {
+				return Count(int(n)), nil
+			}
+			return Text("No"), nil
+		}),
+	},
+		ratio("apiserver-cpu", "apiserver CPU", cpuOf),
+		ratio("etcd-reads", "etcd reads", readsOf),
+		ratio("list-p99", "pod LIST p99 (server side)", listP99Of),
+		ratio("node-list-rv0-p99", "LIST of one node's pods at rv=0, client-side p99", nodeListRV0P99Of),
+	)
+}
