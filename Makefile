@@ -549,9 +549,9 @@ bench-cluster-short: $(BENCH) build ### Cluster A/B at 3 hollow nodes, single + 
 # at this rate a revision fetch is shared by few reads, so it shows what
 # freshness costs where coalescing cannot help.
 CLUSTER_LIGHT := --nodes=3 --ha-nodes=0 --configs=upstream,freshcache-fresh-rv0 --repeat=3 --node-list-rate=40 --all-list-rate=0 --pod-rate=1 --informers=0
-# Light open-loop load on 3 hollow nodes, one apiserver, 3 pairs (~35 min);
+# Light open-loop load on 3 hollow nodes, one apiserver, 3 pairs (~30 min);
 # writes docs/results/cluster-light.md.
-bench-cluster-light: $(BENCH) build ### Light open-loop load on 3 hollow nodes, 3 A/B pairs; docs/results (~35 min)
+bench-cluster-light: $(BENCH) build ### Light open-loop load, 3 hollow nodes, 3 pairs; docs/results (~30 min)
 	$(BENCH) cluster --bin-dir=$(BIN) $(CLUSTER_LIGHT) --out=$(BENCH_OUT)/cluster-light.md $(BENCH_ARGS)
 
 # bench-scale is the cluster A/B on kwok nodes (local-up --kwok-nodes,
