@@ -204,6 +204,21 @@ func stormReadsOf(c clusterCell) (float64, bool) {
 func cpuOf(c clusterCell) (float64, bool)   { return c.APICPUSec, true }
 func readsOf(c clusterCell) (float64, bool) { return c.EtcdReads, true }
 
+// promisedStaleValue is promisedStale as the docs quote it: "No" when
+// there is none.
+func (r *clusterReport) promisedStaleValue() (Value, error) {
+	if n := r.promisedStale(); n > 0 {
+		return Count(int(n)), nil
+	}
+	return Text("No"), nil
+}
+
+// pairCount is how many pairs of cells the ratios are medians of.
+func (r *clusterReport) pairCount() (Value, error) {
+	rs, err := r.pairRatios(cpuOf)
+	return Count(len(rs)), err
+}
+
 // nodeListRV0P99Of is the client-side p99 of the LISTs of one node's pods
 // at rv=0.
 func nodeListRV0P99Of(c clusterCell) (float64, bool) {

@@ -146,13 +146,7 @@ func clusterFigures() []Figure {
 			}
 			return Join(Capitalized(Word(n)), " of four"), nil
 		}),
-		fig("cluster.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, func(r *clusterReport) (Value, error) {
-			n := r.promisedStale()
-			if n == 0 {
-				return Text("No"), nil
-			}
-			return Count(int(n)), nil
-		}),
+		fig("cluster.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, (*clusterReport).promisedStaleValue),
 		fig("cluster.answered-by-writes", "share of the gate's fresh reads at the ratio node count answered by a write's revision (RevisionsFromWrites), %, over the cells", func(r *clusterReport) (Value, error) {
 			n, err := r.ratioNodes()
 			if err != nil {

@@ -18,10 +18,7 @@ func scaleFigures() []Figure {
 	return slices.Concat([]Figure{
 		commitFigure("scale"),
 		fig("scale.ratio.nodes", "the kwok node count the ratios are at: the largest at which upstream and the gate both ran", (*clusterReport).ratioNodesFigure),
-		fig("scale.ratio.pair-count", "how many pairs of cells the ratios are medians of", func(r *clusterReport) (Value, error) {
-			rs, err := r.pairRatios(cpuOf)
-			return Count(len(rs)), err
-		}),
+		fig("scale.ratio.pair-count", "how many pairs of cells the ratios are medians of", (*clusterReport).pairCount),
 		ratio("apiserver-cpu", "apiserver CPU", cpuOf),
 		ratio("etcd-reads", "etcd reads", readsOf),
 		ratio("list-p99", "pod LIST p99", listP99Of),
@@ -35,12 +32,7 @@ func scaleFigures() []Figure {
 			v, err := r.pairedGate(waitP99Of)
 			return Count(int(v + 0.5)), err
 		}),
-		fig("scale.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, func(r *clusterReport) (Value, error) {
-			if n := r.promisedStale(); n > 0 {
-				return Count(int(n)), nil
-			}
-			return Text("No"), nil
-		}),
+		fig("scale.promised-stale", `stale answers to reads freshcache promised fresh, every freshcache cell ("No" when none)`, (*clusterReport).promisedStaleValue),
 	})
 }
 
@@ -63,16 +55,8 @@ func lightFigures() []Figure {
 	}
 	return slices.Concat([]Figure{
 		commitFigure("cluster-light"),
-		fig("cluster-light.ratio.pair-count", "how many pairs of cells the ratios are medians of", func(r *clusterReport) (Value, error) {
-			rs, err := r.pairRatios(cpuOf)
-			return Count(len(rs)), err
-		}),
-		fig("cluster-light.promised-stale", `stale answers to reads freshcache promised fresh ("No" when none)`, func(r *clusterReport) (Value, error) {
-			if n := r.promisedStale(); n > 0 {
-				return Count(int(n)), nil
-			}
-			return Text("No"), nil
-		}),
+		fig("cluster-light.ratio.pair-count", "how many pairs of cells the ratios are medians of", (*clusterReport).pairCount),
+		fig("cluster-light.promised-stale", `stale answers to reads freshcache promised fresh ("No" when none)`, (*clusterReport).promisedStaleValue),
 	},
 		ratio("apiserver-cpu", "apiserver CPU", cpuOf),
 		ratio("etcd-reads", "etcd reads", readsOf),
