@@ -42,17 +42,25 @@ func sameLoad(c Config) Config {
 }
 
 // NumberRepeats returns runs with the cells of runs that did not repeat
-// (repeat 0) numbered by run order: the k-th of runs that holds a cell
+// (repeat 0) numbered by run order, after the highest repeat any run
+// already gives that cell: with none, the k-th of runs that holds a cell
 // makes it repeat k. It is for a repeated run split over several
 // invocations of one repeat each (each started with its configurations
-// in a rotated order, as one repeated run rotates them). The runs are
-// not changed.
+// in a rotated order, as one repeated run rotates them), and for adding
+// one more such invocation to an earlier merge of them. The runs are not
+// changed.
 func NumberRepeats(runs []Report) []Report {
 	type key struct {
 		config, mode string
 		nodes        int
 	}
 	seen := map[key]int{}
+	for _, r := range runs {
+		for _, c := range r.Cells {
+			k := key{c.Config, c.Mode, c.Nodes}
+			seen[k] = max(seen[k], c.Repeat)
+		}
+	}
 	out := make([]Report, len(runs))
 	for i, r := range runs {
 		r.Cells = slices.Clone(r.Cells)

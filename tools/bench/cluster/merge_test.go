@@ -129,12 +129,24 @@ func TestNumberRepeats(t *testing.T) {
 	if runs[0].Cells[0].Repeat != 0 {
 		t.Error("NumberRepeats changed its input")
 	}
-	// A run that repeated keeps its numbers, and one more unrepeated run
-	// that would give the same number is refused.
+	// A merge of two such runs keeps its numbers, and one more
+	// unrepeated run, in a later session, becomes repeat 3.
+	earlier, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats(runs[:2]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats([]Report{earlier, runs[2]}))
+	if err != nil {
+		t.Fatalf("adding a third run to a merge of two: %v", err)
+	}
+	if !reflect.DeepEqual(more.Cells, got.Cells) {
+		t.Errorf("two merges give %+v, one gives %+v", more.Cells, got.Cells)
+	}
+	// Numbered cells that collide are still refused.
 	repeated := run(Upstream)
 	repeated.Cells[0].Repeat = 1
-	if _, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats([]Report{repeated, run(Upstream)})); err == nil {
-		t.Error("a numbered repeat 1 merged with another repeat 1")
+	if _, err := MergeReports(report.Identity{Kind: "scale"}, NumberRepeats([]Report{repeated, repeated})); err == nil {
+		t.Error("two numbered repeats 1 merged")
 	}
 }
 
