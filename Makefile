@@ -17,7 +17,7 @@ GOLANGCI_LINT := $(OUT)/tools/golangci-lint
 RUN_ARGS ?=
 TEST_TIMEOUT ?= 30m
 
-.PHONY: help help-all build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-cluster-light bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes build-coredns build-kwok demo-59848 demo-59848-short build-e2e-suite test-conformance test-e2e-conformance
+.PHONY: help help-all build run test test-lib test-root test-bench test-bench-compare bench-compare test-e2e test-robustness test-robustness-replay test-robustness-long test-robustness-apiserver test-fault-heal test-fault-heal-short verify verify-docs figures fmt lint clean bench bench-full bench-targets bench-external-etcd bench-etcd-own-core bench-netpoll-floor bench-apiserver bench-trace bench-cpu-split bench-hollow-nodes bench-cluster bench-cluster-short bench-cluster-light bench-scale bench-scale-short bench-kep-2340 bench-kep-2340-short bench-watchlist bench-watchlist-short bench-stall bench-stall-short test-real-nodes build-coredns build-kwok demo-59848 demo-59848-short build-e2e-suite test-conformance test-kind test-e2e-conformance
 
 # A rule line ending in "## <text>" is an everyday target, which make help
 # lists; one ending in "### <text>" is listed by make help-all (diagnostics,
@@ -328,6 +328,17 @@ build-e2e-suite: ### Upstream's e2e.test, ginkgo and agnhost into _output/bin (~
 test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e2e tests, a real node, 3 caches; docs/results (~80 min)
 	$(E2E_ENV) FRESHCACHE_E2E_REAL_NODE=1 FRESHCACHE_E2E_TIMEOUT=150m FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_CONFORMANCE_IMPLEMENTATIONS) FRESHCACHE_E2E_REPORT=$(E2E_CONFORMANCE_REPORT) \
 		$(GO) -C $(LAB) test -count=1 -timeout 8h -v -run TestUpstreamConformance ./test/upstreame2e/
+
+# (root) The same selection on a kind cluster (make kind-up's 1+1, offline
+# images), once with upstream's cacher and once with freshcache on its
+# default gates (rv=0 fresh); the e2e test images are built here and loaded
+# into the nodes. Writes docs/results/e2e-kind.md. Needs make kind-images.
+E2E_KIND_IMPLEMENTATIONS ?= upstream,freshcache-fresh-rv0
+test-kind: build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (not yet timed)
+	$(E2E_ENV) FRESHCACHE_E2E_OUT=$(abspath $(OUT))/e2e-kind FRESHCACHE_E2E_KIND=1 FRESHCACHE_E2E_TIMEOUT=150m \
+		FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_KIND_IMPLEMENTATIONS) FRESHCACHE_E2E_COMMAND="make test-kind" \
+		FRESHCACHE_E2E_REPORT=$(if $(filter upstream$(COMMA)freshcache-fresh-rv0,$(E2E_KIND_IMPLEMENTATIONS)),$(abspath docs/results/e2e-kind.md),$(abspath $(OUT))/e2e-kind/report.md) \
+		$(GO) -C $(LAB) test -count=1 -timeout 6h -v -run TestUpstreamConformance ./test/upstreame2e/
 
 # E2E_IMPLEMENTATIONS picks test-e2e-conformance's runs (lab/test/upstreame2e
 # Implementations), e.g. upstream,freshcache-fresh-rv0 for both.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/freshcache/freshcache/lab/internal/githead"
 	"github.com/freshcache/freshcache/lab/internal/testenv"
+	"github.com/freshcache/freshcache/lab/pkg/localup/realnode"
 )
 
 // TestUpstreamConformance runs the selection against each implementation
@@ -43,6 +44,10 @@ func TestUpstreamConformance(t *testing.T) {
 	if realNode && os.Geteuid() != 0 {
 		t.Fatal("FRESHCACHE_E2E_REAL_NODE=1 runs a real node, which needs root")
 	}
+	onKind := os.Getenv("FRESHCACHE_E2E_KIND") == "1"
+	if onKind && realNode {
+		t.Fatal("FRESHCACHE_E2E_KIND=1 and FRESHCACHE_E2E_REAL_NODE=1: kind's nodes are the real nodes; set one")
+	}
 
 	listed, err := ReadSelection(ListFile)
 	if err != nil {
@@ -57,12 +62,15 @@ func TestUpstreamConformance(t *testing.T) {
 	if err := listed.Check(all); err != nil {
 		t.Fatal(err)
 	}
-	sel := listed.ForCluster(realNode)
+	sel := listed.ForCluster(realNode || onKind)
 
 	// The commit the binaries were built from: read before the runs, which
 	// take long enough for HEAD to move.
 	commit := gitCommit()
 	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs, RealNode: realNode, Timeout: ginkgoTimeout}
+	if onKind {
+		o.Kind = kindFor(ctx, t, binDir, suiteDir, outDir)
+	}
 	var runs []*Run
 	for _, impl := range impls {
 		t.Logf("%s: running %d tests (%d processes), output in %s", impl.Name, len(sel.Run), procs, filepath.Join(outDir, impl.Name))
@@ -121,7 +129,7 @@ func TestUpstreamConformance(t *testing.T) {
 		m := ReportMeta{
 			Command: envOr("FRESHCACHE_E2E_COMMAND", "make test-conformance"),
 			Commit:  commit, Machine: machine(), Date: time.Now(), Procs: procs,
-			Selected: len(sel.Run), Left: len(sel.Skipped), RealNode: realNode,
+			Selected: len(sel.Run), Left: len(sel.Skipped), RealNode: realNode, Kind: onKind,
 		}
 		if err := WriteReport(f, m, sel, runs); err != nil {
 			t.Fatal(err)
@@ -134,6 +142,29 @@ func TestUpstreamConformance(t *testing.T) {
 	for _, r := range runs {
 		fmt.Println(r.ClosingLine())
 	}
+}
+
+// kindFor is the kind cluster of a FRESHCACHE_E2E_KIND=1 run: make
+// kind-images' offline images, kind from make build-kind-bins, and the e2e
+// test images (busybox, agnhost, glibc-dns-testing) built here from
+// Debian's packages, agnhost and CoreDNS, to be loaded into its nodes.
+func kindFor(ctx context.Context, t *testing.T, binDir, suiteDir, outDir string) *Kind {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "hack", "kind-up.sh")); err != nil {
+		t.Fatalf("the repository's hack/kind-up.sh: %v", err)
+	}
+	k := &Kind{Root: root, Name: envOr("FRESHCACHE_E2E_KIND_NAME", "freshcache-e2e"), Binary: envOr("KIND", filepath.Join(binDir, "kind"))}
+	imgs := realnode.E2EImages{
+		BusyboxBinary: "/bin/busybox", AgnhostBinary: filepath.Join(suiteDir, "agnhost"),
+		CoreDNSBinary: filepath.Join(binDir, "coredns"), Install: true,
+	}
+	if k.Images, err = imgs.Write(ctx, filepath.Join(outDir, "images"), t.Logf); err != nil {
+		t.Fatalf("the e2e test images: %v", err)
+	}
+	return k
 }
 
 func envOr(name, def string) string {

@@ -16,6 +16,8 @@ type ReportMeta struct {
 	Selected, Left           int
 	// RealNode: the cluster had one real node instead of hollow ones.
 	RealNode bool
+	// Kind: the cluster was a kind cluster, not local-up's.
+	Kind bool
 }
 
 // WriteReport writes the markdown report of runs: totals per
@@ -28,7 +30,11 @@ func WriteReport(w io.Writer, m ReportMeta, sel *Selection, runs []*Run) error {
 	if m.RealNode {
 		nodes = "one real node (the kubelet v1.37.2 on containerd and runc, kube-proxy, CoreDNS; pods are real processes from images built here: pause, busybox, agnhost)"
 	}
-	fmt.Fprintf(&b, "Upstream Kubernetes' own e2e tests (`e2e.test` of k8s.io/kubernetes/test/e2e v1.37.2, unchanged) run against a fresh local-up cluster per implementation: one kube-apiserver on embedded etcd, kube-controller-manager, kube-scheduler and %s, etcd compacted every minute. The selection is [lab/test/upstreame2e/tests.txt](../../lab/test/upstreame2e/tests.txt): %d tests run, %d more [sig-api-machinery] or [Conformance] tests left out, each with its reason there.\n\n", nodes, m.Selected, m.Left)
+	cluster := "a fresh local-up cluster per implementation: one kube-apiserver on embedded etcd, kube-controller-manager, kube-scheduler and " + nodes
+	if m.Kind {
+		cluster = "a fresh kind cluster per implementation (hack/kind-up.sh on make kind-images' offline images): one control-plane node (kubeadm's static pods: our kube-apiserver, etcd, kube-controller-manager, kube-scheduler) and one worker, each the kubelet v1.37.2 on containerd and runc, with kube-proxy and CoreDNS; test pods from images built here (busybox, agnhost)"
+	}
+	fmt.Fprintf(&b, "Upstream Kubernetes' own e2e tests (`e2e.test` of k8s.io/kubernetes/test/e2e v1.37.2, unchanged) run against %s, etcd compacted every minute. The selection is [lab/test/upstreame2e/tests.txt](../../lab/test/upstreame2e/tests.txt): %d tests run, %d more [sig-api-machinery] or [Conformance] tests left out, each with its reason there.\n\n", cluster, m.Selected, m.Left)
 	fmt.Fprintf(&b, "- Command: `%s`\n- Commit: `%s`\n- Machine: %s\n- Date: %s, ginkgo with %d parallel processes\n\n", m.Command, m.Commit, m.Machine, m.Date.UTC().Format("2006-01-02 15:04 MST"), m.Procs)
 
 	b.WriteString("| implementation | passed | failed | skipped | run time |\n|---|---:|---:|---:|---:|\n")

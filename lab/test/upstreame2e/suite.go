@@ -77,6 +77,9 @@ type Options struct {
 	// RealNode runs the cluster with one real node instead of hollow
 	// nodes (root only).
 	RealNode bool
+	// Kind, when set, runs the suite on a kind cluster instead of
+	// local-up (real nodes: the selection is RealNode's).
+	Kind *Kind
 }
 
 // Run is the outcome of one implementation's run.
@@ -120,10 +123,11 @@ func ListTests(ctx context.Context, suiteDir, outDir string) ([]string, error) {
 	return names, nil
 }
 
-// RunSuite starts a fresh local-up cluster for impl, runs the selection on
-// it and stops the cluster. An error means the run could not be made (the
-// cluster did not start, ginkgo could not run or wrote no report); failed
-// tests are in the returned Run, not in the error.
+// RunSuite starts a fresh cluster for impl (local-up, or kind with
+// o.Kind), runs the selection on it and stops the cluster. An error means
+// the run could not be made (the cluster did not start, ginkgo could not
+// run or wrote no report); failed tests are in the returned Run, not in
+// the error.
 func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selection) (*Run, error) {
 	dir := filepath.Join(o.OutDir, impl.Name)
 	if err := os.RemoveAll(dir); err != nil {
@@ -132,6 +136,20 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	start := o.startLocalUp
+	if o.Kind != nil {
+		start = o.Kind.start
+	}
+	kubeconfig, stop, err := start(ctx, impl, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stop() }()
+	return runGinkgo(ctx, o, impl, sel, dir, kubeconfig)
+}
+
+// startLocalUp starts a local-up cluster for impl, its data under dir.
+func (o Options) startLocalUp(ctx context.Context, impl Implementation, dir string) (kubeconfig string, stop func() error, err error) {
 	args := append(clusterArgs(o.RealNode), impl.Args...)
 	dataDir := filepath.Join(dir, "cluster")
 	if o.RealNode {
@@ -140,23 +158,27 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 		// short directory, linked from the run's.
 		short := filepath.Join(os.TempDir(), "fce2e", impl.Name)
 		if err := os.RemoveAll(short); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		if err := os.MkdirAll(short, 0o755); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		if err := os.Symlink(short, dataDir); err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		dataDir = short
 	}
 	lu, err := launch.Start(ctx, launch.Options{BinDir: o.BinDir, DataDir: dataDir, Args: args})
 	if err != nil {
-		return nil, fmt.Errorf("%s: starting local-up: %w", impl.Name, err)
+		return "", nil, fmt.Errorf("%s: starting local-up: %w", impl.Name, err)
 	}
-	defer func() { _ = lu.Stop(0) }()
+	return lu.Ready.Kubeconfig, func() error { return lu.Stop(0) }, nil
+}
 
-	cs, err := clientFor(lu.Ready.Kubeconfig)
+// runGinkgo runs the selection against the cluster of kubeconfig, its
+// report and log under dir.
+func runGinkgo(ctx context.Context, o Options, impl Implementation, sel *Selection, dir, kubeconfig string) (*Run, error) {
+	cs, err := clientFor(kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +204,7 @@ func RunSuite(ctx context.Context, o Options, impl Implementation, sel *Selectio
 		"--focus="+sel.Focus(),
 		filepath.Join(o.SuiteDir, "e2e.test"), "--",
 		"--provider=skeleton",
-		"--kubeconfig="+lu.Ready.Kubeconfig,
+		"--kubeconfig="+kubeconfig,
 		"--kubectl-path="+filepath.Join(o.BinDir, "kubectl"),
 		"--report-dir="+dir,
 	)

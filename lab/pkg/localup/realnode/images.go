@@ -103,19 +103,55 @@ type imageSpec struct {
 func (n *Node) imageSpecs() []imageSpec {
 	specs := []imageSpec{
 		{file: "pause.tar", image: func() (imagetar.Image, error) { return pauseImage(n.opts.PauseBinary) }},
-		{file: "busybox.tar", image: func() (imagetar.Image, error) { return busyboxImage(n.opts.BusyboxBinary) }},
 	}
 	if n.opts.CoreDNSBinary != "" {
 		specs = append(specs, imageSpec{file: "coredns.tar", image: func() (imagetar.Image, error) { return coreDNSImage(n.opts.CoreDNSBinary) }})
 	}
-	if n.opts.AgnhostBinary != "" {
+	return append(specs, E2EImages{
+		BusyboxBinary: n.opts.BusyboxBinary, AgnhostBinary: n.opts.AgnhostBinary, CoreDNSBinary: n.opts.CoreDNSBinary,
+	}.specs(n.layout.imagesDir())...)
+}
+
+// E2EImages are the test images of upstream's e2e suite that this
+// package builds: BusyboxImage always, AgnhostImage and GlibcDNSImage
+// when AgnhostBinary is set. Another cluster (kind's nodes, say) can load
+// the tarballs Write makes.
+type E2EImages struct {
+	// BusyboxBinary is a statically linked busybox (Debian's
+	// busybox-static); AgnhostBinary the statically linked agnhost
+	// (make build-e2e-suite); CoreDNSBinary, when set, goes into the
+	// agnhost image, where DNS tests start it.
+	BusyboxBinary, AgnhostBinary, CoreDNSBinary string
+	// Install lets Write run apt-get for the Debian packages the images
+	// take programs from (busybox-static; curl, dig and the others of the
+	// agnhost image).
+	Install bool
+}
+
+func (e E2EImages) specs(keyDir string) []imageSpec {
+	specs := []imageSpec{{file: "busybox.tar", image: func() (imagetar.Image, error) { return busyboxImage(e.BusyboxBinary) }}}
+	if e.AgnhostBinary != "" {
 		specs = append(specs, imageSpec{file: "agnhost.tar", image: func() (imagetar.Image, error) {
-			return agnhostImage(n.opts.AgnhostBinary, n.opts.BusyboxBinary, n.opts.CoreDNSBinary, n.layout.imagesDir())
+			return agnhostImage(e.AgnhostBinary, e.BusyboxBinary, e.CoreDNSBinary, keyDir)
 		}}, imageSpec{file: "glibc-dns-testing.tar", image: func() (imagetar.Image, error) {
-			return glibcDNSImage(n.opts.BusyboxBinary)
+			return glibcDNSImage(e.BusyboxBinary)
 		}})
 	}
 	return specs
+}
+
+// Write installs the missing packages (with Install), writes the images'
+// docker-save tarballs into dir (an unchanged one is left alone) and
+// returns their paths.
+func (e E2EImages) Write(ctx context.Context, dir string, logf func(string, ...any)) ([]string, error) {
+	pkgs := []debPackage{{"busybox-static", []string{e.BusyboxBinary}}}
+	if e.AgnhostBinary != "" {
+		pkgs = append(pkgs, agnhostPackages()...)
+	}
+	if err := installPackages(ctx, pkgs, e.Install, logf); err != nil {
+		return nil, err
+	}
+	return writeImages(dir, e.specs(dir), logf)
 }
 
 // coreDNSImage is the statically linked CoreDNS alone, as upstream's image
@@ -426,12 +462,17 @@ func staticBinary(path string) ([]byte, error) {
 // buildImages writes every image tarball whose content changed (the tarball
 // is deterministic, so an unchanged one is left alone).
 func (n *Node) buildImages() ([]string, error) {
-	dir := n.layout.imagesDir()
+	return writeImages(n.layout.imagesDir(), n.imageSpecs(), n.logf)
+}
+
+// writeImages writes the tarball of every spec into dir, where its
+// content changed, and returns their paths.
+func writeImages(dir string, specs []imageSpec, logf func(string, ...any)) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var paths []string
-	for _, spec := range n.imageSpecs() {
+	for _, spec := range specs {
 		img, err := spec.image()
 		if err != nil {
 			return nil, err
@@ -445,7 +486,7 @@ func (n *Node) buildImages() ([]string, error) {
 			if err := writeFileAtomic(path, buf.Bytes()); err != nil {
 				return nil, err
 			}
-			n.logf("built image %s into %s (%d KiB)", img.Ref, path, buf.Len()/1024)
+			logf("built image %s into %s (%d KiB)", img.Ref, path, buf.Len()/1024)
 		}
 		paths = append(paths, path)
 	}
