@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/freshcache/freshcache/lab/pkg/localup"
+	"github.com/freshcache/freshcache/lab/test/robustness/counterload"
 )
 
 // The fault-heal scenario: apiserver W (member 0) takes a steady stream of
@@ -23,42 +21,6 @@ import (
 // its member is partitioned and, above all, right after the partition
 // heals: stale answers, 5xx, and 429s that come after the cache should
 // have caught up. heal_report.go turns the recording into counts.
-
-// healNamespace holds the counter and the churn objects.
-const healNamespace = "fault-heal"
-
-// healCounter is the ConfigMap whose data[healKey] the writer increments.
-const (
-	healCounter = "counter"
-	healKey     = "n"
-)
-
-// readKind is one of the four reads the readers send through R.
-type readKind int
-
-const (
-	getConsistent readKind = iota
-	getZero
-	listConsistent
-	listZero
-	readKinds // the number of kinds
-)
-
-func (k readKind) String() string {
-	return [...]string{`GET rv=""`, `GET rv="0"`, `LIST rv=""`, `LIST rv="0"`}[k]
-}
-
-// path is the request URI of the read, relative to the server.
-func (k readKind) path() string {
-	p := "/api/v1/namespaces/" + healNamespace + "/configmaps"
-	if k == getConsistent || k == getZero {
-		p += "/" + healCounter
-	}
-	if k == getZero || k == listZero {
-		p += "?resourceVersion=0"
-	}
-	return p
-}
 
 // healConfig is one implementation's run. The zero values of the pacing
 // fields are not meaningful: healDefaults fills them in.
@@ -78,28 +40,10 @@ type healConfig struct {
 	Cut    time.Duration // how long member 1 stays isolated
 	Cycles int
 
-	WritePace      time.Duration // between one write's answer and the next write
-	ChurnEvery     int           // every so many counter writes, one create and one delete
-	ReadPace       time.Duration // between one read's answer and the next read, per reader
+	Pace           counterload.Pace // a read that takes longer than Pace.ReadTimeout is an error ("other")
 	ReadersPerKind int
-	ReadTimeout    time.Duration // a read that takes longer is an error ("other")
 
 	Logf func(format string, args ...any)
-}
-
-// healWrite is one completed counter write: Value was stored before Done.
-type healWrite struct {
-	Value int64
-	Done  time.Time
-}
-
-// healRead is one read through R as the server answered it.
-type healRead struct {
-	Kind       readKind
-	Start, End time.Time
-	Status     int    // 0: no HTTP answer (Err says why)
-	Value      int64  // the counter value of a 2xx answer; -1 when it held no counter
-	Err        string // transport error, or the Status message of a non-2xx answer
 }
 
 // healWindow is one isolation of member 1.
@@ -111,11 +55,11 @@ type healWindow struct {
 type healOutcome struct {
 	Name          string
 	Flags         []string
-	ZeroStaleness time.Duration // healConfig.ZeroStaleness
-	Binary        string        // the kube-apiservers' /version: version, commit, tree state
-	Writes        []healWrite   // in completion order, values increasing
+	ZeroStaleness time.Duration       // healConfig.ZeroStaleness
+	Binary        string              // the kube-apiservers' /version: version, commit, tree state
+	Writes        []counterload.Write // in completion order, values increasing
 	WriteErrors   []string
-	Reads         []healRead
+	Reads         []counterload.Read
 	Windows       []healWindow
 	Began, Over   time.Time
 }
@@ -147,37 +91,32 @@ func runHeal(ctx context.Context, c healConfig) (*healOutcome, error) {
 	if v, err := w.clientset().Discovery().ServerVersion(); err == nil {
 		out.Binary = fmt.Sprintf("%s, commit %s (%s tree), built %s", v.GitVersion, v.GitCommit, v.GitTreeState, v.BuildDate)
 	}
-	wc := w.clientset().CoreV1()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: healNamespace}}
-	if _, err := wc.Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating namespace %s: %w", healNamespace, err)
+	first, err := counterload.Setup(ctx, w.clientset())
+	if err != nil {
+		return nil, err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: healCounter}, Data: map[string]string{healKey: "0"}}
-	if _, err := wc.ConfigMaps(healNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("creating the counter: %w", err)
-	}
-	out.Writes = []healWrite{{Value: 0, Done: time.Now()}}
+	out.Writes = []counterload.Write{first}
 
 	hc, err := rest.HTTPClientFor(r.restConfig())
 	if err != nil {
 		return nil, fmt.Errorf("the HTTP client of apiserver R: %w", err)
 	}
 	base := r.serverURL()
-	if err := c.waitCounter(ctx, hc, base); err != nil {
+	if err := counterload.WaitCounter(ctx, hc, base); err != nil {
 		return nil, err
 	}
 
 	trafficCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	wr := &healWriter{cfg: c, client: w.clientset()}
-	wg.Go(func() { wr.run(trafficCtx) })
-	readers := make([]*healReader, 0, int(readKinds)*c.ReadersPerKind)
-	for k := range readKinds {
+	wr := &counterload.Writer{Pace: c.Pace, Client: w.clientset()}
+	wg.Go(func() { wr.Run(trafficCtx) })
+	readers := make([]*counterload.Reader, 0, int(counterload.Kinds)*c.ReadersPerKind)
+	for k := range counterload.Kinds {
 		for range c.ReadersPerKind {
-			rd := &healReader{cfg: c, kind: k, client: hc, base: base}
+			rd := &counterload.Reader{Pace: c.Pace, Kind: k, Client: hc, Base: base}
 			readers = append(readers, rd)
-			wg.Go(func() { rd.run(trafficCtx) })
+			wg.Go(func() { rd.Run(trafficCtx) })
 		}
 	}
 	out.Began = time.Now()
@@ -187,10 +126,12 @@ func runHeal(ctx context.Context, c healConfig) (*healOutcome, error) {
 	wg.Wait()
 
 	out.Windows = windows
-	out.Writes = append(out.Writes, wr.writes...)
-	out.WriteErrors = wr.errs
+	out.Writes = append(out.Writes, wr.Writes...)
+	for _, e := range wr.Errs {
+		out.WriteErrors = append(out.WriteErrors, e.Err)
+	}
 	for _, rd := range readers {
-		out.Reads = append(out.Reads, rd.reads...)
+		out.Reads = append(out.Reads, rd.Reads...)
 	}
 	if schedErr != nil {
 		return out, schedErr
@@ -215,12 +156,12 @@ func (c healConfig) schedule(ctx context.Context, cl *Cluster, began time.Time) 
 	var windows []healWindow
 	for i := range c.Cycles {
 		cut := began.Add(c.Lead + time.Duration(i)*c.Period)
-		if err := until(ctx, cut); err != nil {
+		if err := counterload.Until(ctx, cut); err != nil {
 			return windows, err
 		}
 		cl.Isolate(1)
 		win := healWindow{Cut: time.Now()}
-		err := until(ctx, cut.Add(c.Cut))
+		err := counterload.Until(ctx, cut.Add(c.Cut))
 		cl.HealPeers()
 		win.Heal = time.Now()
 		windows = append(windows, win)
@@ -230,40 +171,7 @@ func (c healConfig) schedule(ctx context.Context, cl *Cluster, began time.Time) 
 			return windows, err
 		}
 	}
-	return windows, until(ctx, began.Add(c.Lead+time.Duration(c.Cycles)*c.Period))
-}
-
-// until returns at t, or with ctx's error if ctx ends first.
-func until(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("fault schedule: %w", ctx.Err())
-	}
-}
-
-// waitCounter waits until R answers a consistent GET of the counter: its
-// cache holds the namespace's first objects, so the readers measure the
-// faults, not the start.
-func (c healConfig) waitCounter(ctx context.Context, hc *http.Client, base string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		rd := readOnce(ctx, hc, base, getConsistent)
-		if rd.Status == http.StatusOK && rd.Value >= 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("apiserver R never served the counter (last: %d %s): %w", rd.Status, rd.Err, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return windows, counterload.Until(ctx, began.Add(c.Lead+time.Duration(c.Cycles)*c.Period))
 }
 
 // restConfig is the admin's client configuration for this apiserver.

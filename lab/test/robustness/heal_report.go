@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/test/robustness/counterload"
 )
 
 // healMeta is what the report says about the run as a whole.
@@ -88,7 +90,7 @@ func healTable(tallies []*healTally) string {
 			name, kind, c.Reads, c.Answered, c.Stale, c.TooMany, c.Late429, c.Server, c.Other, fmtLatency(c.P99), fmtLatency(c.Max))
 	}
 	for _, t := range tallies {
-		for k := range readKinds {
+		for k := range counterload.Kinds {
 			row(t.Name, "`"+k.String()+"`", t.Kinds[k])
 		}
 		row("**"+t.Name+"**", "**total**", t.Total)
@@ -167,7 +169,7 @@ func writeMessages(b *strings.Builder, title string, m healMessages) {
 	fmt.Fprintf(b, "\n%s (%d distinct):\n\n", title, len(m))
 	for _, e := range m.sorted()[:min(len(m), healExamples)] {
 		var kinds []string
-		for k := range readKinds {
+		for k := range counterload.Kinds {
 			if n := e.Kinds[k]; n > 0 {
 				kinds = append(kinds, fmt.Sprintf("%s ×%d", k, n))
 			}

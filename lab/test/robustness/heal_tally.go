@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/test/robustness/counterload"
 )
 
 // healGrace is how long after a heal a 429 is still the partition's: a
@@ -55,16 +57,16 @@ type healMessage struct {
 	Status  int
 	Example string // the first message as the server sent it
 	Count   int
-	Kinds   map[readKind]int
+	Kinds   map[counterload.Kind]int
 }
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
-func (m healMessages) add(r healRead) {
+func (m healMessages) add(r counterload.Read) {
 	key := strconv.Itoa(r.Status) + " " + digits.ReplaceAllString(r.Err, "N")
 	e := m[key]
 	if e == nil {
-		e = &healMessage{Status: r.Status, Example: r.Err, Kinds: map[readKind]int{}}
+		e = &healMessage{Status: r.Status, Example: r.Err, Kinds: map[counterload.Kind]int{}}
 		m[key] = e
 	}
 	e.Count++
@@ -88,7 +90,7 @@ func (m healMessages) sorted() []*healMessage {
 
 // lateRead is a late 429: how long after which heal it started.
 type lateRead struct {
-	Read      healRead
+	Read      counterload.Read
 	Heal      int // 1-based; 0: before the first cut
 	SinceHeal time.Duration
 }
@@ -98,13 +100,13 @@ type healTally struct {
 	Name        string
 	Flags       []string
 	Binary      string
-	Kinds       [readKinds]healCounts
+	Kinds       [counterload.Kinds]healCounts
 	Total       healCounts
 	Server      healMessages // the 5xx answers
 	TooMany     healMessages // the 429 answers
 	Other       healMessages // neither 2xx, 429 nor 5xx, or no answer
 	Late        []lateRead
-	ServerReads []healRead // the first few 5xx answers, to show when they came
+	ServerReads []counterload.Read // the first few 5xx answers, to show when they came
 	// CatchUp is, per heal, how long after it R first answered a read
 	// sent after the heal with every write completed before the heal:
 	// the time its cache took to take in what the cut kept from it.
@@ -128,7 +130,7 @@ func tallyHeal(o *healOutcome) *healTally {
 		Writes: len(o.Writes), WriteErrors: o.WriteErrors,
 		Server: healMessages{}, TooMany: healMessages{}, Other: healMessages{},
 	}
-	var latencies [readKinds][]time.Duration
+	var latencies [counterload.Kinds][]time.Duration
 	var all []time.Duration
 	for _, r := range o.Reads {
 		c := &t.Kinds[r.Kind]
@@ -140,7 +142,7 @@ func tallyHeal(o *healOutcome) *healTally {
 		switch {
 		case ok:
 			c.Answered++
-			if r.Value < newestBefore(o.Writes, o.freshAsOf(r)) {
+			if r.Value < counterload.NewestBefore(o.Writes, o.freshAsOf(r)) {
 				c.Stale++
 				t.StalePhases[ph]++
 			}
@@ -164,12 +166,12 @@ func tallyHeal(o *healOutcome) *healTally {
 			c.Other++
 			t.Other.add(r)
 		}
-		consistent := r.Kind == getConsistent || r.Kind == listConsistent
+		consistent := r.Kind == counterload.GetConsistent || r.Kind == counterload.ListConsistent
 		if consistent && overlapsCut(o.Windows, r) && (!ok || r.End.Sub(r.Start) >= slowRead) {
 			t.Disturbed++
 		}
 	}
-	for k := range readKinds {
+	for k := range counterload.Kinds {
 		t.Kinds[k].P99, t.Kinds[k].Max = quantiles(latencies[k])
 		t.Total.add(t.Kinds[k])
 	}
@@ -182,7 +184,7 @@ func tallyHeal(o *healOutcome) *healTally {
 func catchUp(o *healOutcome) []time.Duration {
 	out := make([]time.Duration, len(o.Windows))
 	for i, w := range o.Windows {
-		target := newestBefore(o.Writes, w.Heal)
+		target := counterload.NewestBefore(o.Writes, w.Heal)
 		out[i] = -1
 		for _, r := range o.Reads {
 			if r.Status/100 != 2 || r.Err != "" || r.Value < target || r.Start.Before(w.Heal) {
@@ -220,7 +222,7 @@ func (p readPhase) String() string {
 	return [...]string{"healthy", "in flight during a cut", fmt.Sprintf("sent within %s of a heal", healGrace)}[p]
 }
 
-func phaseOfRead(windows []healWindow, r healRead) readPhase {
+func phaseOfRead(windows []healWindow, r counterload.Read) readPhase {
 	if overlapsCut(windows, r) {
 		return phaseCut
 	}
@@ -232,21 +234,11 @@ func phaseOfRead(windows []healWindow, r healRead) readPhase {
 
 // freshAsOf is the time a read must be at least as fresh as: its start,
 // or for an rv=0 read under a staleness bound, that long before.
-func (o *healOutcome) freshAsOf(r healRead) time.Time {
-	if r.Kind == getZero || r.Kind == listZero {
+func (o *healOutcome) freshAsOf(r counterload.Read) time.Time {
+	if r.Kind == counterload.GetZero || r.Kind == counterload.ListZero {
 		return r.Start.Add(-o.ZeroStaleness)
 	}
 	return r.Start
-}
-
-// newestBefore is the value of the newest write that completed before t,
-// or -1. writes are in completion order.
-func newestBefore(writes []healWrite, t time.Time) int64 {
-	i := sort.Search(len(writes), func(i int) bool { return !writes[i].Done.Before(t) })
-	if i == 0 {
-		return -1
-	}
-	return writes[i-1].Value
 }
 
 // healedFor reports whether t lies in a healthy stretch: more than grace
@@ -268,7 +260,7 @@ func healedFor(windows []healWindow, t time.Time, grace time.Duration) (heal int
 
 // overlapsCut reports whether r was in flight at some time member 1 was
 // cut off: a read that started just before a cut can wait through it.
-func overlapsCut(windows []healWindow, r healRead) bool {
+func overlapsCut(windows []healWindow, r counterload.Read) bool {
 	for _, w := range windows {
 		if r.Start.Before(w.Heal) && r.End.After(w.Cut) {
 			return true

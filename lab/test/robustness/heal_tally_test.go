@@ -1,33 +1,16 @@
 package robustness
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshcache/freshcache/lab/test/robustness/counterload"
 )
 
 // at is a point on a test's clock, in seconds.
 func at(s float64) time.Time {
 	return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second)))
-}
-
-func TestNewestBefore(t *testing.T) {
-	writes := []healWrite{{Value: 0, Done: at(1)}, {Value: 1, Done: at(2)}, {Value: 3, Done: at(3)}}
-	for _, tc := range []struct {
-		t    float64
-		want int64
-	}{
-		{0.5, -1},
-		{1, -1}, // completed at the same instant: not before
-		{1.5, 0},
-		{2.5, 1},
-		{9, 3},
-	} {
-		if got := newestBefore(writes, at(tc.t)); got != tc.want {
-			t.Errorf("newestBefore(%v) = %d, want %d", tc.t, got, tc.want)
-		}
-	}
 }
 
 func TestHealedFor(t *testing.T) {
@@ -71,7 +54,7 @@ func TestOverlapsCut(t *testing.T) {
 		{11.9, 13, true},
 		{12, 12.1, false},
 	} {
-		r := healRead{Start: at(tc.start), End: at(tc.end)}
+		r := counterload.Read{Start: at(tc.start), End: at(tc.end)}
 		if got := overlapsCut(windows, r); got != tc.want {
 			t.Errorf("overlapsCut(%v-%v) = %v, want %v", tc.start, tc.end, got, tc.want)
 		}
@@ -96,30 +79,30 @@ func TestPhase(t *testing.T) {
 func TestTallyHeal(t *testing.T) {
 	o := &healOutcome{
 		Name:    "x",
-		Writes:  []healWrite{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}},
+		Writes:  []counterload.Write{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}},
 		Windows: []healWindow{{Cut: at(5), Heal: at(12)}},
 	}
-	read := func(k readKind, start, end float64, status int, value int64, err string) healRead {
-		return healRead{Kind: k, Start: at(start), End: at(end), Status: status, Value: value, Err: err}
+	read := func(k counterload.Kind, start, end float64, status int, value int64, err string) counterload.Read {
+		return counterload.Read{Kind: k, Start: at(start), End: at(end), Status: status, Value: value, Err: err}
 	}
-	o.Reads = []healRead{
-		read(getConsistent, 4.5, 4.6, 200, 1, ""),                // fresh
-		read(getZero, 9, 9.1, 200, 1, ""),                        // stale: 2 was done at 8
-		read(listConsistent, 6, 13, 500, -1, "leader changed 7"), // 5xx, held up in the cut
-		read(listConsistent, 12.1, 12.2, 429, -1, "wait"),        // 429 within the grace
-		read(listZero, 13, 13.1, 429, -1, "wait"),                // late 429
-		read(getConsistent, 14, 29, 0, -1, "context deadline exceeded"),
-		read(listZero, 15, 15.1, 200, -1, errNoCounter.Error()), // a 2xx without the counter
-		read(listConsistent, 7, 7.1, 504, -1, "leader changed 9"),
-		read(getConsistent, 4.9, 12.5, 200, 2, ""), // waited through the cut
-		read(listZero, 4.8, 7.8, 429, -1, "wait"),  // sent before the cut: the cut's 429, not late
+	o.Reads = []counterload.Read{
+		read(counterload.GetConsistent, 4.5, 4.6, 200, 1, ""),                // fresh
+		read(counterload.GetZero, 9, 9.1, 200, 1, ""),                        // stale: 2 was done at 8
+		read(counterload.ListConsistent, 6, 13, 500, -1, "leader changed 7"), // 5xx, held up in the cut
+		read(counterload.ListConsistent, 12.1, 12.2, 429, -1, "wait"),        // 429 within the grace
+		read(counterload.ListZero, 13, 13.1, 429, -1, "wait"),                // late 429
+		read(counterload.GetConsistent, 14, 29, 0, -1, "context deadline exceeded"),
+		read(counterload.ListZero, 15, 15.1, 200, -1, counterload.ErrNoCounter.Error()), // a 2xx without the counter
+		read(counterload.ListConsistent, 7, 7.1, 504, -1, "leader changed 9"),
+		read(counterload.GetConsistent, 4.9, 12.5, 200, 2, ""), // waited through the cut
+		read(counterload.ListZero, 4.8, 7.8, 429, -1, "wait"),  // sent before the cut: the cut's 429, not late
 	}
 	tl := tallyHeal(o)
-	want := map[readKind]healCounts{
-		getConsistent:  {Reads: 3, Answered: 2, Other: 1},
-		getZero:        {Reads: 1, Answered: 1, Stale: 1},
-		listConsistent: {Reads: 3, TooMany: 1, Server: 2},
-		listZero:       {Reads: 3, TooMany: 2, Late429: 1, Other: 1},
+	want := map[counterload.Kind]healCounts{
+		counterload.GetConsistent:  {Reads: 3, Answered: 2, Other: 1},
+		counterload.GetZero:        {Reads: 1, Answered: 1, Stale: 1},
+		counterload.ListConsistent: {Reads: 3, TooMany: 1, Server: 2},
+		counterload.ListZero:       {Reads: 3, TooMany: 2, Late429: 1, Other: 1},
 	}
 	for k, w := range want {
 		got := tl.Kinds[k]
@@ -163,45 +146,20 @@ func TestTallyHeal(t *testing.T) {
 	}
 }
 
-func TestCounterValue(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		kind readKind
-		body string
-		want int64
-		err  error
-	}{
-		{"get", getZero, `{"metadata":{"name":"counter"},"data":{"n":"42"}}`, 42, nil},
-		{"list", listConsistent, `{"items":[{"metadata":{"name":"churn-1"},"data":{"n":"1"}},{"metadata":{"name":"counter"},"data":{"n":"7"}}]}`, 7, nil},
-		{"list without the counter", listZero, `{"items":[{"metadata":{"name":"churn-1"},"data":{"n":"1"}}]}`, -1, errNoCounter},
-		{"get without data", getConsistent, `{"metadata":{"name":"counter"}}`, -1, errNoCounter},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := counterValue(tc.kind, []byte(tc.body))
-			if got != tc.want || !errors.Is(err, tc.err) {
-				t.Errorf("counterValue = %d, %v; want %d, %v", got, err, tc.want, tc.err)
-			}
-		})
-	}
-	if _, err := counterValue(getZero, []byte(`{"data":{"n":"x"}}`)); err == nil {
-		t.Errorf("a value that is no integer must fail")
-	}
-}
-
 func TestCatchUp(t *testing.T) {
 	o := &healOutcome{
-		Writes:  []healWrite{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}, {Value: 3, Done: at(22)}},
+		Writes:  []counterload.Write{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}, {Value: 3, Done: at(22)}},
 		Windows: []healWindow{{Cut: at(5), Heal: at(12)}, {Cut: at(20), Heal: at(27)}},
 	}
-	ans := func(start, end float64, value int64) healRead {
-		return healRead{Kind: getZero, Start: at(start), End: at(end), Status: 200, Value: value}
+	ans := func(start, end float64, value int64) counterload.Read {
+		return counterload.Read{Kind: counterload.GetZero, Start: at(start), End: at(end), Status: 200, Value: value}
 	}
-	o.Reads = []healRead{
+	o.Reads = []counterload.Read{
 		ans(11.9, 12.2, 2), // sent before the heal: it waited, it did not catch up
 		ans(12.05, 12.1, 1),
 		ans(12.5, 12.6, 2), // heal 1's catch-up: 600ms
 		ans(13, 13.1, 2),
-		{Kind: listZero, Start: at(12.3), End: at(12.4), Status: 429, Value: -1, Err: "wait"},
+		{Kind: counterload.ListZero, Start: at(12.3), End: at(12.4), Status: 429, Value: -1, Err: "wait"},
 		ans(28, 28.1, 2), // heal 2 needs 3, which never came back
 	}
 	got := catchUp(o)
@@ -218,19 +176,19 @@ func TestTallyHealZeroStaleness(t *testing.T) {
 	o := &healOutcome{
 		Name:          "bounded",
 		ZeroStaleness: 2 * time.Second,
-		Writes:        []healWrite{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}},
+		Writes:        []counterload.Write{{Value: 0, Done: at(0)}, {Value: 1, Done: at(4)}, {Value: 2, Done: at(8)}},
 	}
-	read := func(k readKind, start float64, value int64) healRead {
-		return healRead{Kind: k, Start: at(start), End: at(start + 0.1), Status: 200, Value: value}
+	read := func(k counterload.Kind, start float64, value int64) counterload.Read {
+		return counterload.Read{Kind: k, Start: at(start), End: at(start + 0.1), Status: 200, Value: value}
 	}
-	o.Reads = []healRead{
-		read(getZero, 9, 1),        // 2 was done 1s before: within the bound
-		read(listZero, 11, 1),      // 2 was done 3s before: stale
-		read(getConsistent, 9, 1),  // strict: stale
-		read(listConsistent, 9, 2), // fresh
+	o.Reads = []counterload.Read{
+		read(counterload.GetZero, 9, 1),        // 2 was done 1s before: within the bound
+		read(counterload.ListZero, 11, 1),      // 2 was done 3s before: stale
+		read(counterload.GetConsistent, 9, 1),  // strict: stale
+		read(counterload.ListConsistent, 9, 2), // fresh
 	}
 	tl := tallyHeal(o)
-	for k, want := range map[readKind]int{getZero: 0, listZero: 1, getConsistent: 1, listConsistent: 0} {
+	for k, want := range map[counterload.Kind]int{counterload.GetZero: 0, counterload.ListZero: 1, counterload.GetConsistent: 1, counterload.ListConsistent: 0} {
 		if got := tl.Kinds[k].Stale; got != want {
 			t.Errorf("%s: %d stale, want %d", k, got, want)
 		}

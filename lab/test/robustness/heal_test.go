@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshcache/freshcache/lab/internal/testenv"
+	"github.com/freshcache/freshcache/lab/test/robustness/counterload"
 	"github.com/freshcache/watchcache"
 )
 
@@ -37,9 +38,9 @@ func TestFaultHeal(t *testing.T) {
 	bin := kubeAPIServer(t)
 	base := healConfig{
 		Binary: bin, Lead: 5 * time.Second, Period: 15 * time.Second, Cut: 7 * time.Second,
-		WritePace: 20 * time.Millisecond, ChurnEvery: 5,
-		ReadPace: 20 * time.Millisecond, ReadersPerKind: 2, ReadTimeout: 15 * time.Second,
-		Logf: t.Logf,
+		Pace:           counterload.Pace{Write: 20 * time.Millisecond, ChurnEvery: 5, Read: 20 * time.Millisecond, ReadTimeout: 15 * time.Second},
+		ReadersPerKind: 2,
+		Logf:           t.Logf,
 	}
 	base.Cycles = healCycles(t, base)
 	logs := testenv.DirOr(t, "HEAL_LOG_DIR")
@@ -133,7 +134,7 @@ func (c healConfig) describeTraffic() string {
 	return fmt.Sprintf("one writer merge-patches the counter ConfigMap's data.%s (+1) through W, %s after each answer, "+
 		"and every %d writes creates a ConfigMap and deletes the oldest beyond %d; %d readers per read kind through R, "+
 		"raw HTTPS with no client-side retries, one request at a time, %s after each answer, %s timeout",
-		healKey, c.WritePace, c.ChurnEvery, churnKeep, c.ReadersPerKind, c.ReadPace, c.ReadTimeout)
+		counterload.Key, c.Pace.Write, c.Pace.ChurnEvery, counterload.ChurnKeep, c.ReadersPerKind, c.Pace.Read, c.Pace.ReadTimeout)
 }
 
 // gitHead is the commit the test ran at, "+dirty" with changes to
@@ -156,7 +157,7 @@ func requireHealed(t *testing.T, tl *healTally, cycles int) {
 	if len(tl.Cuts) != cycles {
 		t.Errorf("%s: %d cuts, want %d", tl.Name, len(tl.Cuts), cycles)
 	}
-	for k := range readKinds {
+	for k := range counterload.Kinds {
 		if tl.Kinds[k].Answered == 0 {
 			t.Errorf("%s: no %s read was answered", tl.Name, k)
 		}
@@ -164,7 +165,7 @@ func requireHealed(t *testing.T, tl *healTally, cycles int) {
 	if tl.Disturbed == 0 {
 		t.Errorf("%s: no consistent read failed or waited while member 1 was cut off: the isolation did not reach R", tl.Name)
 	}
-	stale := func(kinds ...readKind) int {
+	stale := func(kinds ...counterload.Kind) int {
 		n := 0
 		for _, k := range kinds {
 			n += tl.Kinds[k].Stale
@@ -173,15 +174,15 @@ func requireHealed(t *testing.T, tl *healTally, cycles int) {
 	}
 	switch tl.Name {
 	case "upstream":
-		if stale(getZero, listZero) == 0 {
+		if stale(counterload.GetZero, counterload.ListZero) == 0 {
 			t.Errorf("negative control: upstream's rv=0 reads were never stale; the isolation or the stale check is broken")
 		}
 	case "freshcache":
-		if n := stale(getConsistent, listConsistent); n > 0 {
+		if n := stale(counterload.GetConsistent, counterload.ListConsistent); n > 0 {
 			t.Errorf("freshcache: %d stale rv=\"\" reads", n)
 		}
 	case "freshcache-fresh-rv0":
-		if n := stale(getConsistent, getZero, listConsistent, listZero); n > 0 {
+		if n := stale(counterload.GetConsistent, counterload.GetZero, counterload.ListConsistent, counterload.ListZero); n > 0 {
 			t.Errorf("freshcache-fresh-rv0: %d stale reads (%s)", n, staleByKind(tl))
 		}
 	}
@@ -189,7 +190,7 @@ func requireHealed(t *testing.T, tl *healTally, cycles int) {
 
 func staleByKind(tl *healTally) string {
 	var parts []string
-	for k := range readKinds {
+	for k := range counterload.Kinds {
 		parts = append(parts, fmt.Sprintf("%s: %d", k, tl.Kinds[k].Stale))
 	}
 	return strings.Join(parts, ", ")

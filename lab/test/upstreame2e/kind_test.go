@@ -6,7 +6,7 @@ import (
 )
 
 func TestKindUpArgs(t *testing.T) {
-	base := []string{"--offline", "--name=e2e", "--out=/o/kind", "--apiserver-arg=etcd-compaction-interval=1m"}
+	base := []string{"--apiserver-arg=etcd-compaction-interval=1m"}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -27,7 +27,7 @@ func TestKindUpArgs(t *testing.T) {
 		{name: "no name", args: []string{"--=x"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := kindUpArgs("e2e", "/o/kind", Implementation{Name: "x", Args: tc.args})
+			got, err := kindUpArgs(Implementation{Name: "x", Args: tc.args})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("error %v, want error %v", err, tc.wantErr)
 			}
@@ -38,7 +38,7 @@ func TestKindUpArgs(t *testing.T) {
 	}
 	// Every implementation the suite knows turns into kind-up's flags.
 	for _, impl := range Implementations {
-		if _, err := kindUpArgs("e2e", "/o", impl); err != nil {
+		if _, err := kindUpArgs(impl); err != nil {
 			t.Errorf("%s: %v", impl.Name, err)
 		}
 	}
