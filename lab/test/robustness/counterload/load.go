@@ -28,6 +28,7 @@ const (
 // Kind is one of the four reads.
 type Kind int
 
+// The four reads, in the order String names them.
 const (
 	GetConsistent Kind = iota
 	GetZero
@@ -260,7 +261,7 @@ func statusMessage(body []byte) string {
 	return string(body[:min(len(body), 200)])
 }
 
-// ErrNoCounter: a 2xx answer held no counter.
+// ErrNoCounter is returned when a 2xx answer held no counter.
 var ErrNoCounter = errors.New("counterload: the answer holds no counter")
 
 // counterValue reads the counter's value out of a GET or LIST answer.
