@@ -205,6 +205,12 @@ if [[ ${#SHIM_ENV[@]} -gt 0 ]]; then
   ln -sf "$ROOT/hack/kind-docker-shim.sh" "$OUT/docker-shim/docker"
   KIND_ENV=(env "KIND_REAL_DOCKER=$(command -v "$DOCKER")" "${SHIM_ENV[@]}" "PATH=$OUT/docker-shim:$PATH")
 fi
+# Later kind commands on this cluster (get kubeconfig, load image-archive)
+# exec into the nodes and need the same docker: kind.env holds the
+# environment, one NAME=value a line (empty without the shim).
+if [[ $DRY_RUN == 0 ]]; then
+  if [[ ${#KIND_ENV[@]} -gt 0 ]]; then printf '%s\n' "${KIND_ENV[@]:1}"; fi >"$OUT/kind.env"
+fi
 # On Docker's fuse-overlayfs storage driver kind's entrypoint would pick the
 # fuse-overlayfs snapshotter, which the offline node image does not have;
 # containerd's own directory is on the node's /var volume, where overlayfs works.

@@ -3,7 +3,9 @@ package kindcluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,10 @@ type Cluster struct {
 	// Kubeconfig reaches the cluster through kind's published port (the
 	// load balancer with several control planes).
 	Kubeconfig string
+	// Env is added to kind's environment: what hack/kind-up.sh gave kind
+	// (its docker shim, on an engine that cannot run --privileged), read
+	// from its kind.env.
+	Env []string
 }
 
 // UpArgs are hack/kind-up.sh's arguments for o.
@@ -73,6 +79,10 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if err := up.Run(); err != nil {
 		_ = c.Delete()
 		return nil, fmt.Errorf("hack/kind-up.sh %s: %v (see %s)", strings.Join(args, " "), err, logPath)
+	}
+	if c.Env, err = ReadEnv(filepath.Join(o.Dir, "kind", "kind.env")); err != nil {
+		_ = c.Delete()
+		return nil, err
 	}
 	cfg, err := c.kind(ctx, "get", "kubeconfig", "--name="+o.Name)
 	if err == nil {
@@ -125,9 +135,37 @@ func (c *Cluster) NodeIP(ctx context.Context, node string) (string, error) {
 	return f[0], nil
 }
 
-// kind runs kind with args and returns its standard output.
+// kind runs kind with args, in c.Env, and returns its standard output.
 func (c *Cluster) kind(ctx context.Context, args ...string) (string, error) {
-	return run(exec.CommandContext(ctx, c.Binary, args...))
+	cmd := exec.CommandContext(ctx, c.Binary, args...)
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
+	return run(cmd)
+}
+
+// ReadEnv reads hack/kind-up.sh's kind.env: one NAME=value a line, blank
+// lines skipped. A missing file is an empty environment (a kind-up from
+// before the file, or a dry run).
+func ReadEnv(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for i, line := range strings.Split(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if name, _, ok := strings.Cut(line, "="); !ok || name == "" {
+			return nil, fmt.Errorf("%s:%d: %q is not NAME=value", path, i+1, line)
+		}
+		env = append(env, line)
+	}
+	return env, nil
 }
 
 // run runs cmd and returns its standard output; the error holds the
