@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 // stall and watch-list benchmarks.
 
 func runFigures() []Figure {
-	return slices.Concat(robustnessFigures(), demoFigures(), kindDemoFigures(), e2eFigures(), otherRunFigures())
+	return slices.Concat(robustnessFigures(), demoFigures(), kindDemoFigures(), kindUpgradeFigures(), e2eFigures(), otherRunFigures())
 }
 
 func mdCommitFigure(name string) Figure {
@@ -254,6 +255,50 @@ func kindDemoFigures() []Figure {
 			return Text("```\n" + strings.Join(lines, "\n") + "\n```"), err
 		}},
 	)
+}
+
+// kindUpgradeFigures quote make test-kind-upgrade's report: its closing
+// line, and from it the stale answers and each phase's failed reads.
+func kindUpgradeFigures() []Figure {
+	const file = "kind-upgrade.md"
+	lineRE := regexp.MustCompile(`(?m)^kind-upgrade: stale=(\d+) failed-reads=(\d+)/(\d+)/(\d+) .*$`)
+	figs := []Figure{
+		mdCommitFigure("kind-upgrade"),
+		ranDate("kind-upgrade", file, regexp.MustCompile(`Date: (\d{4}-\d\d-\d\d)`), "the rolling upgrade on kind"),
+		{Key: "kind-upgrade.closing-line", From: []string{file}, What: "the rolling upgrade's closing line, as a code block", Get: func(s *Source) (Value, error) {
+			m, err := s.submatch(file, lineRE)
+			if err != nil {
+				return Value{}, err
+			}
+			return Text("```\n" + m[0] + "\n```"), nil
+		}},
+	}
+	for i, name := range []string{"stale", "failed-reads.restart", "failed-reads.upgrade", "failed-reads.rollback"} {
+		figs = append(figs, Figure{Key: "kind-upgrade." + name, From: []string{file}, What: "the rolling upgrade's " + name + " (all steps of the phase)", Get: func(s *Source) (Value, error) {
+			m, err := s.submatch(file, lineRE)
+			if err != nil {
+				return Value{}, err
+			}
+			n, err := strconv.Atoi(m[i+1])
+			return Count(n), err
+		}})
+	}
+	relistsRE := regexp.MustCompile(`(?m)^kind-upgrade: .* relists=(\d+)/(\d+)/(\d+) `)
+	return append(figs, Figure{Key: "kind-upgrade.relists", From: []string{file}, What: "the rolling upgrade's informer relists, over every phase", Get: func(s *Source) (Value, error) {
+		m, err := s.submatch(file, relistsRE)
+		if err != nil {
+			return Value{}, err
+		}
+		n := 0
+		for _, d := range m[1:] {
+			k, err := strconv.Atoi(d)
+			if err != nil {
+				return Value{}, err
+			}
+			n += k
+		}
+		return Count(n), nil
+	}})
 }
 
 func e2eFigures() []Figure {
