@@ -344,7 +344,7 @@ test-kind: build-coredns build-e2e-suite ### (root) test-conformance's selection
 # (lab/test/kindupgrade): under steady traffic the three kube-apiservers are
 # restarted in turn on upstream's cacher (the control), moved to freshcache in
 # turn, and moved back; writes docs/results/kind-upgrade.md. Needs make kind-images.
-test-kind-upgrade: ### (root) kind --ha apiservers to freshcache and back (not yet timed)
+test-kind-upgrade: ### (root) kind --ha apiservers to freshcache and back (~18 min)
 	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_KIND_UPGRADE=1 FRESHCACHE_KIND_UPGRADE_OUT=$(abspath $(OUT))/kind-upgrade \
 		FRESHCACHE_KIND_UPGRADE_REPORT=$(abspath docs/results/kind-upgrade.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestKindUpgrade ./test/kindupgrade/
