@@ -332,10 +332,12 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 # (root) The same selection on a kind cluster (make kind-up's 1+1, offline
 # images), once with upstream's cacher and once with freshcache on its
 # default gates (rv=0 fresh); the e2e test images are built here and loaded
-# into the nodes. Writes docs/results/e2e-kind.md. Needs make kind-images.
+# into the nodes; kubectl is build-kind-bins' (make build is not needed).
+# Writes docs/results/e2e-kind.md. Needs make kind-images.
 E2E_KIND_IMPLEMENTATIONS ?= upstream,freshcache-fresh-rv0
-test-kind: build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (not yet timed)
+test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (not yet timed)
 	$(E2E_ENV) FRESHCACHE_E2E_OUT=$(abspath $(OUT))/e2e-kind FRESHCACHE_E2E_KIND=1 FRESHCACHE_E2E_TIMEOUT=150m \
+		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl \
 		FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_KIND_IMPLEMENTATIONS) FRESHCACHE_E2E_COMMAND="make test-kind" \
 		FRESHCACHE_E2E_REPORT=$(if $(filter upstream$(COMMA)freshcache-fresh-rv0,$(E2E_KIND_IMPLEMENTATIONS)),$(abspath docs/results/e2e-kind.md),$(abspath $(OUT))/e2e-kind/report.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 6h -v -run TestUpstreamConformance ./test/upstreame2e/

@@ -67,7 +67,7 @@ func TestUpstreamConformance(t *testing.T) {
 	// The commit the binaries were built from: read before the runs, which
 	// take long enough for HEAD to move.
 	commit := gitCommit()
-	o := Options{BinDir: binDir, SuiteDir: suiteDir, OutDir: outDir, Procs: procs, RealNode: realNode, Timeout: ginkgoTimeout}
+	o := Options{BinDir: binDir, Kubectl: os.Getenv("FRESHCACHE_E2E_KUBECTL"), SuiteDir: suiteDir, OutDir: outDir, Procs: procs, RealNode: realNode, Timeout: ginkgoTimeout}
 	if onKind {
 		o.Kind = kindFor(ctx, t, binDir, suiteDir, outDir)
 	}

@@ -66,6 +66,8 @@ type Options struct {
 	// BinDir holds local-up, kube-apiserver, the controllers, kubemark and
 	// kubectl (make build's _output/bin).
 	BinDir string
+	// Kubectl is the kubectl the tests run; empty means BinDir's.
+	Kubectl string
 	// SuiteDir holds e2e.test and ginkgo.
 	SuiteDir string
 	// OutDir receives the cluster's data, logs and the junit report.
@@ -205,7 +207,7 @@ func runGinkgo(ctx context.Context, o Options, impl Implementation, sel *Selecti
 		filepath.Join(o.SuiteDir, "e2e.test"), "--",
 		"--provider=skeleton",
 		"--kubeconfig="+kubeconfig,
-		"--kubectl-path="+filepath.Join(o.BinDir, "kubectl"),
+		"--kubectl-path="+o.kubectl(),
 		"--report-dir="+dir,
 	)
 	log, err := os.Create(filepath.Join(dir, "ginkgo.log"))
@@ -296,4 +298,12 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
+}
+
+// kubectl is the kubectl the tests run: Kubectl, else BinDir's.
+func (o Options) kubectl() string {
+	if o.Kubectl != "" {
+		return o.Kubectl
+	}
+	return filepath.Join(o.BinDir, "kubectl")
 }
