@@ -337,7 +337,7 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 E2E_KIND_IMPLEMENTATIONS ?= upstream,freshcache-fresh-rv0
 test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (not yet timed)
 	$(E2E_ENV) FRESHCACHE_E2E_OUT=$(abspath $(OUT))/e2e-kind FRESHCACHE_E2E_KIND=1 FRESHCACHE_E2E_TIMEOUT=150m \
-		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl \
+		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" \
 		FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_KIND_IMPLEMENTATIONS) FRESHCACHE_E2E_COMMAND="make test-kind" \
 		FRESHCACHE_E2E_REPORT=$(if $(filter upstream$(COMMA)freshcache-fresh-rv0,$(E2E_KIND_IMPLEMENTATIONS)),$(abspath docs/results/e2e-kind.md),$(abspath $(OUT))/e2e-kind/report.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 6h -v -run TestUpstreamConformance ./test/upstreame2e/
@@ -347,7 +347,7 @@ test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conform
 # restarted in turn on upstream's cacher (the control), moved to freshcache in
 # turn, and moved back; writes docs/results/kind-upgrade.md. Needs make kind-images.
 test-kind-upgrade: ### (root) kind --ha apiservers to freshcache and back (~18 min)
-	FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_KIND_UPGRADE=1 FRESHCACHE_KIND_UPGRADE_OUT=$(abspath $(OUT))/kind-upgrade \
+	APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_KIND_UPGRADE=1 FRESHCACHE_KIND_UPGRADE_OUT=$(abspath $(OUT))/kind-upgrade \
 		FRESHCACHE_KIND_UPGRADE_REPORT=$(abspath docs/results/kind-upgrade.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestKindUpgrade ./test/kindupgrade/
 
