@@ -335,7 +335,7 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 # into the nodes; kubectl is build-kind-bins' (make build is not needed).
 # Writes docs/results/e2e-kind.md. Needs make kind-images.
 E2E_KIND_IMPLEMENTATIONS ?= upstream,freshcache-fresh-rv0
-test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (not yet timed)
+test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (~35 min each)
 	$(E2E_ENV) FRESHCACHE_E2E_OUT=$(abspath $(OUT))/e2e-kind FRESHCACHE_E2E_KIND=1 FRESHCACHE_E2E_TIMEOUT=150m \
 		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" \
 		FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_KIND_IMPLEMENTATIONS) FRESHCACHE_E2E_COMMAND="make test-kind" \

@@ -14,7 +14,7 @@ import (
 // stall and watch-list benchmarks.
 
 func runFigures() []Figure {
-	return slices.Concat(robustnessFigures(), demoFigures(), kindDemoFigures(), kindUpgradeFigures(), e2eFigures(), otherRunFigures())
+	return slices.Concat(robustnessFigures(), demoFigures(), kindDemoFigures(), kindUpgradeFigures(), e2eKindFigures(), e2eFigures(), otherRunFigures())
 }
 
 func mdCommitFigure(name string) Figure {
@@ -299,6 +299,31 @@ func kindUpgradeFigures() []Figure {
 		}
 		return Count(n), nil
 	}})
+}
+
+// e2eKindFigures quote make test-kind's report: per implementation it
+// ran, the tests passed and failed.
+func e2eKindFigures() []Figure {
+	const file = "e2e-kind.md"
+	figs := []Figure{mdCommitFigure("e2e-kind")}
+	for _, impl := range []string{"freshcache-fresh-rv0"} {
+		for _, col := range []string{"passed", "failed"} {
+			figs = append(figs, Figure{Key: "e2e-kind." + impl + "." + col, From: []string{file}, What: "upstream's e2e tests on kind that " + col + " on " + impl, Get: func(s *Source) (Value, error) {
+				t, err := s.table(file, "", "implementation", col)
+				if err != nil {
+					return Value{}, err
+				}
+				for _, r := range t.Rows {
+					if len(r) > 0 && r[0] == impl {
+						n, err := t.cellNumber(r, col)
+						return F(n, 0), err
+					}
+				}
+				return Value{}, fmt.Errorf("%w: %s has no %s row", ErrNotInResults, file, impl)
+			}})
+		}
+	}
+	return figs
 }
 
 func e2eFigures() []Figure {
