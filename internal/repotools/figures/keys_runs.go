@@ -261,7 +261,23 @@ func kindDemoFigures() []Figure {
 // line, and from it the stale answers and each phase's failed reads.
 func kindUpgradeFigures() []Figure {
 	const file = "kind-upgrade.md"
-	lineRE := regexp.MustCompile(`(?m)^kind-upgrade: stale=(\d+) failed-reads=(\d+)/(\d+)/(\d+) .*$`)
+	lineRE := regexp.MustCompile(`(?m)^kind-upgrade: stale=(\d+) failed-reads=(\d+)/(\d+)/(\d+) .* relists=(\d+)/(\d+)/(\d+) .*$`)
+	// counts are lineRE's numbers, in its order.
+	counts := func(s *Source) ([]int, error) {
+		m, err := s.submatch(file, lineRE)
+		if err != nil {
+			return nil, err
+		}
+		var out []int
+		for _, d := range m[1:] {
+			n, err := strconv.Atoi(d)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n)
+		}
+		return out, nil
+	}
 	figs := []Figure{
 		mdCommitFigure("kind-upgrade"),
 		ranDate("kind-upgrade", file, regexp.MustCompile(`Date: (\d{4}-\d\d-\d\d)`), "the rolling upgrade on kind"),
@@ -275,29 +291,19 @@ func kindUpgradeFigures() []Figure {
 	}
 	for i, name := range []string{"stale", "failed-reads.restart", "failed-reads.upgrade", "failed-reads.rollback"} {
 		figs = append(figs, Figure{Key: "kind-upgrade." + name, From: []string{file}, What: "the rolling upgrade's " + name + " (all steps of the phase)", Get: func(s *Source) (Value, error) {
-			m, err := s.submatch(file, lineRE)
+			c, err := counts(s)
 			if err != nil {
 				return Value{}, err
 			}
-			n, err := strconv.Atoi(m[i+1])
-			return Count(n), err
+			return Count(c[i]), nil
 		}})
 	}
-	relistsRE := regexp.MustCompile(`(?m)^kind-upgrade: .* relists=(\d+)/(\d+)/(\d+) `)
 	return append(figs, Figure{Key: "kind-upgrade.relists", From: []string{file}, What: "the rolling upgrade's informer relists, over every phase", Get: func(s *Source) (Value, error) {
-		m, err := s.submatch(file, relistsRE)
+		c, err := counts(s)
 		if err != nil {
 			return Value{}, err
 		}
-		n := 0
-		for _, d := range m[1:] {
-			k, err := strconv.Atoi(d)
-			if err != nil {
-				return Value{}, err
-			}
-			n += k
-		}
-		return Count(n), nil
+		return Count(c[4] + c[5] + c[6]), nil
 	}})
 }
 
@@ -313,13 +319,12 @@ func e2eKindFigures() []Figure {
 				if err != nil {
 					return Value{}, err
 				}
-				for _, r := range t.Rows {
-					if len(r) > 0 && r[0] == impl {
-						n, err := t.cellNumber(r, col)
-						return F(n, 0), err
-					}
+				rows := t.rowsWhere(impl)
+				if len(rows) != 1 {
+					return Value{}, fmt.Errorf("%w: %s has %d %s rows, want 1", ErrNotInResults, file, len(rows), impl)
 				}
-				return Value{}, fmt.Errorf("%w: %s has no %s row", ErrNotInResults, file, impl)
+				n, err := t.cellNumber(rows[0], col)
+				return F(n, 0), err
 			}})
 		}
 	}
