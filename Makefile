@@ -335,9 +335,12 @@ test-conformance: build build-coredns build-e2e-suite ## (root) Upstream's 460 e
 # into the nodes; kubectl is build-kind-bins' (make build is not needed).
 # Writes docs/results/e2e-kind.md. Needs make kind-images.
 E2E_KIND_IMPLEMENTATIONS ?= upstream,freshcache-fresh-rv0
+# Our kube-apiserver in a kind node image carries the version stamp (e2e
+# tests parse the server version); make kind-up and the kind tests pass it.
+KIND_APISERVER_ENV = APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)"
 test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conformance's selection on kind, 2 caches (~35 min each)
 	$(E2E_ENV) FRESHCACHE_E2E_OUT=$(abspath $(OUT))/e2e-kind FRESHCACHE_E2E_KIND=1 FRESHCACHE_E2E_TIMEOUT=150m \
-		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" \
+		FRESHCACHE_E2E_KUBECTL=$(abspath $(KIND_BIN))/kubectl $(KIND_APISERVER_ENV) \
 		FRESHCACHE_E2E_IMPLEMENTATIONS=$(E2E_KIND_IMPLEMENTATIONS) FRESHCACHE_E2E_COMMAND="make test-kind" \
 		FRESHCACHE_E2E_REPORT=$(if $(filter upstream$(COMMA)freshcache-fresh-rv0,$(E2E_KIND_IMPLEMENTATIONS)),$(abspath docs/results/e2e-kind.md),$(abspath $(OUT))/e2e-kind/report.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 6h -v -run TestUpstreamConformance ./test/upstreame2e/
@@ -347,7 +350,7 @@ test-kind: build-kind-bins build-coredns build-e2e-suite ### (root) test-conform
 # restarted in turn on upstream's cacher (the control), moved to freshcache in
 # turn, and moved back; writes docs/results/kind-upgrade.md. Needs make kind-images.
 test-kind-upgrade: ### (root) kind --ha apiservers to freshcache and back (~18 min)
-	APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_KIND_UPGRADE=1 FRESHCACHE_KIND_UPGRADE_OUT=$(abspath $(OUT))/kind-upgrade \
+	$(KIND_APISERVER_ENV) FRESHCACHE_BIN_DIR=$(abspath $(BIN)) FRESHCACHE_KIND_UPGRADE=1 FRESHCACHE_KIND_UPGRADE_OUT=$(abspath $(OUT))/kind-upgrade \
 		FRESHCACHE_KIND_UPGRADE_REPORT=$(abspath docs/results/kind-upgrade.md) \
 		$(GO) -C $(LAB) test -count=1 -timeout 90m -v -run TestKindUpgrade ./test/kindupgrade/
 
@@ -670,7 +673,7 @@ clean: ## Remove build output (keeps nothing under _output).
 # KIND_ARGS, e.g. KIND_ARGS="--ha" or KIND_ARGS="--dry-run"; docs/kind.md.
 KIND_ARGS ?=
 kind-up: ## A kind cluster (1+1) on our apiserver, after kind-images (~1 min) [KIND_ARGS]
-	APISERVER_LDFLAGS="-s -w $(KUBE_LDFLAGS)" hack/kind-up.sh $(KIND_ARGS)
+	$(KIND_APISERVER_ENV) hack/kind-up.sh $(KIND_ARGS)
 
 # Offline kind (docs/kind.md, "Building every image here"): the static
 # binaries the node image and the images kubeadm starts need, built from Go
