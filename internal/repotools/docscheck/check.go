@@ -73,6 +73,9 @@ func Check(fsys fs.FS, files []string) ([]Problem, error) {
 		if strings.HasSuffix(f, ".md") {
 			out = append(out, c.links(f, text)...)
 		}
+		if limit, ok := WordLimits[f]; ok {
+			out = append(out, WordLimitProblems(f, text, limit)...)
+		}
 		if _, ok := Allowed[f]; !ok {
 			out = append(out, TextProblems(f, text)...)
 			out = append(out, c.citations(f, text)...)

@@ -90,6 +90,8 @@ func TestCheck(t *testing.T) {
 			[]string{`docs/design.md has no such heading`}},
 		{"a bare design.md from code", "staging/w/doc.go", "// # Consistent reads (design.md, \"The protocol\")\n",
 			[]string{"cites design.md, \"The protocol\": no such file"}},
+		{"a KEP over its word limit", "docs/kep.md", strings.Repeat("word ", 6001),
+			[]string{"docs/kep.md: 6001 words, more than the 6000 allowed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fsys := fstest.MapFS{}

@@ -16,6 +16,10 @@
 // Links with a scheme (https:, mailto:) and links inside code are not
 // checked.
 //
+// In every file of WordLimits (words.go): no more words than its limit,
+// counted as wc -w counts them. docs/kep.md may have 6,000, so that it
+// stays a review artifact that links to its evidence.
+//
 // In every tracked text file, except those in Allowed:
 //
 //   - no path through a directory named "shared/" (the team's notes outside
