@@ -60,20 +60,12 @@ func TestSupervisorReloadsOnChange(t *testing.T) {
 		t.Fatalf("a frontend before kind configured one:\n%s", cfg)
 	}
 	// kind configures two control planes, renaming the files into place.
-	for path, body := range map[string]string{lds: kindLDS, cds: kindCDS} {
-		if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeAtomic(t, lds, kindLDS)
+	writeAtomic(t, cds, kindCDS)
 	waitLog("reload 2\n")
 	// A configuration haproxy refuses is not applied: no reload, and the
 	// file on disk is still the last valid one.
-	if err := os.WriteFile(cds, []byte(strings.Replace(kindCDS, "port_value: 6443\n", "port_value: 1\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAtomic(t, cds, strings.Replace(kindCDS, "port_value: 6443\n", "port_value: 1\n", 1))
 	time.Sleep(100 * time.Millisecond) // ten polls
 	if n := strings.Count(logged(), "reload"); n != 1 {
 		t.Fatalf("%d reloads after a refused configuration, want still 1: %q", n, logged())
@@ -83,15 +75,26 @@ func TestSupervisorReloadsOnChange(t *testing.T) {
 	}
 	// A third control plane is applied.
 	three := strings.Replace(kindCDS, "    - lb_endpoints:\n", "    - lb_endpoints:\n      - endpoint:\n          address:\n            socket_address:\n              address: ha-control-plane3\n              port_value: 6443\n", 1)
-	if err := os.WriteFile(cds, []byte(three), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeAtomic(t, cds, three)
 	waitLog("reload 3\n")
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run after cancel: %v", err)
 	}
 	waitLog("stop\n")
+}
+
+// writeAtomic replaces path's content by renaming a new file over it, as
+// kind does: a plain write would let a 10 ms poll read a half-written
+// file (seen under load: an empty cluster list applied as "reload 0").
+func writeAtomic(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A first configuration that is not valid fails Run at once: kind's loop
