@@ -242,13 +242,19 @@ func TestKindUpDryRun(t *testing.T) {
 		t.Skip("go not found")
 	}
 	root := repoRoot(t)
+	online := "mode: online (node base kindest/node:v1.37.2, kube-apiserver base registry.k8s.io/kube-apiserver:v1.37.2)\n"
+	offline := "mode: offline (node base freshcache.local/kind-node-base:v1.37.2, kube-apiserver base freshcache.local/kube-apiserver-base:v1.37.2)\n"
 	for _, tc := range []struct {
 		name string
 		args []string
 		cps  int
+		mode string // the line naming the path and its base images
 	}{
-		{"single", nil, 1},
-		{"ha", []string{"--ha", "--name", "fc-ha"}, 3},
+		// No Docker answers, so the offline images are absent: the
+		// published bases, as for a user whose Docker can pull.
+		{"single", nil, 1, online},
+		{"ha", []string{"--ha", "--name", "fc-ha"}, 3, online},
+		{"offline", []string{"--offline"}, 1, offline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "kind out") // a space, to check quoting
@@ -261,10 +267,24 @@ func TestKindUpDryRun(t *testing.T) {
 				t.Fatalf("kind-up.sh --dry-run: %v\n%s", err, stdout)
 			}
 
+			if !strings.Contains(stdout, tc.mode) {
+				t.Errorf("output lacks %q:\n%s", tc.mode, stdout)
+			}
 			o := Defaults()
 			o.ControlPlanes = tc.cps
 			if tc.cps == 3 {
 				o.ClusterName = "fc-ha"
+			}
+			if tc.mode == offline {
+				o.APIServerBase = "freshcache.local/kube-apiserver-base:v1.37.2"
+				o.NodeBase = "freshcache.local/kind-node-base:v1.37.2"
+				o.DisableDefaultCNI = true
+			}
+			for ctx, base := range map[string]string{APIServerContext: o.APIServerBase, NodeContext: o.NodeBase} {
+				df, err := os.ReadFile(filepath.Join(out, ctx, "Dockerfile"))
+				if err != nil || !strings.Contains(string(df), "FROM --platform=linux/amd64 "+base+"\n") {
+					t.Errorf("%s/Dockerfile is not FROM %s (%v):\n%s", ctx, base, err, df)
+				}
 			}
 			for _, f := range []string{KindConfigFile, APIServerContext + "/Dockerfile", NodeContext + "/Dockerfile",
 				NodeContext + "/" + ImportUnit, NodeContext + "/10-freshcache-images.conf", NodeContext + "/import-images.sh", KubeadmPatch} {
@@ -283,7 +303,11 @@ func TestKindUpDryRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkCluster(t, parseKindConfig(t, raw), patch, o)
+			c := parseKindConfig(t, raw)
+			checkCluster(t, c, patch, o)
+			if c.Networking.DisableDefaultCNI != o.DisableDefaultCNI {
+				t.Errorf("networking.disableDefaultCNI = %t, want %t (kindnetd only online)", c.Networking.DisableDefaultCNI, o.DisableDefaultCNI)
+			}
 
 			q := strings.ReplaceAll(out, " ", `\ `) // printf %q quoting of the space
 			var cmds []string
