@@ -698,7 +698,7 @@ build-kind-bins: ### Static binaries for the offline kind images (~38 min cold, 
 
 # Every kind image, offline: Debian bookworm (mmdebstrap), the node image,
 # the images kubeadm starts, busybox (hack/kind-images.sh).
-kind-images: build-kind-bins ## Every kind image, built here with no registry (~20-35 min cold, ~1 min warm)
+kind-images: build-kind-bins ## Every kind image, built here with no registry (~18-35 min cold, ~1 min warm)
 	hack/kind-images.sh
 
 # kind-down also removes kind's Docker network "kind" when no container is
