@@ -312,7 +312,7 @@ func kindUpgradeFigures() []Figure {
 func e2eKindFigures() []Figure {
 	const file = "e2e-kind.md"
 	figs := []Figure{mdCommitFigure("e2e-kind")}
-	for _, impl := range []string{"freshcache-fresh-rv0"} {
+	for _, impl := range []string{"upstream", "freshcache-fresh-rv0"} {
 		for _, col := range []string{"passed", "failed"} {
 			figs = append(figs, Figure{Key: "e2e-kind." + impl + "." + col, From: []string{file}, What: "upstream's e2e tests on kind that " + col + " on " + impl, Get: func(s *Source) (Value, error) {
 				t, err := s.table(file, "", "implementation", col)
