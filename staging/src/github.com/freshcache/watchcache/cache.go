@@ -321,12 +321,13 @@ func (c *Cache) newReflector(untrusted bool) *reflector.Reflector {
 
 // buildDriver makes the freshness driver with the cache's capabilities:
 // its revision source (Config.Oracle, or an Oracle of its own over the
-// store when consistent reads need one), the hearer of its writes and the
-// ledger, each only where the gates and the guard allow it.
+// store; consistent LISTs need one whatever the gates say), the hearer of
+// its writes and the ledger, each only where the gates and the guard allow
+// it.
 func (c *Cache) buildDriver(untrusted bool) error {
 	cfg, r := c.cfg, c.opts
 	source := cfg.Oracle
-	if source == nil && (r.consistentReads || r.freshRVZero) {
+	if source == nil {
 		o, err := oracle.NewFromFunc(func(ctx context.Context) (int64, error) {
 			rv, err := cfg.Storage.GetCurrentResourceVersion(ctx)
 			return int64(rv), err

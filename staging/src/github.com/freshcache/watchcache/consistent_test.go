@@ -707,3 +707,42 @@ func TestKeysWaitAsUpstream(t *testing.T) {
 		t.Fatal("keys still waiting 3s after the cache fell behind")
 	}
 }
+
+// TestGatesOffListStaysConsistent: with both gates off, LIST
+// rv="" still waits for an acknowledged write the cache has not seen and is
+// served from the cache (upstream's GA consistent list), while GET rv=""
+// goes to etcd, as upstream's does.
+func TestGatesOffListStaysConsistent(t *testing.T) {
+	rec := newRecorder()
+	e := cachetest.Start(t, cachetest.WithRecorder(rec), cachetest.WithOptions(watchcache.Options{
+		ConsistentReadsFromCache: off(), FreshResourceVersionZero: off(), ConsistentReadTimeout: longWait,
+	}))
+	ctx := context.Background()
+	create(t, e.Cache, "ns", "a", "n1")
+
+	e.Gate.Pause()
+	b := create(t, e.Etcd, "ns", "b", "n1") // acknowledged; the cache cannot see it yet
+	got := &example.Pod{}
+	if err := e.Cache.Get(ctx, "/pods/ns/b", storage.GetOptions{}, got); err != nil || got.Name != "b" {
+		t.Fatalf("GET rv=\"\" with the gate off = %+v, %v; want b from etcd", got, err)
+	}
+	done := make(chan error, 1)
+	list := &example.PodList{}
+	go func() { done <- e.Cache.GetList(ctx, "/pods/", listOpts(""), list) }()
+	waitFor(t, "the LIST to wait", waiting(e.Cache, 1))
+	e.Gate.Resume()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := names(list); !n["a"] || !n["b"] {
+		t.Errorf("LIST rv=\"\" with the gate off = %v, want a and b", n)
+	}
+	if rvOf(t, list.ResourceVersion) < rvOf(t, b.ResourceVersion) {
+		t.Errorf("LIST RV %s older than the write at %s", list.ResourceVersion, b.ResourceVersion)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.reads["list/consistent/cache"] != 1 {
+		t.Errorf("reads %v: want the LIST counted as a consistent read served from the cache", rec.reads)
+	}
+}

@@ -70,7 +70,7 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 			return nil, func() {}, err
 		}
 		rawConfig := storageConfig
-		if r.revisionsFromWrites && (r.consistentReads || r.freshRVZero) {
+		if r.revisionsFromWrites {
 			// The store's writes tell the revision oracle when they go out.
 			c := *storageConfig
 			c.Transformer = AnnounceWrites(c.Transformer)
@@ -85,7 +85,8 @@ func NewStorageDecorator(dopts DecoratorOptions) generic.StorageDecorator {
 			disabled      string
 			releaseOracle = func() {}
 		)
-		if (r.consistentReads || r.freshRVZero) && len(storageConfig.Transport.ServerList) > 0 {
+		// Consistent LISTs need the oracle whatever the gates say.
+		if len(storageConfig.Transport.ServerList) > 0 {
 			reg := dopts.OracleRegistry
 			if reg == nil {
 				reg = oracle.Shared()

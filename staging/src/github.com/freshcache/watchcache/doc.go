@@ -52,8 +52,10 @@
 //
 // # What is served from where
 //
-//	LIST/GET rv=""              gate ConsistentReadsFromCache on: freshness
-//	                            wait, newest snapshot; off: etcd
+//	LIST rv=""                  freshness wait, newest snapshot (upstream's
+//	                            consistent list, with coalesced fetches)
+//	GET rv=""                   gate ConsistentReadsFromCache on: as LIST;
+//	                            off: etcd
 //	LIST/GET/WATCH rv="0"       gate FreshResourceVersionZero on: as rv=""
 //	                            but within ZeroReadStaleness (a revision a
 //	                            request sent that recently was answered

@@ -9,9 +9,13 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/apis/example"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/storage"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	featuregatetesting "k8s.io/component-base/featuregate/testing"
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
@@ -55,7 +59,8 @@ func (e *etcdTrouble) Get(ctx context.Context, key string, opts storage.GetOptio
 }
 
 // TestReadsFromEtcdSurviveItsTroubles: a read the cache sends to etcd (here
-// rv="" with the gates off, as upstream delegates it) meets an error etcd
+// GET rv="" with the gates off and an Exact LIST with ListFromCacheSnapshot
+// off, as upstream delegates them) meets an error etcd
 // gives while its member rejoins or elects a leader. Such an error is
 // gone a moment later: the read is tried again, briefly, and answered;
 // if etcd stays in trouble the client gets 429 with Retry-After, which
@@ -75,6 +80,7 @@ func TestReadsFromEtcdSurviveItsTroubles(t *testing.T) {
 		{"leader changed for good", rpctypes.ErrLeaderChanged, -1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			featuregatetesting.SetFeatureGateDuringTest(t, utilfeature.DefaultFeatureGate, apiserverfeatures.ListFromCacheSnapshot, false)
 			trouble := &etcdTrouble{err: tc.err, failures: tc.failures}
 			e := cachetest.Start(t,
 				cachetest.WithStorageWrapper(func(s storage.Interface) storage.Interface { trouble.Interface = s; return trouble }),
@@ -86,7 +92,9 @@ func TestReadsFromEtcdSurviveItsTroubles(t *testing.T) {
 			}{
 				{"LIST", func(ctx context.Context) error {
 					list := &example.PodList{}
-					if err := e.Cache.GetList(ctx, "/pods/", listOpts(""), list); err != nil {
+					opts := listOpts(a.ResourceVersion)
+					opts.ResourceVersionMatch = metav1.ResourceVersionMatchExact
+					if err := e.Cache.GetList(ctx, "/pods/", opts, list); err != nil {
 						return err
 					}
 					if len(list.Items) != 1 {

@@ -29,7 +29,7 @@ func TestOwnWritesNeedNoProgressRequest(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
-			o := watchcache.Options{ConsistentReadsFromCache: off(), FreshResourceVersionZero: off()}
+			o := watchcache.Options{ConsistentReadsFromCache: off(), FreshResourceVersionZero: off(), RevisionsFromWrites: off()}
 			if tc.ownWrites {
 				o = watchcache.Options{ConsistentReadsFromCache: on(), FreshResourceVersionZero: off(), RevisionsFromWrites: on(),
 					Clock: testingclock.NewFakeClock(time.Now())}

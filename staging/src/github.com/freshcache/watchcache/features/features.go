@@ -8,11 +8,13 @@ import (
 )
 
 const (
-	// ConsistentReadsFromCache serves LIST and GET with resourceVersion=""
-	// from the watch cache after the freshness wait, and starts WATCH with
+	// ConsistentReadsFromCache serves GET with resourceVersion="" from the
+	// watch cache after the freshness wait, and starts WATCH with
 	// resourceVersion="" from a snapshot at least as fresh as the request.
-	// When off, LIST and GET with rv="" go to etcd and WATCH rv="" starts
-	// from whatever the cache holds (upstream behaviour).
+	// When off, GET rv="" goes to etcd and WATCH rv="" starts from whatever
+	// the cache holds, or at etcd's current revision for a watch-list
+	// (upstream behaviour). LIST rv="" is consistent from the cache either
+	// way, as upstream's GA consistent list is.
 	ConsistentReadsFromCache featuregate.Feature = "ConsistentReadsFromCache"
 
 	// FreshResourceVersionZero makes LIST, GET and WATCH with

@@ -26,7 +26,8 @@
 //   - A plan that serves from memory without a wait (Snapshot) is only
 //     chosen for reads whose semantics allow any state: rv=0 with
 //     FreshResourceVersionZero off.
-//   - A consistent read (rv="" with ConsistentReadsFromCache, rv=0 with
+//   - A consistent read (LIST rv="" always, as upstream's GA consistent
+//     list; GET and WATCH rv="" with ConsistentReadsFromCache; rv=0 with
 //     FreshResourceVersionZero) is Fresh, or Etcd when the guard tripped.
 //   - Plan.Requested, the metrics label, is derived from the plan; no
 //     caller decides anything from it.

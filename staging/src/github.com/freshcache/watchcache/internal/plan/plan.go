@@ -53,7 +53,8 @@ type Request struct {
 
 // Gates are the feature gates that shape plans, resolved once per cache.
 type Gates struct {
-	// Consistent is ConsistentReadsFromCache.
+	// Consistent is ConsistentReadsFromCache: GET and WATCH rv="" fresh
+	// from the cache (LIST rv="" is, whatever it says).
 	Consistent bool
 	// FreshZero is FreshResourceVersionZero.
 	FreshZero bool
@@ -248,11 +249,9 @@ func forList(req Request, g Gates, s State) Plan {
 			p = Plan{Source: Etcd}
 		case req.ContinueRV > 0:
 			p = exact(uint64(req.ContinueRV), s)
-		case g.Consistent:
+		default:
 			// The continuation of a consistent list is itself one.
 			p = consistent(s, false)
-		default:
-			p = Plan{Source: Etcd}
 		}
 	case b.kind == "exact":
 		if !g.Snapshots {
@@ -261,11 +260,10 @@ func forList(req Request, g Gates, s State) Plan {
 			p = exact(req.RV, s)
 		}
 	case b.kind == "consistent":
-		if g.Consistent {
-			p = consistent(s, false)
-		} else {
-			p = Plan{Source: Etcd}
-		}
+		// Served fresh from the cache whatever ConsistentReadsFromCache
+		// says, as upstream's GA consistent list is; the gate decides GET
+		// and WATCH with rv="".
+		p = consistent(s, false)
 	case req.ResourceVersion == "0" || req.RV == 0:
 		p = zero(g, s)
 	default:

@@ -52,7 +52,7 @@ func TestResourceVersionTable(t *testing.T) {
 		// LIST, match unset
 		{"list unset: most recent, fresh", rvReq(List, "", "", 0), on, ready, Plan{Source: Fresh}},
 		{"list unset, limit: fresh (limit applies)", rvReq(List, "", "", 5), on, ready, Plan{Source: Fresh}},
-		{"list unset, consistent off: etcd", rvReq(List, "", "", 0), off, ready, Plan{Source: Etcd}},
+		{"list unset, consistent off: fresh all the same (upstream's GA consistent list)", rvReq(List, "", "", 0), off, ready, Plan{Source: Fresh}},
 		{"list 0: any, limit ignored", rvReq(List, "0", "", 5), on, ready, Plan{Source: Snapshot, Zero: true, IgnoreLimit: true}},
 		{"list 0 under FreshResourceVersionZero", rvReq(List, "0", "", 5), fresh0, ready, Plan{Source: Fresh, Zero: true, IgnoreLimit: true}},
 		{"list N, no limit: not older than", rvReq(List, "42", "", 0), on, ready, Plan{Source: NotOlder, RV: 42}},
@@ -74,7 +74,7 @@ func TestResourceVersionTable(t *testing.T) {
 		// LIST, continue
 		{"continue at N: exact", Request{Verb: List, Recursive: true, Limit: 5, Continue: "t", ContinueRV: 42}, on, ready, Plan{Source: Exact, RV: 42}},
 		{"continue of a consistent list: fresh", Request{Verb: List, Recursive: true, Limit: 5, Continue: "t", ContinueRV: -1}, on, ready, Plan{Source: Fresh}},
-		{"continue of a consistent list, consistent off: etcd", Request{Verb: List, Recursive: true, Limit: 5, Continue: "t", ContinueRV: -1}, off, ready, Plan{Source: Etcd}},
+		{"continue of a consistent list, consistent off: fresh all the same", Request{Verb: List, Recursive: true, Limit: 5, Continue: "t", ContinueRV: -1}, off, ready, Plan{Source: Fresh}},
 		{"continue at rv=0, snapshots off: etcd with its limit", Request{Verb: List, ResourceVersion: "0", Recursive: true, Limit: 1, Continue: "t", ContinueRV: 42}, noSnap, ready, Plan{Source: Etcd}},
 		{"continue, snapshots off: etcd", Request{Verb: List, Recursive: true, Limit: 5, Continue: "t", ContinueRV: 42}, noSnap, ready, Plan{Source: Etcd}},
 
@@ -82,7 +82,7 @@ func TestResourceVersionTable(t *testing.T) {
 		{"pending, limited and unfiltered: etcd", rvReq(List, "0", "", 5), on, pending, Plan{Source: Etcd}},
 		{"pending, unlimited: 429", rvReq(List, "0", "", 0), on, pending, Plan{Source: NotReady}},
 		{"pending, limited but selective: 429", Request{Verb: List, ResourceVersion: "", Limit: 5, Recursive: true, Selective: true}, on, pending, Plan{Source: NotReady}},
-		{"pending, consistent off: etcd first", rvReq(List, "", "", 0), off, pending, Plan{Source: Etcd}},
+		{"pending, consistent off: 429 as with it on (KEP-4568)", rvReq(List, "", "", 0), off, pending, Plan{Source: NotReady}},
 		{"misplaced key, rv=0: etcd without the limit", Request{Verb: List, ResourceVersion: "0", Limit: 5, Recursive: true, Misplaced: true}, on, ready, Plan{Source: Etcd, IgnoreLimit: true}},
 		{"list unset, guard tripped: etcd", rvReq(List, "", "", 0), on, guarded, Plan{Source: Etcd, Guarded: true}},
 		{"list 0 under FreshResourceVersionZero, guard tripped: etcd", rvReq(List, "0", "", 0), fresh0, guarded, Plan{Source: Etcd, Zero: true, IgnoreLimit: true, Guarded: true}},
