@@ -50,14 +50,28 @@ func TestScaleLineAndTargets(t *testing.T) {
 		t.Errorf("line\n got %s\nwant %s", got, want)
 	}
 	targets := clusterTargets(r, true)
-	if len(targets) != 6 {
-		t.Fatalf("%d scale targets, want 6", len(targets))
+	if len(targets) != 8 {
+		t.Fatalf("%d scale targets, want 8", len(targets))
 	}
-	for _, tg := range targets {
-		if tg[3] != "yes" {
-			t.Errorf("target %v not met", tg)
+	for i, tg := range targets {
+		want := "yes"
+		if i == 5 { // the storm's 7 freshness 429s, where the target is none
+			want = "no"
+		}
+		if tg[3] != want {
+			t.Errorf("target %v judged %q, want %q", tg, tg[3], want)
 		}
 	}
+	if tg := targets[6]; tg[1] != "180" || tg[2] != "< 200" {
+		t.Errorf("wait p99 target %v", tg)
+	}
+	// The wait's target is KEP-2340's SLO, strictly under 200 ms; the etcd
+	// reads' is half of upstream's.
+	rows[1].FreshWaitP99Ms, rows[1].EtcdReads = p(200), 500
+	if tg := clusterTargets(ComputeRatios(rows), true); tg[6][3] != "no" || tg[1][3] != "yes" {
+		t.Errorf("wait p99 200 ms judged %v, etcd reads 0.50 judged %v", tg[6], tg[1])
+	}
+	rows[1].FreshWaitP99Ms, rows[1].EtcdReads = p(180.4), 200
 	// The ratio is of reads: the writes both send during the storm
 	// (600 each here) do not count.
 	rows[1].Storm.EtcdReads = 400
