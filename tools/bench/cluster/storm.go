@@ -48,6 +48,19 @@ type StormStats struct {
 	// on, instead of getting 429, because the cache was catching up
 	// (read_wait_extensions_total during the storm).
 	WaitsExtended float64 `json:"waits_extended,omitempty"`
+	// Progress counts freshcache's progress requests during the storm,
+	// Stalls those no notification answered in time, and Advances the
+	// times a cache reached a read's revision on the own-writes ledger
+	// instead (progress_requests_total, progress_stalls_total and
+	// own_write_advances_total); absent in older runs.
+	Progress *StormProgress `json:"progress,omitempty"`
+}
+
+// StormProgress is how freshcache's caches caught up during a storm.
+type StormProgress struct {
+	Requests float64 `json:"requests"`
+	Stalls   float64 `json:"stalls"`
+	Advances float64 `json:"own_write_advances"`
 }
 
 // StormGate is the storm of the watches of one WatchListClient value.
@@ -94,6 +107,7 @@ func runStorm(ctx context.Context, children []*informerChild, probe *clusterProb
 	s.EtcdReads = d.etcdReads()
 	s.Rejected = d.Rejected
 	s.WaitsExtended = d.Extensions
+	s.Progress = &StormProgress{Requests: d.Progress, Stalls: d.Stalls, Advances: d.Advances}
 	for m, v := range d.EtcdHandled {
 		if m != "Watch.Watch" {
 			s.EtcdRequests += v
@@ -158,9 +172,9 @@ func writeStorm(b *strings.Builder, rows []Row) {
 	if len(with) == 0 {
 		return
 	}
-	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column; \"rv=0 waits extended\" counts the timeouts after which an rv=0 LIST waited on because the cache was catching up, where it would otherwise have got 429):\n\n" +
-		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s | apiserver 429s: all / priority and fairness / freshness wait | rv=0 waits extended |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	b.WriteString("\nRestart storm (after the window, every node's pod watch stopped and started again at once; sync is from the storm until that watch had synced; etcd requests are every unary request etcd handled during the storm, writes included; the target counts the Range column; \"rv=0 waits extended\" counts the timeouts after which an rv=0 LIST waited on because the cache was catching up, where it would otherwise have got 429; \"progress\" is freshcache's progress requests, those that stalled (no notification within the stall time), and the times a cache reached a read's revision on the own-writes ledger instead, all caches together):\n\n" +
+		"| configuration | nodes | watches | all synced s | sync p50 / p99 / max ms | WatchListClient on: p99 ms | off: p99 ms | etcd requests | etcd Range | apiserver CPU s | peak RSS MB | 429s | apiserver 429s: all / priority and fairness / freshness wait | rv=0 waits extended | progress: requests / stalls / own-write advances |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n")
 	for _, r := range with {
 		s := r.Storm
 		gate := map[bool]string{true: "–", false: "–"}
@@ -171,9 +185,13 @@ func writeStorm(b *strings.Builder, rows []Row) {
 		if s.Rejected != nil {
 			rejected = fmt.Sprintf("%.0f / %.0f / %.0f", s.Rejected[rejectAll], s.Rejected[rejectAPF], s.Rejected[rejectFresh])
 		}
-		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s | %.0f |\n",
+		progress := "–"
+		if p := s.Progress; p != nil {
+			progress = fmt.Sprintf("%.0f / %.0f / %.0f", p.Requests, p.Stalls, p.Advances)
+		}
+		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s | %.0f | %s |\n",
 			r.Config, repeatSuffix(r), r.Nodes, s.Watches, s.Seconds, s.SyncP50Ms, s.SyncP99Ms, s.SyncMaxMs, gate[true], gate[false],
-			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429, rejected, s.WaitsExtended)
+			s.EtcdRequests, s.EtcdReads, s.APICPUSec, fmtList(s.APIPeakRSSMB, "%.0f"), s.Status429, rejected, s.WaitsExtended, progress)
 	}
 }
 

@@ -172,9 +172,12 @@ type Cache struct {
 	// resource's keys, both ending in "/".
 	ledger                  *oracle.Ledger
 	storageRoot, etcdPrefix string
-	// applied is signalled (capacity 1) whenever the published state
-	// moves, for a catch-up waiting on the ledger (settle).
-	applied chan struct{}
+	// moved is closed, and replaced, whenever the published state moves:
+	// for the settles waiting on the ledger, any number at once (ledger.go).
+	moved struct {
+		sync.Mutex
+		ch chan struct{}
+	}
 	// gates shape LIST planning; resolved once in New.
 	gates plan.Gates
 	// disabledReason is Config.ConsistentReadsDisabled.
@@ -348,7 +351,6 @@ func (c *Cache) buildDriver(untrusted bool) error {
 	}
 	var settle func(context.Context, int64)
 	if c.ledger != nil {
-		c.applied = make(chan struct{}, 1)
 		settle = c.settle
 	}
 	c.driver = driver.New(driver.Config{

@@ -1,8 +1,9 @@
 package watchcache
 
 // Catching up on the ledger of own writes (ProgressFromOwnWrites). When a
-// read's revision R arrives and the cache is at c < R, the driver asks the
-// cache to settle first: if every revision in (c, R] is this process's
+// read's revision R arrives (a fetch answers it, or a NotOlderThan read
+// such as a bounded rv=0 one brings it) and the cache is at c < R, the
+// driver asks the cache to settle first: if every revision in (c, R] is this process's
 // write of a key outside the resource (oracle.Ledger), the resource did
 // not change in between, and the state moves to R as a progress
 // notification would move it. Otherwise the Machine asks etcd for progress
@@ -35,16 +36,17 @@ func (c *Cache) etcdKey(key string) string {
 // is pending (writes of this process in flight may fill a gap, or an
 // event of the resource's own write is still on its way) it waits, at
 // most reflector.OwnWriteGrace, for the ledger or the state to move. It
-// runs in the driver's fetch goroutine, before the Machine hears of rev,
-// and holds no lock while it waits.
+// runs in the driver's fetch goroutine or a NotOlderThan read's, before
+// the Machine hears of rev, and holds no lock while it waits.
 func (c *Cache) settle(ctx context.Context, rev int64) {
 	var grace <-chan time.Time
 	for {
+		// Both channels before the state and the proof they guard.
+		moved, changed := c.stateMoved(), c.ledger.Changed()
 		have := c.RV()
 		if rev <= int64(have) || !c.Ready() {
 			return
 		}
-		changed := c.ledger.Changed()
 		switch c.ledger.Prove(c.etcdPrefix, int64(have), rev) {
 		case oracle.Proven:
 			c.advance(uint64(rev))
@@ -59,7 +61,7 @@ func (c *Cache) settle(ctx context.Context, rev int64) {
 		}
 		select {
 		case <-changed:
-		case <-c.applied:
+		case <-moved:
 		case <-grace:
 			return
 		case <-ctx.Done():
@@ -95,13 +97,26 @@ func (c *Cache) advance(rv uint64) {
 	c.driver.Advanced(rv)
 }
 
-// signalApplied wakes a settle waiting for the state to move.
+// stateMoved returns a channel that is closed when the published state
+// next moves. Take it before reading the state.
+func (c *Cache) stateMoved() <-chan struct{} {
+	c.moved.Lock()
+	defer c.moved.Unlock()
+	if c.moved.ch == nil {
+		c.moved.ch = make(chan struct{})
+	}
+	return c.moved.ch
+}
+
+// signalApplied wakes every settle waiting for the state to move.
 func (c *Cache) signalApplied() {
-	if c.applied == nil {
+	if c.ledger == nil {
 		return
 	}
-	select {
-	case c.applied <- struct{}{}:
-	default:
+	c.moved.Lock()
+	if c.moved.ch != nil {
+		close(c.moved.ch)
+		c.moved.ch = nil
 	}
+	c.moved.Unlock()
 }

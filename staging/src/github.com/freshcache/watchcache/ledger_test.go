@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/apis/example"
 	"k8s.io/apiserver/pkg/storage"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/freshcache/watchcache"
 	"github.com/freshcache/watchcache/internal/testing/cachetest"
+	"github.com/freshcache/watchcache/metrics"
 	"github.com/freshcache/watchcache/oracle"
 )
 
@@ -107,6 +109,96 @@ func TestProgressFromOwnWrites(t *testing.T) {
 			rec.mu.Unlock()
 			if (progress > 0) != tc.wantProgress || (advances > 0) != tc.wantAdvance {
 				t.Fatalf("%d progress requests and %d advances on the ledger; want progress requests %v, advances %v", progress, advances, tc.wantProgress, tc.wantAdvance)
+			}
+		})
+	}
+}
+
+// TestBoundedZeroReadsSettleOnTheLedger: a bounded rv=0 LIST takes a
+// revision it already knows (the oldest recent write of this process, here
+// a lease's) and needs no fetch. When nothing of the pods changed since
+// the pod cache's revision, and the leases between were written through
+// this process, the ledger proves the pod cache current: the read is
+// released with no progress request, even though no pod event will come
+// to move the cache (a restart storm after the churn stopped, when etcd
+// may drop progress requests for a while). A revision the ledger lacks
+// leaves the read to a progress request as before; so does a pod of this
+// process whose event is still on its way, and then the cache is not
+// advanced past it on the ledger.
+func TestBoundedZeroReadsSettleOnTheLedger(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// foreign: a lease is written straight to etcd, before the others.
+		foreign bool
+		// podHeld: a pod is written through the pod cache while its watch
+		// is held back, before the leases.
+		podHeld                   bool
+		wantAdvance, wantProgress bool
+	}{
+		{name: "leases written through the cache", wantAdvance: true},
+		{name: "a lease written straight to etcd", foreign: true, wantProgress: true},
+		{name: "a pod written whose event is held back", podHeld: true, wantProgress: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, o := etcdWithOracle(t)
+			// A long bound, so the leases' revisions are recent whatever
+			// the machine's speed: the read must never need a fetch.
+			opts := cachetest.WithOptions(watchcache.Options{FreshResourceVersionZero: on(), RevisionsFromWrites: on(),
+				ProgressFromOwnWrites: on(), ConsistentReadTimeout: longWait, ZeroReadStaleness: time.Minute})
+			rec := newRecorder()
+			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec))
+			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
+			ctx := context.Background()
+
+			// p0 goes straight to etcd: it is no recent revision of this
+			// process, so the read's revision is a later one.
+			p0 := create(t, pods.Etcd, "ns", "p0", "")
+			waitFor(t, "the pod cache to apply p0", func() bool { return pods.Cache.RV() >= rvOf(t, p0.ResourceVersion) })
+			want := map[string]bool{"p0": true}
+			if tc.podHeld {
+				pods.Gate.Pause()
+				create(t, pods.Cache, "ns", "p1", "")
+				want["p1"] = true
+			}
+			if tc.foreign {
+				if _, err := server.V3Client.Put(ctx, etcd3testing.AddPrefix("/leases/ns/foreign"), encodePod(t, mkPod("ns", "foreign", ""))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// As in TestProgressFromOwnWrites, the leases cache never
+			// applies its leases, so it never asks for progress on the
+			// stream both caches share.
+			leases.Gate.Pause()
+			for i := range 3 {
+				l := mkPod("ns", fmt.Sprintf("l%d", i), "")
+				if err := leases.Cache.Create(ctx, "/leases/ns/"+l.Name, l, &example.Pod{}, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			progressBefore := pods.Gate.ProgressRequests()
+			if tc.podHeld {
+				go func() {
+					waitFor(t, "the LIST to ask for progress", func() bool { return pods.Gate.ProgressRequests() > progressBefore })
+					pods.Gate.Resume()
+				}()
+			}
+			list := &example.PodList{}
+			if err := pods.Cache.GetList(ctx, "/pods/", listOpts("0"), list); err != nil {
+				t.Fatal(err)
+			}
+			if got := names(list); len(got) != len(want) || !got["p0"] || (tc.podHeld && !got["p1"]) {
+				t.Fatalf("rv=0 LIST holds %v, want %v", got, want)
+			}
+			if n := rec.count("list/zero/" + metrics.OutcomeCache); n != 1 {
+				t.Fatalf("reads_total{list,zero,cache} = %d, want 1", n)
+			}
+			progress := pods.Gate.ProgressRequests() - progressBefore
+			rec.mu.Lock()
+			advances := rec.advances
+			rec.mu.Unlock()
+			if (progress > 0) != tc.wantProgress || (advances > 0) != tc.wantAdvance {
+				t.Fatalf("%d progress requests and %d advances on the ledger; want progress requests %v, advances %v",
+					progress, advances, tc.wantProgress, tc.wantAdvance)
 			}
 		})
 	}

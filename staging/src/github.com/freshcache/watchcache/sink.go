@@ -153,6 +153,7 @@ func (s *sink) Progress(rv uint64) {
 		c.mu.Lock()
 		c.advanceLocked(rv)
 		c.mu.Unlock()
+		c.signalApplied()
 	}
 	c.driver.ProgressNotified(rv)
 }

@@ -131,8 +131,11 @@ type Config struct {
 	// asks for a progress request and waits end by events or deadlines.
 	NoProgress bool
 	// Settle, if set, is called with each revision a fetch returns before
-	// the Machine hears of it: it may bring the cache to the revision
-	// without a progress request (the cache's settle), and then calls Advanced.
+	// the Machine hears of it, and with the revision a NotOlderThan read
+	// waits for before the read is registered: it may bring the cache to
+	// the revision without a progress request (the cache's settle), and
+	// then calls Advanced. It returns at once for a revision the cache
+	// holds, and otherwise waits briefly at most.
 	Settle func(ctx context.Context, rev int64)
 	// Stop is the cache's stop channel.
 	Stop <-chan struct{}
@@ -167,6 +170,13 @@ func (d *Driver) WaitWithin(ctx context.Context, kind freshness.Kind, minRV uint
 	rd := freshness.Read{Kind: kind, MinRV: int64(minRV)}
 	if timeout > 0 {
 		rd.Deadline = d.clock.Now().Add(timeout)
+	}
+	if kind == freshness.NotOlderThan && d.settle != nil {
+		// The revision is known already, so no fetch will bring it to
+		// settle: without this, a cache that receives no events of its
+		// own (the churn has stopped) waits for a progress notification
+		// that the ledger could have spared.
+		d.settle(ctx, int64(minRV))
 	}
 	return d.await(ctx, rd)
 }
