@@ -44,13 +44,9 @@ func TestProgressFromOwnWrites(t *testing.T) {
 		{name: "a pod written whose event is held back", gate: true, podHeld: true, wantAdvance: true, wantProgress: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server, o := etcdWithOracle(t)
 			gate := tc.gate
-			opts := cachetest.WithOptions(watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(),
+			server, pods, leases, rec := podsAndLeases(t, watchcache.Options{ConsistentReadsFromCache: on(), RevisionsFromWrites: on(),
 				ProgressFromOwnWrites: &gate, ConsistentReadTimeout: longWait})
-			rec := newRecorder()
-			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec))
-			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
 			ctx := context.Background()
 
 			p0 := create(t, pods.Cache, "ns", "p0", "")
@@ -114,6 +110,19 @@ func TestProgressFromOwnWrites(t *testing.T) {
 	}
 }
 
+// podsAndLeases starts etcd, one Oracle, and a pod and a lease cache on
+// it with opts, sharing the Oracle and so its ledger; rec records the pod
+// cache's metrics.
+func podsAndLeases(t *testing.T, opts watchcache.Options) (server *etcd3testing.EtcdTestServer, pods, leases *cachetest.Env, rec *recorder) {
+	t.Helper()
+	server, o := etcdWithOracle(t)
+	rec = newRecorder()
+	with := cachetest.WithOptions(opts)
+	pods = cachetest.StartOn(t, server.V3Client, with, cachetest.WithOracle(o), cachetest.WithRecorder(rec))
+	leases = cachetest.StartOn(t, server.V3Client, with, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
+	return server, pods, leases, rec
+}
+
 // TestBoundedZeroReadsSettleOnTheLedger: a bounded rv=0 LIST takes a
 // revision it already knows (the oldest recent write of this process, here
 // a lease's) and needs no fetch. When nothing of the pods changed since
@@ -140,14 +149,10 @@ func TestBoundedZeroReadsSettleOnTheLedger(t *testing.T) {
 		{name: "a pod written whose event is held back", podHeld: true, wantProgress: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			server, o := etcdWithOracle(t)
 			// A long bound, so the leases' revisions are recent whatever
 			// the machine's speed: the read must never need a fetch.
-			opts := cachetest.WithOptions(watchcache.Options{FreshResourceVersionZero: on(), RevisionsFromWrites: on(),
+			server, pods, leases, rec := podsAndLeases(t, watchcache.Options{FreshResourceVersionZero: on(), RevisionsFromWrites: on(),
 				ProgressFromOwnWrites: on(), ConsistentReadTimeout: longWait, ZeroReadStaleness: time.Minute})
-			rec := newRecorder()
-			pods := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithRecorder(rec))
-			leases := cachetest.StartOn(t, server.V3Client, opts, cachetest.WithOracle(o), cachetest.WithPrefix("/leases/", "leases"))
 			ctx := context.Background()
 
 			// p0 goes straight to etcd: it is no recent revision of this
