@@ -185,8 +185,8 @@ func writeStorm(b *strings.Builder, rows []Row) {
 		if s.Rejected != nil {
 			rejected = fmt.Sprintf("%.0f / %.0f / %.0f", s.Rejected[rejectAll], s.Rejected[rejectAPF], s.Rejected[rejectFresh])
 		}
-		progress := "–"
-		if p := s.Progress; p != nil {
+		progress := "–" // upstream's cacher exports no such counts
+		if p := s.Progress; p != nil && r.Config != Upstream {
 			progress = fmt.Sprintf("%.0f / %.0f / %.0f", p.Requests, p.Stalls, p.Advances)
 		}
 		fmt.Fprintf(b, "| %s%s | %d | %d | %.1f | %.0f / %.0f / %.0f | %s | %s | %.0f | %.0f | %.1f | %s | %d | %s | %.0f | %s |\n",

@@ -93,7 +93,7 @@ func TestStormTable(t *testing.T) {
 	writeStorm(&b, []Row{{Config: FreshRV0, Nodes: 1000, Repeat: 2, Storm: &StormStats{Watches: 1000, SyncP99Ms: 812,
 		ByGate: []StormGate{{WatchListClient: true, SyncP99Ms: 900}}, APIPeakRSSMB: []float64{1234},
 		Progress: &StormProgress{Requests: 41, Stalls: 17, Advances: 6}}}})
-	writeStorm(&b, []Row{{Config: Upstream, Nodes: 1000, Storm: &StormStats{Watches: 1000}}})
+	writeStorm(&b, []Row{{Config: Upstream, Nodes: 1000, Storm: &StormStats{Watches: 1000, Progress: &StormProgress{}}}})
 	out := b.String()
 	reporttest.CheckContains(t, "storm table", out, "| freshcache-fresh-rv0 (repeat 2) | 1000 | 1000 |", "| 900 | – |", "| 1234 |",
 		"| 41 / 17 / 6 |\n", "| 0 | – |\n")

@@ -3,9 +3,9 @@ package watchcache
 // Catching up on the ledger of own writes (ProgressFromOwnWrites). When a
 // read's revision R arrives (a fetch answers it, or a NotOlderThan read
 // such as a bounded rv=0 one brings it) and the cache is at c < R, the
-// driver asks the cache to settle first: if every revision in (c, R] is this process's
-// write of a key outside the resource (oracle.Ledger), the resource did
-// not change in between, and the state moves to R as a progress
+// driver asks the cache to settle first: if every revision in (c, R] is
+// this process's write of a key outside the resource (oracle.Ledger), the
+// resource did not change in between, and the state moves to R as a progress
 // notification would move it. Otherwise the Machine asks etcd for progress
 // as before.
 
