@@ -187,6 +187,8 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		rev int64
 	}
 	var failedApplied []failed
+	// conflicted indexes, in out, the DELETEs answered with a conflict.
+	var conflicted []int
 	out := make([]record.Op, 0, len(ops))
 	for _, op := range ops {
 		if !op.IsWrite() {
@@ -234,6 +236,9 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 			if applied {
 				failedApplied = append(failedApplied, failed{op, ev.Rev})
 			}
+			if op.Kind == record.Delete && op.Reason == record.ReasonConflict {
+				conflicted = append(conflicted, len(out))
+			}
 			out = append(out, op)
 		case record.Unknown:
 			if owns {
@@ -241,6 +246,25 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 				op.Out, op.RV, op.Return = record.OK, ev.Rev, returnBound(ev.Rev, op.Call)
 				out = append(out, op)
 			}
+		}
+	}
+	// A DELETE answered with a conflict may have marked the pod all the
+	// same: kube-apiserver marks it, and if the pod is deleted and created
+	// again before its own delete is sent, that delete's precondition (the
+	// marked version) fails on the new pod (genericregistry.Store.Delete).
+	// Judged once every other op has claimed its own: a marking of the
+	// DELETE's precondition that nobody else made is its.
+	for _, i := range conflicted {
+		chain := truth.SystemChain(out[i].Name, out[i].PreRV)
+		if len(chain) == 0 || claimed[chain[0].Rev] {
+			continue
+		}
+		for _, s := range chain {
+			claimed[s.Rev] = true
+			mark := out[i]
+			mark.Kind, mark.Value, mark.Out, mark.Reason, mark.Err, mark.RV = record.Update, s.Value, record.OK, "", "", s.Rev
+			out = append(out, mark)
+			out[i].PreRV = s.Rev
 		}
 	}
 	for _, f := range failedApplied {

@@ -357,6 +357,48 @@ func TestDeleteOfAMarkedVersionIsARead(t *testing.T) {
 	}
 }
 
+// A DELETE marks b (rev 5); an update of the marked version deletes it
+// (rev 7) and a create makes b again (rev 8), all before the DELETE's own
+// delete is sent. That delete's precondition, the marked version, fails
+// on the new b, and kube-apiserver answers the DELETE with a conflict
+// (genericregistry.Store.Delete). The DELETE made the marking; a conflict
+// from a DELETE whose precondition nothing marked explains nothing.
+func TestConflictedDeleteMadeTheMarking(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		preRV int64
+		lost  bool
+	}{
+		{"marked its precondition", 3, false},
+		{"precondition nothing marked", 2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := markedRun(h.Op{ID: 20, Client: 5, Kind: h.Update, Name: "b", Value: "v9", PreRV: 5, Call: 86, Return: 89, Out: h.OK, RV: 5})
+			run.FinalRev = 8
+			run.Truth = append(run.Truth, h.TruthEvent{Rev: 8, Name: "b", Created: true, Value: "v10", Node: "n2"})
+			run.Ops = append(run.Ops, h.Op{ID: 21, Client: 6, Kind: h.Create, Name: "b", Value: "v10", Node: "n2", Call: 98, Return: 99, Out: h.OK, RV: 8})
+			run.Sessions[1].Events = append(run.Sessions[1].Events, h.WatchEvent{Type: h.Added, Name: "b", RV: 8, Value: "v10"})
+			d := &run.Ops[3]
+			d.PreRV, d.Out, d.Reason, d.Err, d.RV, d.Return = tc.preRV, h.Failed, h.ReasonConflict, "conflict", 0, 100
+			r := check(t, run)
+			if !tc.lost {
+				if r.Total() != 0 {
+					t.Fatalf("violations: %v", r.Details)
+				}
+				return
+			}
+			if r.Counts[NothingLost] == 0 {
+				t.Fatalf("nothing-lost found nothing: %v", r.Details)
+			}
+			for _, s := range r.Details[NothingLost] {
+				if !strings.Contains(s, "MODIFIED b at revision 5") {
+					t.Errorf("unexpected nothing-lost: %s", s)
+				}
+			}
+		})
+	}
+}
+
 // Only an answer at the marked revision is a deletion: the same update
 // acknowledged at a revision of its own, or at the revision of a version
 // nothing marked, was lost.
