@@ -592,10 +592,10 @@ SCALE_REPEAT ?= 3
 SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-window=10s
 # Scale A/B on 1,000 kwok nodes (30,000 pods, 1,000 kubelet pod watches, a
 # restart storm), 3 configurations x 3 repeats; writes docs/results/scale.md
-# (~3 h here: a 1,000-node cell takes 17-22 min, 10-15 of them starting the
-# pods; on one 2-core machine upstream's 30,000 pods took over 20 min to
-# start, so the bound on a cell's set-up is 30 min).
-bench-scale: $(BENCH) build build-kwok ## Scale A/B on 1,000 kwok nodes, a restart storm, 3x3 cells; docs/results (~3 h)
+# (~3-4 h: a 1,000-node cell takes 17-26 min, 10-21 of them starting the
+# pods, depending on the machine; on one 2-core machine upstream's 30,000
+# pods took over 20 min to start, so the bound on a cell's set-up is 45 min).
+bench-scale: $(BENCH) build build-kwok ## Scale A/B on 1,000 kwok nodes, a restart storm, 3x3 cells; docs/results (~3-4 h)
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=45m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 # Scale A/B on 200 kwok nodes, one cell per configuration, short windows,
