@@ -595,7 +595,7 @@ SCALE_SHORT := --nodes=200 --repeat=1 --warmup=10s --window=60s --calibration-wi
 # (~3-4 h: a 1,000-node cell takes 17-26 min, 10-21 of them starting the
 # pods, depending on the machine; on one 2-core machine upstream's 30,000
 # pods took over 20 min to start, so the bound on a cell's set-up is 45 min).
-bench-scale: $(BENCH) build build-kwok ## Scale A/B on 1,000 kwok nodes, a restart storm, 3x3 cells; docs/results (~3-4 h)
+bench-scale: $(BENCH) build build-kwok ## Scale A/B on 1,000 kwok nodes, a restart storm, 3x3 cells; docs/results (~4 h)
 	$(BENCH) scale --bin-dir=$(BIN) --nodes=$(SCALE_NODES) --repeat=$(SCALE_REPEAT) --ready-timeout=45m --out=$(BENCH_OUT)/scale.md $(BENCH_ARGS)
 
 # Scale A/B on 200 kwok nodes, one cell per configuration, short windows,
