@@ -187,6 +187,23 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		rev int64
 	}
 	var failedApplied []failed
+	// markings claims the system updates in chain as the DELETE op's
+	// markings: each goes into out as an acknowledged update (its return
+	// bounded as an Unknown write's is), and op's precondition moves to
+	// the last of them.
+	markings := func(op *record.Op, chain []record.TruthEvent, out []record.Op) []record.Op {
+		for _, s := range chain {
+			claimed[s.Rev] = true
+			mark := *op
+			mark.Kind, mark.Value, mark.Out, mark.Reason, mark.RV = record.Update, s.Value, record.OK, "", s.Rev
+			if op.Out == record.Unknown {
+				mark.Return = returnBound(s.Rev, op.Call)
+			}
+			out = append(out, mark)
+			op.PreRV = s.Rev
+		}
+		return out
+	}
 	// conflicted indexes, in out, the DELETEs answered with a conflict.
 	var conflicted []int
 	out := make([]record.Op, 0, len(ops))
@@ -209,16 +226,7 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		partial := !owns && op.Out == record.Unknown && len(chain) > 0 && !claimed[chain[0].Rev]
 		lost := lostRaceToUpdate(op, applied, ev, chain, claimed)
 		if (owns || partial || lost) && op.Kind == record.Delete {
-			for _, s := range chain {
-				claimed[s.Rev] = true
-				mark := op
-				mark.Kind, mark.Value, mark.Out, mark.RV = record.Update, s.Value, record.OK, s.Rev
-				if op.Out == record.Unknown {
-					mark.Return = returnBound(s.Rev, op.Call)
-				}
-				out = append(out, mark)
-				op.PreRV = s.Rev
-			}
+			out = markings(&op, chain, out)
 		}
 		if lost {
 			continue
@@ -259,13 +267,9 @@ func resolveWrites(r *Report, run *record.Run, truth *record.Truth) []record.Op 
 		if len(chain) == 0 || claimed[chain[0].Rev] {
 			continue
 		}
-		for _, s := range chain {
-			claimed[s.Rev] = true
-			mark := out[i]
-			mark.Kind, mark.Value, mark.Out, mark.Reason, mark.Err, mark.RV = record.Update, s.Value, record.OK, "", "", s.Rev
-			out = append(out, mark)
-			out[i].PreRV = s.Rev
-		}
+		op := out[i]
+		out = markings(&op, chain, out)
+		out[i] = op
 	}
 	for _, f := range failedApplied {
 		if !claimed[f.rev] {
